@@ -1,0 +1,119 @@
+// wort/index.h — the common index API and the type-erased handle.
+//
+// Every index kind is a concrete, non-virtual class with the members listed in
+// `IndexConcept` below; `wort::Index` is a thin virtual adapter over it, used by the
+// registry, the benchmark, the CLI and the server.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wort/function_ref.h"
+#include "wort/key.h"
+#include "wort/pool.h"
+#include "wort/status.h"
+
+namespace wort {
+
+//! Called for each key/value in order; return false to stop early.
+using Visitor = FunctionRef<bool(Key, Value)>;
+//! Walks blocks for the allocator (see pm/allocator.h).
+using BlockVisitorFn = FunctionRef<void(std::uint64_t)>;
+
+//! Per-index creation options (stored in the pool header's index_options words).
+struct IndexOptions {
+  std::array<std::uint64_t, 4> words{};  //!< index-specific; 0 means the index's default
+};
+
+//! What an index reports about itself.
+struct IndexStats {
+  std::uint64_t keys = 0;
+  double avg_leaf_depth = 0;          //!< mean depth of a key's leaf; each index's README
+                                      //!< says what it counts (the papers differ)
+  std::uint64_t max_leaf_depth = 0;
+  std::uint64_t pm_bytes = 0;         //!< bytes of pool blocks in use
+  std::uint64_t dram_bytes = 0;       //!< bytes of DRAM the index holds (0 for pure-PM)
+  std::map<std::string, std::uint64_t> nodes;  //!< node count by type name ("node16": 12)
+};
+
+// clang-format off
+//! The members every concrete index class provides.
+template <class T>
+concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOptions& o,
+                                Key k, Value v, Visitor vis, BlockVisitorFn bv, std::ostream& os) {
+  { T::kKind } -> std::convertible_to<std::string_view>;          // registry name
+  { T::create(pool, o) } -> std::same_as<Result<std::unique_ptr<T>>>;  // new index in an empty pool
+  { T::open(pool) } -> std::same_as<Result<std::unique_ptr<T>>>;       // recovery happens here
+  { t.insert(k, v) } -> std::same_as<Status>;    // exists if present
+  { t.upsert(k, v) } -> std::same_as<Status>;    // insert or overwrite
+  { t.update(k, v) } -> std::same_as<Status>;    // not_found if absent
+  { ct.lookup(k) } -> std::same_as<std::optional<Value>>;
+  { t.remove(k) } -> std::same_as<Status>;       // not_found if absent
+  { ct.scan(k, std::size_t{}, vis) } -> std::same_as<std::size_t>;   // ascending from k inclusive, at most n
+  { ct.range(k, k, vis) } -> std::same_as<std::size_t>;              // [lo, hi) ascending
+  { ct.stats() } -> std::same_as<IndexStats>;
+  { ct.verify() } -> std::same_as<Result<void>>;  // full structural check
+  { ct.dump(os) };                                // human-readable picture
+  { ct.visit_blocks(bv) };                        // every pool block reachable from the root
+};
+// clang-format on
+
+//! Type-erased handle over any index kind.
+class Index {
+ public:
+  virtual ~Index() = default;
+  //! Creates an index of `kind` in a fresh pool whose header names the same kind.
+  static Result<std::unique_ptr<Index>> create(Pool& pool, std::string_view kind,
+                                               const IndexOptions& opts = {});
+  //! Opens the index the pool holds (its kind comes from the header); runs recovery.
+  static Result<std::unique_ptr<Index>> open(Pool& pool);
+  //! Names of every registered kind, sorted.
+  static std::vector<std::string> kinds();
+
+  virtual std::string_view kind() const noexcept = 0;
+  virtual Status insert(Key k, Value v) = 0;
+  virtual Status upsert(Key k, Value v) = 0;
+  virtual Status update(Key k, Value v) = 0;
+  virtual std::optional<Value> lookup(Key k) const = 0;
+  virtual Status remove(Key k) = 0;
+  virtual std::size_t scan(Key from, std::size_t max, Visitor v) const = 0;
+  virtual std::size_t range(Key lo, Key hi, Visitor v) const = 0;
+  virtual IndexStats stats() const = 0;
+  virtual Result<void> verify() const = 0;
+  virtual void dump(std::ostream& os) const = 0;
+  virtual void visit_blocks(BlockVisitorFn v) const = 0;
+};
+
+//! The adapter the registry instantiates for each concrete index.
+template <IndexConcept T>
+class IndexAdapter final : public Index {
+ public:
+  explicit IndexAdapter(std::unique_ptr<T> impl) : impl_(std::move(impl)) {}
+  T& impl() noexcept { return *impl_; }
+  std::string_view kind() const noexcept override { return T::kKind; }
+  Status insert(Key k, Value v) override { return impl_->insert(k, v); }
+  Status upsert(Key k, Value v) override { return impl_->upsert(k, v); }
+  Status update(Key k, Value v) override { return impl_->update(k, v); }
+  std::optional<Value> lookup(Key k) const override { return impl_->lookup(k); }
+  Status remove(Key k) override { return impl_->remove(k); }
+  std::size_t scan(Key f, std::size_t n, Visitor v) const override { return impl_->scan(f, n, v); }
+  std::size_t range(Key lo, Key hi, Visitor v) const override { return impl_->range(lo, hi, v); }
+  IndexStats stats() const override { return impl_->stats(); }
+  Result<void> verify() const override { return impl_->verify(); }
+  void dump(std::ostream& os) const override { impl_->dump(os); }
+  void visit_blocks(BlockVisitorFn v) const override { impl_->visit_blocks(v); }
+
+ private:
+  std::unique_ptr<T> impl_;
+};
+
+}  // namespace wort

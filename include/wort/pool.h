@@ -1,0 +1,106 @@
+// wort/pool.h — a pool: one file mapped in full, holding one index.
+//
+// Layout of the file (details in src/pm/pool_layout.h):
+//   [ header 4 KiB | chunk table | chunk 0 | chunk 1 | ... ]
+// The header carries magic, layout version, size, UUID, index kind and options, root
+// offset, allocator state (chunk size, high-water mark), generation, clean-shutdown flag
+// and a checksum over its immutable part.
+//
+// Persistent pointers are byte offsets from the pool base (0 = null), so a pool opens at
+// any address.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "wort/status.h"
+
+namespace wort {
+
+namespace pm {
+class Allocator;
+struct PoolHeader;
+}  // namespace pm
+
+//! Options fixed when a pool is created.
+struct PoolOptions {
+  std::uint64_t size = 64ull << 20;          //!< bytes; rounded up to whole chunks
+  std::uint32_t chunk_size = 1u << 20;       //!< allocator chunk; power of two, >= 4 KiB
+  std::string kind;                          //!< index kind stored in the header ("wort")
+  std::array<std::uint64_t, 4> index_options{};  //!< opaque to the pool, for the index
+};
+
+//! How the pool file is mapped (reported, not chosen: libpmem2 decides).
+struct MappingInfo {
+  bool dax = false;       //!< the file is on a DAX file system
+  bool map_sync = false;  //!< mapped with MAP_SYNC
+  bool eadr = false;      //!< the platform flushes caches on power failure
+  bool in_memory = false; //!< an anonymous or borrowed buffer, not a file
+};
+
+class Pool {
+ public:
+  //! Creates a new pool file (fails with io_error if it exists or cannot be written).
+  static Result<std::unique_ptr<Pool>> create(const std::string& path, const PoolOptions& opts);
+  //! Opens an existing pool. If `expected_kind` is non-empty and differs from the stored
+  //! kind, fails with wrong_kind. Every bad file gets its own Status and a message.
+  static Result<std::unique_ptr<Pool>> open(const std::string& path,
+                                            std::string_view expected_kind = {});
+  //! Creates a pool in anonymous DRAM (tests, benchmarks on no file).
+  static Result<std::unique_ptr<Pool>> create_in_memory(const PoolOptions& opts);
+  //! Opens a pool image held in a caller-owned buffer (a crash image); the buffer must
+  //! outlive the Pool and be 64-byte aligned. Same checks as open().
+  static Result<std::unique_ptr<Pool>> attach(std::span<std::byte> image,
+                                              std::string_view expected_kind = {});
+
+  ~Pool();  //!< records a clean shutdown and unmaps
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  std::byte* base() const noexcept { return base_; }
+  std::uint64_t size() const noexcept { return size_; }
+
+  //! Pointer for a non-null offset.
+  template <class T>
+  T* at(std::uint64_t off) const noexcept { return reinterpret_cast<T*>(base_ + off); }
+  //! Offset of a pointer into the pool.
+  std::uint64_t offset_of(const void* p) const noexcept {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base_);
+  }
+  //! True if [off, off+len) lies inside the allocatable area.
+  bool contains(std::uint64_t off, std::uint64_t len = 1) const noexcept;
+
+  //! The index root offset (0 until an index is created).
+  std::uint64_t root() const noexcept;
+  //! Sets and persists the root offset (one 8-byte commit store).
+  void set_root(std::uint64_t off) noexcept;
+
+  std::string_view kind() const noexcept;
+  const std::array<std::uint64_t, 4>& index_options() const noexcept;
+  std::uint64_t generation() const noexcept;   //!< bumped on every open
+  bool was_clean_shutdown() const noexcept;    //!< the previous close was clean
+  std::array<std::byte, 16> uuid() const noexcept;
+  const MappingInfo& mapping() const noexcept { return mapping_; }
+
+  pm::Allocator& allocator() noexcept { return *alloc_; }
+  const pm::Allocator& allocator() const noexcept { return *alloc_; }
+
+  const pm::PoolHeader& header() const noexcept;
+
+  struct Impl;  // mapping handles (libpmem2 objects, fd, anonymous buffer)
+
+ private:
+  Pool();
+  std::byte* base_ = nullptr;
+  std::uint64_t size_ = 0;
+  MappingInfo mapping_;
+  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<pm::Allocator> alloc_;
+};
+
+}  // namespace wort

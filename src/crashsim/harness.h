@@ -1,0 +1,120 @@
+// crashsim/harness.h — crash-test a key/value index under the Px86 persistency model.
+//
+// run_kv() creates a pool in DRAM, builds the index, applies `setup` untraced, then applies
+// `ops` with the simulator installed. At every crash point — before every fence, and at each
+// operation's acknowledgement — it builds crash images (each dirty cache line cut at any
+// prefix of its store log no shorter than its durable point: exhaustively up to a cap, then
+// nothing-extra, everything, each line alone, each pair and seeded random picks), opens the
+// index on a copy of each image (recovery) and runs the oracles:
+//   LOST_ACK       an acknowledged operation is missing or has the wrong value
+//   NOT_ATOMIC     the in-flight operation is partly there (neither before nor after state)
+//   EXTRA_KEY      a key that no operation put there
+//   RECOVERY_FAILED  open() returned an error on a crash image
+//   VERIFY         verify() failed after recovery
+//   AUDIT          allocator audit after recovery: leak, double use, reached-but-free
+//   CONTINUATION   operations after recovery disagree with the reference
+//   DRAIN          (opt-in) after removing every key, more blocks allocated than an empty index has
+//   SECOND_CRASH   a crash during recovery, recovered again, fails any of the above
+// and, on every traced operation without enumeration, the lints:
+//   MISSING_FLUSH  a store not written back at an acknowledgement
+//   MISSING_FENCE  written back but not fenced at an acknowledgement
+//   UNTRACKED_STORE a pool word changed without pm::store / pm::copy
+//   REDUNDANT_FLUSH a flush of a line with nothing new to write back (performance finding)
+//   REDUNDANT_FENCE a fence with nothing to order (performance finding)
+// Every finding carries a replay string (seed, crash point, per-line choice vector) that
+// Options::replay accepts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <span>
+#include <vector>
+
+#include "wort/index.h"
+
+namespace wort::crashsim {
+
+//! One mutating operation of a crash test.
+struct KvOp {
+  enum class Kind : std::uint8_t { insert, upsert, update, remove };
+  Kind kind = Kind::insert;
+  std::string key;  //!< raw key bytes
+  Value value = 0;
+};
+
+struct Options {
+  std::uint64_t seed = 1;
+  std::uint64_t pool_size = 1ull << 20;
+  std::uint32_t chunk_size = 16u << 10;
+  std::size_t exhaustive_cap = 64;     //!< enumerate all images of a crash point up to this many
+  std::size_t random_samples = 8;      //!< seeded random images beyond the structured ones
+  bool continuation = true;            //!< run continuation ops after each recovery
+  std::size_t continuation_ops = 6;
+  bool second_crash = true;            //!< crash during recovery, then recover again
+  bool drain = false;                  //!< opt-in DRAIN oracle
+  bool lints = true;
+  bool explore = true;                 //!< false: lints only, no crash images
+  std::size_t max_crash_points = 0;    //!< 0 = every crash point
+  std::string replay;                  //!< non-empty: only the crash image it names
+};
+
+struct Finding {
+  std::string kind;    //!< "LOST_ACK", "MISSING_FLUSH", ... (see above)
+  std::string detail;  //!< what was wrong, with the operation and key
+  std::string replay;  //!< feed to Options::replay to reproduce
+};
+
+struct Report {
+  std::uint64_t ops = 0;            //!< traced operations
+  std::uint64_t crash_points = 0;   //!< points at which images were built
+  std::uint64_t images = 0;         //!< crash images recovered and checked
+  double seconds = 0;
+  std::vector<Finding> findings;    //!< de-duplicated by (kind, crash site); capped
+
+  bool has(std::string_view kind) const;
+  std::size_t count(std::string_view kind) const;
+  //! No correctness finding (lints REDUNDANT_* are performance findings and do not count).
+  bool correct() const;
+  //! No finding at all.
+  bool clean() const { return findings.empty(); }
+  std::string summary() const;  //!< one line of counts plus the first findings
+};
+
+//! How the harness makes and reopens the structure under test.
+struct Factory {
+  std::string kind;  //!< stored in the pool header
+  std::function<Result<std::unique_ptr<Index>>(Pool&)> create;
+  std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
+};
+
+//! Factory for a concrete index class (registered or not, e.g. the toy structures).
+template <IndexConcept T>
+Factory factory_of() {
+  return Factory{std::string(T::kKind),
+                 [](Pool& p) -> Result<std::unique_ptr<Index>> {
+                   auto r = T::create(p, IndexOptions{});
+                   if (!r) return r.error();
+                   return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
+                 },
+                 [](Pool& p) -> Result<std::unique_ptr<Index>> {
+                   auto r = T::open(p);
+                   if (!r) return r.error();
+                   return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
+                 }};
+}
+
+//! Runs the crash test described at the top of this file.
+Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
+              const Options& opts);
+
+template <IndexConcept T>
+Report run_kv(std::span<const KvOp> setup, std::span<const KvOp> ops, const Options& opts) {
+  return run_kv(factory_of<T>(), setup, ops, opts);
+}
+
+}  // namespace wort::crashsim

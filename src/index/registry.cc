@@ -1,0 +1,65 @@
+#include "index/registry.h"
+
+#include <algorithm>
+#include <map>
+
+namespace wort::registry {
+namespace {
+// Function-local static: safe against static-initialisation order across registrars.
+std::map<std::string, Entry, std::less<>>& table() {
+  static std::map<std::string, Entry, std::less<>> t;
+  return t;
+}
+}  // namespace
+
+void add(Entry e) {
+  auto name = e.name;
+  table().emplace(std::move(name), std::move(e));
+}
+
+const Entry* find(std::string_view name) {
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<const Entry*> all() {
+  std::vector<const Entry*> out;
+  for (auto& [name, e] : table()) out.push_back(&e);
+  return out;
+}
+
+}  // namespace wort::registry
+
+namespace wort {
+
+Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
+                                             const IndexOptions& opts) {
+  const registry::Entry* e = registry::find(kind);
+  if (!e) return Error{Status::invalid_argument, "unknown index kind '" + std::string(kind) + "'"};
+  if (pool.kind() != kind)
+    return Error{Status::wrong_kind, "pool was created for index kind '" +
+                                         std::string(pool.kind()) + "', not '" +
+                                         std::string(kind) + "'"};
+  if (pool.root() != 0)
+    return Error{Status::invalid_argument, "pool already holds an index; use Index::open"};
+  return e->create(pool, opts);
+}
+
+Result<std::unique_ptr<Index>> Index::open(Pool& pool) {
+  const registry::Entry* e = registry::find(pool.kind());
+  if (!e)
+    return Error{Status::wrong_kind, "pool holds index kind '" + std::string(pool.kind()) +
+                                         "', which this build does not know"};
+  if (pool.root() == 0)
+    return Error{Status::corrupt, "pool of kind '" + std::string(pool.kind()) +
+                                      "' has no index root (created but never initialised)"};
+  return e->open(pool);
+}
+
+std::vector<std::string> Index::kinds() {
+  std::vector<std::string> out;
+  for (const auto* e : registry::all()) out.push_back(e->name);
+  return out;
+}
+
+}  // namespace wort

@@ -1,0 +1,83 @@
+// pm/allocator.h — the persistent allocator.
+//
+// Size classes carved from chunks; per-thread caches; no flush on the alloc/free fast path.
+// The only persistent allocator state is, per chunk, its size class (written once when the
+// chunk is carved, before the high-water mark moves past it) and the chunk high-water mark.
+// Which blocks inside a chunk are in use is volatile: after a crash it is recomputed by
+// tracing — the index visits every block it reaches from its root, and whatever lies in an
+// old chunk and was not visited is free (ROART's DCMM idea). Until the trace finishes, old
+// chunks hand out nothing and allocations come from fresh chunks, so the pool is usable at
+// once.
+//
+// Contract for indexes: free(b) only after the store that unlinks b is durable (persisted),
+// otherwise a crash could resurrect b while it is reused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wort/function_ref.h"
+#include "wort/status.h"
+
+namespace wort {
+class Pool;
+}
+
+namespace wort::pm {
+
+//! Walks every block an index reaches: call visit(offset) once per block start.
+using BlockVisitor = FunctionRef<void(std::uint64_t /*block offset*/)>;
+//! A function that walks a structure with a BlockVisitor (index.visit_blocks).
+using BlockWalker = FunctionRef<void(BlockVisitor)>;
+
+struct AllocatorStats {
+  std::uint64_t chunks_used = 0;       //!< chunks below the high-water mark
+  std::uint64_t chunks_total = 0;      //!< chunks the pool has room for
+  std::uint64_t blocks_allocated = 0;  //!< blocks currently handed out
+  std::uint64_t bytes_allocated = 0;   //!< sum of their class sizes
+  std::uint64_t bytes_requested = 0;   //!< sum of sizes asked for (live blocks)
+};
+
+struct AuditReport {
+  std::vector<std::uint64_t> leaked;        //!< allocated, not reached
+  std::vector<std::uint64_t> doubly_used;   //!< reached twice, or overlapping another block
+  std::vector<std::uint64_t> not_allocated; //!< reached but free (or not a block start)
+  bool ok() const { return leaked.empty() && doubly_used.empty() && not_allocated.empty(); }
+  std::string describe() const;  //!< one line per problem (first few of each kind)
+};
+
+class Allocator {
+ public:
+  Allocator(Pool& pool, bool fresh);  //!< fresh: a new pool; otherwise old chunks await a trace
+  ~Allocator();
+
+  //! Allocates `bytes` (> 0). Blocks of 64 bytes or more are 64-byte aligned, smaller ones
+  //! are aligned to 16. The content is unspecified (not zeroed). out_of_space leaves
+  //! everything as it was.
+  Status allocate(std::size_t bytes, std::uint64_t* offset) noexcept;
+  //! Returns a block (see the contract above). No flush.
+  void free(std::uint64_t offset) noexcept;
+  //! Usable size of the block at `offset` (its size class).
+  std::size_t block_size(std::uint64_t offset) const noexcept;
+
+  //! Recovery: marks every block the walker reports as in use and frees the rest of the old
+  //! chunks. Fails with corrupt if a visited offset is not a block start in an old or new
+  //! chunk, or is visited twice. Called once by Index::open.
+  Result<void> recover(BlockWalker walk);
+  //! True until recover() has run on a reopened pool.
+  bool trace_pending() const noexcept;
+
+  //! Compares the allocator's view with the blocks the walker reaches.
+  AuditReport audit(BlockWalker walk) const;
+  AllocatorStats stats() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wort::pm

@@ -1,0 +1,124 @@
+// pm/persist.h — the persistence primitives. Every store to pool memory goes through
+// pm::store (one aligned store of at most 8 bytes that the compiler may not tear) or
+// pm::copy / pm::fill (bulk, for fresh memory nobody can reach yet); every write-back and
+// fence through pm::flush / pm::fence / pm::persist.
+//
+// Cost on the fast path (mode real, no tracer): one thread-local load and test for the
+// tracer, a thread-local counter increment, the instruction. The mode is a process-wide
+// setting read with one load.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "pm/tracer.h"
+#include "pm/x86_64/flush.h"
+#include "wort/persist.h"
+
+namespace wort::pm {
+
+inline constexpr std::size_t kCacheLine = 64;
+
+namespace detail {
+//! Resolved process-wide settings on the hot path (written by configure()).
+struct HotConfig {
+  Mode mode = Mode::real;
+  FlushInsn insn = FlushInsn::clflush;     // resolved at startup to the best available
+  std::uint64_t flush_delay_cycles = 0;   // emulated: TSC cycles per flushed line
+  std::uint64_t fence_delay_cycles = 0;   // emulated: TSC cycles per fence
+};
+extern HotConfig hot;
+inline thread_local Counters tls_counters;
+
+//! Busy-waits `cycles` TSC cycles (PM latency emulation).
+void spin_cycles(std::uint64_t cycles) noexcept;
+
+template <std::size_t N>
+struct UintOf;
+template <> struct UintOf<1> { using type = std::uint8_t; };
+template <> struct UintOf<2> { using type = std::uint16_t; };
+template <> struct UintOf<4> { using type = std::uint32_t; };
+template <> struct UintOf<8> { using type = std::uint64_t; };
+}  // namespace detail
+
+//! One failure-atomic store of a trivially copyable T of 1, 2, 4 or 8 bytes to pool
+//! memory. `dst` must be aligned to sizeof(T). The compiler cannot tear or elide it.
+template <class T>
+inline void store(T* dst, const T& v) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>, "pm::store needs a trivially copyable T");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "pm::store writes at most 8 bytes in one store");
+  using U = typename detail::UintOf<sizeof(T)>::type;
+  U bits;
+  std::memcpy(&bits, &v, sizeof(T));
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_store(dst, &v, sizeof(T));
+  __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
+}
+
+//! Bulk copy into pool memory that is not yet reachable (a fresh node). Not atomic.
+inline void copy(void* dst, const void* src, std::size_t n) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_store(dst, src, n);
+  std::memcpy(dst, src, n);
+}
+
+//! Fills fresh pool memory with byte `b` (for zeroing a new node).
+void fill(void* dst, std::uint8_t b, std::size_t n) noexcept;
+
+//! Non-temporal 8-byte store (movnti): bypasses the cache, durable at the next fence.
+inline void nt_store(std::uint64_t* dst, std::uint64_t v) noexcept {
+  ++detail::tls_counters.nt_stores;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]] {
+    t->on_nt_store(dst, v);
+    *reinterpret_cast<volatile std::uint64_t*>(dst) = v;
+    return;
+  }
+  x86_64::movnti(dst, v);
+}
+
+//! Writes back the cache lines overlapping [addr, addr+len). Not ordered until fence().
+inline void flush(const void* addr, std::size_t len) noexcept {
+  const auto first = reinterpret_cast<std::uintptr_t>(addr) & ~(kCacheLine - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(addr) + (len ? len : 1);
+  const std::uint64_t lines = (end - first + kCacheLine - 1) / kCacheLine;
+  Counters& c = detail::tls_counters;
+  ++c.flushes;
+  c.lines_flushed += lines;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_flush(addr, len);
+  const detail::HotConfig& h = detail::hot;
+  if (h.mode == Mode::none || h.mode == Mode::trace) return;
+  for (std::uintptr_t p = first; p < end; p += kCacheLine)
+    x86_64::flush_line(h.insn, reinterpret_cast<const void*>(p));
+  if (h.mode == Mode::emulated) detail::spin_cycles(h.flush_delay_cycles * lines);
+}
+
+//! Store fence: orders (and, with the flushes before it, makes durable) earlier writes.
+inline void fence() noexcept {
+  ++detail::tls_counters.fences;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_fence();
+  const detail::HotConfig& h = detail::hot;
+  if (h.mode == Mode::none || h.mode == Mode::trace) return;
+  x86_64::sfence();
+  if (h.mode == Mode::emulated) detail::spin_cycles(h.fence_delay_cycles);
+}
+
+//! flush + fence.
+inline void persist(const void* addr, std::size_t len) noexcept {
+  flush(addr, len);
+  fence();
+}
+
+//! pm::store followed by persist of the stored word: the usual commit store.
+template <class T>
+inline void store_persist(T* dst, const T& v) noexcept {
+  store(dst, v);
+  persist(dst, sizeof(T));
+}
+
+}  // namespace wort::pm

@@ -1,0 +1,42 @@
+// pm/tracer.h — the hook through which the crash simulator observes persistence events.
+//
+// A Tracer is installed per thread. When one is installed, pm::store / pm::copy /
+// pm::nt_store / pm::flush / pm::fence report to it *before* they take effect (so on_fence
+// is a crash point "before the fence"). The tracer itself filters by address range: events
+// outside the pool it watches are ignored, which lets the simulator open a crash image in a
+// second pool (recovery) while the first is paused inside on_fence.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wort::pm {
+
+class Tracer {
+ public:
+  virtual ~Tracer() = default;
+  //! `len` bytes from `src` are about to be stored at `dst` (one store of <= 8 bytes from
+  //! pm::store, or a bulk copy from pm::copy / pm::fill).
+  virtual void on_store(void* dst, const void* src, std::size_t len) = 0;
+  //! A non-temporal 8-byte store: written back without a flush, ordered by the next fence.
+  virtual void on_nt_store(void* dst, std::uint64_t value) = 0;
+  //! Write-back of the cache lines overlapping [addr, addr+len).
+  virtual void on_flush(const void* addr, std::size_t len) = 0;
+  //! A store fence is about to be issued.
+  virtual void on_fence() = 0;
+};
+
+namespace detail {
+inline thread_local Tracer* tls_tracer = nullptr;
+}  // namespace detail
+
+//! Installs `t` for this thread (nullptr to remove); returns the previous tracer.
+inline Tracer* set_tracer(Tracer* t) noexcept {
+  Tracer* prev = detail::tls_tracer;
+  detail::tls_tracer = t;
+  return prev;
+}
+//! This thread's tracer, or nullptr.
+inline Tracer* tracer() noexcept { return detail::tls_tracer; }
+
+}  // namespace wort::pm
