@@ -1,0 +1,551 @@
+// pm/allocator.cc — size-class allocator over the pool's chunks (see allocator.h for the
+// contract, chunk_table.h for the only persistent state it keeps).
+//
+// DRAM state per chunk (ChunkInfo): what the chunk is and, per block, the size the caller
+// asked for (0 = free). That one array is the allocator's exact view of which blocks are
+// live: thread caches and the global free lists only hold blocks whose entry is 0, so
+// audit() and stats() need not look into other threads' caches.
+//
+// Fast path (allocate/free of a small block): pop/push on this thread's cache and one
+// relaxed store to the DRAM per-block array. No pool store, no flush, no lock. The slow
+// path (cache empty / too full, carving a chunk, large spans) takes one std::mutex.
+#include "pm/allocator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdio>
+#include <cassert>
+#include <map>
+#include <mutex>
+
+#include "pm/chunk_table.h"
+#include "pm/persist.h"
+#include "pm/pool_layout.h"
+#include "pm/size_classes.h"
+#include "wort/pool.h"
+
+namespace wort::pm {
+namespace {
+
+constexpr int kMaxSlots = 256;
+
+//! Process-wide thread slot ids, 0..kMaxSlots-1, recycled when a thread exits. A slot
+//! indexes every allocator's cache array; a thread that finds no free slot uses the locked
+//! path.
+class SlotIds {
+ public:
+  int acquire() {
+    std::lock_guard lock(mu_);
+    for (int i = 0; i < kMaxSlots; ++i)
+      if (!used_[i]) {
+        used_[i] = true;
+        return i;
+      }
+    return -1;
+  }
+  void release(int id) {
+    std::lock_guard lock(mu_);
+    used_[id] = false;
+  }
+
+ private:
+  std::mutex mu_;
+  bool used_[kMaxSlots] = {};
+};
+
+SlotIds& slot_ids() {
+  static SlotIds* ids = new SlotIds;  // never destroyed: threads may exit after static dtors
+  return *ids;
+}
+
+struct ThreadSlot {
+  int id = slot_ids().acquire();
+  ~ThreadSlot() {
+    if (id >= 0) slot_ids().release(id);
+  }
+};
+thread_local ThreadSlot tls_slot;
+
+enum class ChunkKind : std::uint8_t { uncarved, small, large_head, interior };
+
+struct ChunkInfo {
+  ChunkKind kind = ChunkKind::uncarved;
+  bool frozen = false;  // carved before this open and not yet traced
+  std::uint32_t cls = 0;
+  std::uint64_t span = 0;                                   // large_head: chunks
+  std::unique_ptr<std::atomic<std::uint32_t>[]> requested;  // small: per block, 0 = free
+  std::atomic<std::uint64_t> large_requested{0};            // large_head: 0 = free
+};
+
+struct ThreadCache {
+  std::vector<std::vector<std::uint64_t>> free;  // per class, a stack of block offsets
+};
+
+//! Where a block offset lands: its chunk and block index, or why it is not a block start.
+struct BlockRef {
+  std::uint64_t chunk = 0;
+  std::uint64_t block = 0;
+  const char* error = nullptr;
+};
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+//! A visited-bit per block, per chunk, allocated on first touch.
+class VisitedSet {
+ public:
+  explicit VisitedSet(std::uint64_t chunks) : bits_(chunks) {}
+  //! Marks the block; false if it was already marked.
+  bool mark(std::uint64_t chunk, std::uint64_t block, std::uint64_t blocks_in_chunk) {
+    auto& b = bits_[chunk];
+    if (b.empty()) b.assign((blocks_in_chunk + 63) / 64, 0);
+    const std::uint64_t bit = 1ull << (block % 64);
+    if (b[block / 64] & bit) return false;
+    b[block / 64] |= bit;
+    return true;
+  }
+  bool test(std::uint64_t chunk, std::uint64_t block) const {
+    const auto& b = bits_[chunk];
+    return !b.empty() && (b[block / 64] >> (block % 64)) & 1;
+  }
+
+ private:
+  std::vector<std::vector<std::uint64_t>> bits_;
+};
+
+}  // namespace
+
+struct Allocator::Impl {
+  Impl(Pool& p, bool fresh);
+
+  // geometry
+  PoolHeader* hdr;
+  std::uint64_t* table;
+  std::byte* base;
+  std::uint64_t chunk_size;
+  unsigned chunk_shift;
+  std::uint64_t first;  // offset of chunk 0
+  std::uint64_t count;  // chunks in the pool
+  SizeClasses classes;
+  std::vector<std::uint32_t> batch;  // blocks moved between a thread cache and global
+  std::unique_ptr<ChunkInfo[]> chunks;
+
+  std::mutex mu;
+  // --- guarded by mu ---
+  std::uint64_t hwm = 0;
+  std::vector<std::vector<std::uint64_t>> global_free;  // per class
+  std::multimap<std::uint64_t, std::uint64_t> free_spans;  // span length -> head chunk
+  // ---
+  std::atomic<bool> trace_pending{false};
+  std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
+
+  std::uint64_t chunk_offset(std::uint64_t c) const { return first + (c << chunk_shift); }
+  ThreadCache* my_cache();
+  BlockRef locate(std::uint64_t off) const;
+  std::uint64_t blocks_in(std::uint64_t c) const {
+    return chunks[c].kind == ChunkKind::small ? classes.blocks_per_chunk(chunks[c].cls) : 1;
+  }
+
+  void load_chunk_table();
+  void set_small(std::uint64_t c, std::uint32_t cls, bool frozen);
+  void set_large(std::uint64_t c, std::uint64_t span, bool frozen);
+  Status take_chunks(std::uint64_t k, std::uint64_t entry, std::uint64_t* head);
+  void push_chunk_blocks(std::uint64_t c);
+  Status refill(std::size_t cls, std::vector<std::uint64_t>& out);
+  Status allocate_small_locked(std::size_t cls, std::uint64_t* off);
+  Status allocate_large(std::size_t bytes, std::uint64_t* off);
+  void free_large(std::uint64_t c);
+};
+
+Allocator::Impl::Impl(Pool& p, bool fresh)
+    : hdr(p.at<PoolHeader>(0)),
+      table(chunk_table(p.base(), *hdr)),
+      base(p.base()),
+      chunk_size(hdr->chunk_size),
+      chunk_shift(static_cast<unsigned>(std::countr_zero(hdr->chunk_size))),
+      first(hdr->first_chunk_offset),
+      count(hdr->chunk_count),
+      classes(hdr->chunk_size),
+      chunks(new ChunkInfo[hdr->chunk_count]) {
+  batch.resize(classes.count());
+  for (std::size_t c = 0; c < classes.count(); ++c)
+    batch[c] = std::clamp<std::uint32_t>(16384 / classes.size(c), 2, 64);
+  global_free.resize(classes.count());
+  hwm = hdr->chunk_hwm;
+  if (!fresh && hwm > 0) {
+    load_chunk_table();
+    trace_pending.store(true, std::memory_order_relaxed);
+  }
+}
+
+//! Rebuilds the DRAM chunk view from the persistent table (validated by Pool::open) and
+//! freezes every carved chunk until recover().
+void Allocator::Impl::load_chunk_table() {
+  for (std::uint64_t c = 0; c < hwm;) {
+    const std::uint64_t e = table[c];
+    if (chunk_entry_tag(e) == ChunkTag::small) {
+      set_small(c, chunk_entry_class(e), /*frozen=*/true);
+      ++c;
+    } else {
+      set_large(c, chunk_entry_span(e), /*frozen=*/true);
+      c += chunk_entry_span(e);
+    }
+  }
+}
+
+void Allocator::Impl::set_small(std::uint64_t c, std::uint32_t cls, bool frozen) {
+  ChunkInfo& ci = chunks[c];
+  ci.kind = ChunkKind::small;
+  ci.cls = cls;
+  ci.span = 1;
+  ci.frozen = frozen;
+  ci.requested.reset(new std::atomic<std::uint32_t>[classes.blocks_per_chunk(cls)]());
+  ci.large_requested.store(0, std::memory_order_relaxed);
+}
+
+void Allocator::Impl::set_large(std::uint64_t c, std::uint64_t span, bool frozen) {
+  ChunkInfo& ci = chunks[c];
+  ci.kind = ChunkKind::large_head;
+  ci.span = span;
+  ci.frozen = frozen;
+  ci.requested.reset();
+  ci.large_requested.store(0, std::memory_order_relaxed);
+  for (std::uint64_t i = 1; i < span; ++i) {
+    chunks[c + i].kind = ChunkKind::interior;
+    chunks[c + i].requested.reset();
+    chunks[c + i].frozen = false;
+  }
+}
+
+//! Finds k contiguous chunks (a free span first, best fit, else above the high-water mark)
+//! and makes `entry` their durable chunk-table head entry. Needs mu.
+Status Allocator::Impl::take_chunks(std::uint64_t k, std::uint64_t entry, std::uint64_t* head) {
+  auto it = free_spans.lower_bound(k);
+  if (it != free_spans.end()) {
+    const std::uint64_t h = it->second, n = it->first;
+    free_spans.erase(it);
+    if (n > k) {
+      // Remainder head first, taken head last (see chunk_table.h for why).
+      store_persist(&table[h + k], chunk_entry_large(n - k));
+      set_large(h + k, n - k, /*frozen=*/false);
+      free_spans.emplace(n - k, h + k);
+    }
+    store_persist(&table[h], entry);
+    *head = h;
+    return Status::ok;
+  }
+  if (k > count - hwm) return Status::out_of_space;
+  const std::uint64_t h = hwm;
+  store_persist(&table[h], entry);        // the entry is durable before
+  hwm += k;
+  store_persist(&hdr->chunk_hwm, hwm);    // the mark moves past it
+  *head = h;
+  return Status::ok;
+}
+
+//! Puts every block of freshly carved small chunk c on its class's global list, lowest
+//! offset on top. Needs mu.
+void Allocator::Impl::push_chunk_blocks(std::uint64_t c) {
+  const std::uint32_t cls = chunks[c].cls;
+  const std::uint32_t size = classes.size(cls);
+  const std::uint32_t n = classes.blocks_per_chunk(cls);
+  auto& list = global_free[cls];
+  for (std::uint32_t i = n; i-- > 0;) list.push_back(chunk_offset(c) + std::uint64_t{i} * size);
+}
+
+Status Allocator::Impl::refill(std::size_t cls, std::vector<std::uint64_t>& out) {
+  std::lock_guard lock(mu);
+  auto& list = global_free[cls];
+  if (list.empty()) {
+    std::uint64_t c;
+    if (Status s = take_chunks(1, chunk_entry_small(static_cast<std::uint32_t>(cls)), &c);
+        s != Status::ok)
+      return s;
+    set_small(c, static_cast<std::uint32_t>(cls), false);
+    push_chunk_blocks(c);
+  }
+  const std::size_t n = std::min<std::size_t>(batch[cls], list.size());
+  out.insert(out.end(), list.end() - static_cast<std::ptrdiff_t>(n), list.end());
+  list.resize(list.size() - n);
+  // Both are stacks with the lowest offset on top; moving the top n keeps that order.
+  return Status::ok;
+}
+
+Status Allocator::Impl::allocate_small_locked(std::size_t cls, std::uint64_t* off) {
+  std::vector<std::uint64_t> one;
+  one.reserve(batch[cls]);
+  if (Status s = refill(cls, one); s != Status::ok) return s;
+  *off = one.back();
+  one.pop_back();
+  std::lock_guard lock(mu);
+  auto& list = global_free[cls];
+  list.insert(list.end(), one.rbegin(), one.rend());
+  return Status::ok;
+}
+
+Status Allocator::Impl::allocate_large(std::size_t bytes, std::uint64_t* off) {
+  const std::uint64_t k = (bytes + chunk_size - 1) >> chunk_shift;
+  std::lock_guard lock(mu);
+  std::uint64_t h;
+  if (Status s = take_chunks(k, chunk_entry_large(k), &h); s != Status::ok) return s;
+  set_large(h, k, false);
+  chunks[h].large_requested.store(bytes, std::memory_order_relaxed);
+  *off = chunk_offset(h);
+  return Status::ok;
+}
+
+void Allocator::Impl::free_large(std::uint64_t c) {
+  std::lock_guard lock(mu);
+  assert(chunks[c].large_requested.load(std::memory_order_relaxed) != 0 && "double free");
+  chunks[c].large_requested.store(0, std::memory_order_relaxed);
+  free_spans.emplace(chunks[c].span, c);
+}
+
+ThreadCache* Allocator::Impl::my_cache() {
+  const int id = tls_slot.id;
+  if (id < 0) return nullptr;
+  auto& slot = caches[id];
+  if (!slot) [[unlikely]] {
+    slot = std::make_unique<ThreadCache>();
+    slot->free.resize(classes.count());
+  }
+  return slot.get();
+}
+
+BlockRef Allocator::Impl::locate(std::uint64_t off) const {
+  BlockRef r;
+  if (off < first || off >= first + (count << chunk_shift)) {
+    r.error = "outside the chunk area";
+    return r;
+  }
+  r.chunk = (off - first) >> chunk_shift;
+  const ChunkInfo& ci = chunks[r.chunk];
+  const std::uint64_t in_chunk = off - chunk_offset(r.chunk);
+  switch (ci.kind) {
+    case ChunkKind::uncarved: r.error = "in a chunk that was never carved"; break;
+    case ChunkKind::interior: r.error = "inside a large block, not at its start"; break;
+    case ChunkKind::large_head:
+      if (in_chunk != 0) r.error = "inside a large block, not at its start";
+      break;
+    case ChunkKind::small: {
+      const std::uint32_t size = classes.size(ci.cls);
+      r.block = in_chunk / size;
+      if (in_chunk % size != 0) r.error = "not at a block start";
+      else if (r.block >= classes.blocks_per_chunk(ci.cls)) r.error = "in a chunk's unused tail";
+      break;
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+
+Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
+Allocator::~Allocator() = default;
+
+Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
+  Impl& m = *impl_;
+  if (bytes == 0) return Status::invalid_argument;
+  if (bytes > m.classes.max_small()) return m.allocate_large(bytes, offset);
+  const std::size_t cls = m.classes.class_of(bytes);
+  std::uint64_t off;
+  if (ThreadCache* tc = m.my_cache()) [[likely]] {
+    auto& stack = tc->free[cls];
+    if (stack.empty()) [[unlikely]] {
+      if (Status s = m.refill(cls, stack); s != Status::ok) return s;
+    }
+    off = stack.back();
+    stack.pop_back();
+  } else if (Status s = m.allocate_small_locked(cls, &off); s != Status::ok) {
+    return s;
+  }
+  const std::uint64_t c = (off - m.first) >> m.chunk_shift;
+  const std::uint64_t i = (off - m.chunk_offset(c)) / m.classes.size(cls);
+  m.chunks[c].requested[i].store(static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
+  *offset = off;
+  return Status::ok;
+}
+
+void Allocator::free(std::uint64_t offset) noexcept {
+  Impl& m = *impl_;
+  const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
+  assert(offset >= m.first && c < m.count && "free of an offset outside the chunk area");
+  ChunkInfo& ci = m.chunks[c];
+  // A block of a chunk not yet traced: recover() decides (it is free unless reachable).
+  if (ci.frozen) return;
+  if (ci.kind == ChunkKind::large_head) return m.free_large(c);
+  assert(ci.kind == ChunkKind::small);
+  const std::uint32_t cls = ci.cls;
+  const std::uint64_t i = (offset - m.chunk_offset(c)) / m.classes.size(cls);
+  assert(ci.requested[i].load(std::memory_order_relaxed) != 0 && "double free");
+  ci.requested[i].store(0, std::memory_order_relaxed);
+  ThreadCache* tc = m.my_cache();
+  if (!tc) [[unlikely]] {
+    std::lock_guard lock(m.mu);
+    m.global_free[cls].push_back(offset);
+    return;
+  }
+  auto& stack = tc->free[cls];
+  stack.push_back(offset);
+  if (stack.size() > 2 * m.batch[cls]) [[unlikely]] {
+    // Return the bottom (least recently freed) batch to the global list.
+    std::lock_guard lock(m.mu);
+    auto& list = m.global_free[cls];
+    const auto n = static_cast<std::ptrdiff_t>(m.batch[cls]);
+    list.insert(list.end(), stack.begin(), stack.begin() + n);
+    stack.erase(stack.begin(), stack.begin() + n);
+  }
+}
+
+std::size_t Allocator::block_size(std::uint64_t offset) const noexcept {
+  const Impl& m = *impl_;
+  if (offset < m.first) return 0;
+  const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
+  if (c >= m.count) return 0;
+  const ChunkInfo& ci = m.chunks[c];
+  if (ci.kind == ChunkKind::small) return m.classes.size(ci.cls);
+  if (ci.kind == ChunkKind::large_head) return ci.span << m.chunk_shift;
+  return 0;
+}
+
+bool Allocator::trace_pending() const noexcept {
+  return impl_->trace_pending.load(std::memory_order_acquire);
+}
+
+Result<void> Allocator::recover(BlockWalker walk) {
+  Impl& m = *impl_;
+  if (!trace_pending())
+    return Error{Status::invalid_argument,
+                 "allocator recover(): nothing to trace (fresh pool, or recover() already ran)"};
+  VisitedSet seen(m.count);
+  std::string problem;
+  walk([&](std::uint64_t off) {
+    if (!problem.empty()) return;
+    const BlockRef r = m.locate(off);
+    if (r.error) {
+      problem = "recovery reached offset " + hex(off) + ", " + r.error;
+      return;
+    }
+    const ChunkInfo& ci = m.chunks[r.chunk];
+    if (!seen.mark(r.chunk, r.block, m.blocks_in(r.chunk))) {
+      problem = "recovery reached block " + hex(off) + " twice";
+      return;
+    }
+    const bool live = ci.kind == ChunkKind::small
+                          ? ci.requested[r.block].load(std::memory_order_relaxed) != 0
+                          : ci.large_requested.load(std::memory_order_relaxed) != 0;
+    if (!ci.frozen && !live) problem = "recovery reached block " + hex(off) + ", which is free";
+  });
+  if (!problem.empty()) return Error{Status::corrupt, problem};
+
+  std::lock_guard lock(m.mu);
+  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+    ChunkInfo& ci = m.chunks[c];
+    if (!ci.frozen) continue;
+    if (ci.kind == ChunkKind::small) {
+      const std::uint32_t size = m.classes.size(ci.cls);
+      auto& list = m.global_free[ci.cls];
+      for (std::uint32_t i = m.classes.blocks_per_chunk(ci.cls); i-- > 0;) {
+        if (seen.test(c, i))
+          ci.requested[i].store(size, std::memory_order_relaxed);  // request size unknown
+        else
+          list.push_back(m.chunk_offset(c) + std::uint64_t{i} * size);
+      }
+    } else if (seen.test(c, 0)) {
+      ci.large_requested.store(ci.span << m.chunk_shift, std::memory_order_relaxed);
+    } else {
+      m.free_spans.emplace(ci.span, c);
+    }
+    ci.frozen = false;
+  }
+  m.trace_pending.store(false, std::memory_order_release);
+  return {};
+}
+
+AuditReport Allocator::audit(BlockWalker walk) const {
+  const Impl& m = *impl_;
+  AuditReport rep;
+  VisitedSet seen(m.count);
+  walk([&](std::uint64_t off) {
+    const BlockRef r = m.locate(off);
+    if (r.error) {
+      rep.not_allocated.push_back(off);
+      return;
+    }
+    if (!seen.mark(r.chunk, r.block, m.blocks_in(r.chunk))) {
+      rep.doubly_used.push_back(off);
+      return;
+    }
+    const ChunkInfo& ci = m.chunks[r.chunk];
+    const bool live = ci.kind == ChunkKind::small
+                          ? ci.requested[r.block].load(std::memory_order_relaxed) != 0
+                          : ci.large_requested.load(std::memory_order_relaxed) != 0;
+    if (!ci.frozen && !live) rep.not_allocated.push_back(off);
+  });
+  // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
+  // of their blocks are live is exactly what the pending trace will decide.
+  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+    const ChunkInfo& ci = m.chunks[c];
+    if (ci.frozen) continue;
+    if (ci.kind == ChunkKind::small) {
+      const std::uint32_t size = m.classes.size(ci.cls);
+      for (std::uint32_t i = 0; i < m.classes.blocks_per_chunk(ci.cls); ++i)
+        if (ci.requested[i].load(std::memory_order_relaxed) != 0 && !seen.test(c, i))
+          rep.leaked.push_back(m.chunk_offset(c) + std::uint64_t{i} * size);
+    } else if (ci.kind == ChunkKind::large_head) {
+      if (ci.large_requested.load(std::memory_order_relaxed) != 0 && !seen.test(c, 0))
+        rep.leaked.push_back(m.chunk_offset(c));
+    }
+  }
+  return rep;
+}
+
+AllocatorStats Allocator::stats() const noexcept {
+  Impl& m = *impl_;
+  AllocatorStats s;
+  std::lock_guard lock(m.mu);
+  s.chunks_used = m.hwm;
+  s.chunks_total = m.count;
+  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+    const ChunkInfo& ci = m.chunks[c];
+    if (ci.kind == ChunkKind::small) {
+      const std::uint32_t size = m.classes.size(ci.cls);
+      for (std::uint32_t i = 0; i < m.classes.blocks_per_chunk(ci.cls); ++i) {
+        const std::uint32_t req = ci.requested[i].load(std::memory_order_relaxed);
+        if (req == 0) continue;
+        ++s.blocks_allocated;
+        s.bytes_allocated += size;
+        s.bytes_requested += req;
+      }
+    } else if (ci.kind == ChunkKind::large_head) {
+      const std::uint64_t req = ci.large_requested.load(std::memory_order_relaxed);
+      if (req == 0) continue;
+      ++s.blocks_allocated;
+      s.bytes_allocated += ci.span << m.chunk_shift;
+      s.bytes_requested += req;
+    }
+  }
+  return s;
+}
+
+std::string AuditReport::describe() const {
+  constexpr std::size_t kShow = 5;
+  std::string out;
+  auto list = [&](const char* what, const std::vector<std::uint64_t>& v) {
+    for (std::size_t i = 0; i < v.size() && i < kShow; ++i)
+      out += std::string(what) + " block " + hex(v[i]) + "\n";
+    if (v.size() > kShow)
+      out += "... and " + std::to_string(v.size() - kShow) + " more " + what + " blocks\n";
+  };
+  list("leaked", leaked);
+  list("doubly used", doubly_used);
+  list("not allocated", not_allocated);
+  if (out.empty()) out = "audit ok\n";
+  return out;
+}
+
+}  // namespace wort::pm

@@ -1,0 +1,365 @@
+// pm/pool.cc — creating, opening and checking pool files; the mapping (libpmem2 for
+// files, anonymous memory for in-memory pools, a borrowed buffer for crash images).
+#include "wort/pool.h"
+
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "pm/allocator.h"
+#include "pm/chunk_table.h"
+#include "pm/persist.h"
+#include "pm/pool_layout.h"
+#include "pm/size_classes.h"
+
+namespace wort {
+
+using pm::PoolHeader;
+
+struct Pool::Impl {
+  std::string name;  // file path, or a description of the memory, for messages
+  int fd = -1;
+  pmem2_source* src = nullptr;
+  pmem2_config* cfg = nullptr;
+  pmem2_map* map = nullptr;
+  void* anon = nullptr;  // create_in_memory
+  std::size_t anon_size = 0;
+  bool prev_clean = false;  // clean_shutdown as found at open
+
+  ~Impl() {
+    if (map) pmem2_map_delete(&map);
+    if (src) pmem2_source_delete(&src);
+    if (cfg) pmem2_config_delete(&cfg);
+    if (fd >= 0) ::close(fd);
+    if (anon) ::munmap(anon, anon_size);
+  }
+};
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string pmem2_text() {
+  const char* m = pmem2_errormsg();
+  return m && *m ? m : "libpmem2 error";
+}
+
+PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
+
+//! Checks the options and derives the file geometry.
+Result<pm::PoolGeometry> plan_geometry(const PoolOptions& o) {
+  if (!std::has_single_bit(o.chunk_size) || o.chunk_size < pm::kMinChunkSize ||
+      o.chunk_size > pm::kMaxChunkSize)
+    return Error{Status::invalid_argument,
+                 "chunk_size " + std::to_string(o.chunk_size) +
+                     " must be a power of two between 4 KiB and 1 GiB"};
+  if (o.kind.empty() || o.kind.size() >= pm::kKindCapacity ||
+      o.kind.find('\0') != std::string::npos)
+    return Error{Status::invalid_argument,
+                 "index kind '" + o.kind + "' must be 1 to 31 characters"};
+  if (o.size == 0 || o.size > (1ull << 50))
+    return Error{Status::invalid_argument, "pool size " + std::to_string(o.size) +
+                                               " must be between 1 byte and 1 PiB"};
+  pm::PoolGeometry g;
+  g.chunk_count = (o.size + o.chunk_size - 1) / o.chunk_size;
+  g.chunk_table_offset = pm::kHeaderSize;
+  g.first_chunk_offset = pm::first_chunk_offset_for(g.chunk_count);
+  g.pool_size = g.first_chunk_offset + g.chunk_count * o.chunk_size;
+  return g;
+}
+
+std::array<std::byte, 16> random_uuid() {
+  std::random_device rd;
+  std::array<std::byte, 16> u;
+  for (std::size_t i = 0; i < u.size(); i += 4) {
+    const std::uint32_t r = rd();
+    std::memcpy(&u[i], &r, 4);
+  }
+  u[6] = (u[6] & std::byte{0x0f}) | std::byte{0x40};  // version 4 (random)
+  u[8] = (u[8] & std::byte{0x3f}) | std::byte{0x80};  // RFC 4122 variant
+  return u;
+}
+
+//! Writes a fresh header into zeroed memory: every field, persisted, then the magic last.
+void write_new_header(std::byte* base, const pm::PoolGeometry& g, const PoolOptions& o) {
+  PoolHeader* h = header_of(base);
+  pm::store(&h->layout_version, pm::kLayoutVersion);
+  pm::store(&h->header_size, pm::kHeaderSize);
+  pm::store(&h->pool_size, g.pool_size);
+  const auto uuid = random_uuid();
+  pm::copy(h->uuid, uuid.data(), uuid.size());
+  char kind[pm::kKindCapacity] = {};
+  std::memcpy(kind, o.kind.data(), o.kind.size());
+  pm::copy(h->kind, kind, sizeof kind);
+  for (int i = 0; i < 4; ++i) pm::store(&h->index_options[i], o.index_options[i]);
+  pm::store(&h->chunk_size, std::uint64_t{o.chunk_size});
+  pm::store(&h->chunk_count, g.chunk_count);
+  pm::store(&h->chunk_table_offset, g.chunk_table_offset);
+  pm::store(&h->first_chunk_offset, g.first_chunk_offset);
+  pm::store(&h->checksum, pm::header_checksum(*h));
+  pm::store(&h->root, std::uint64_t{0});
+  pm::store(&h->chunk_hwm, std::uint64_t{0});
+  pm::store(&h->generation, std::uint64_t{1});
+  pm::store(&h->clean_shutdown, std::uint64_t{0});
+  pm::persist(h, sizeof *h);
+  pm::store_persist(&h->magic, pm::kPoolMagic);
+}
+
+Error bad(Status s, const std::string& name, const std::string& what) {
+  return Error{s, "pool '" + name + "': " + what};
+}
+
+//! Checks the immutable fields that define the geometry (after the checksum matched).
+Result<void> check_geometry(const PoolHeader& h, const std::string& name) {
+  if (h.header_size != pm::kHeaderSize)
+    return bad(Status::corrupt, name, "header size " + std::to_string(h.header_size) +
+                                          " is not " + std::to_string(pm::kHeaderSize));
+  if (!std::has_single_bit(h.chunk_size) || h.chunk_size < pm::kMinChunkSize ||
+      h.chunk_size > pm::kMaxChunkSize)
+    return bad(Status::corrupt, name, "chunk size " + std::to_string(h.chunk_size) + " is invalid");
+  if (h.chunk_count == 0 || h.chunk_count > (1ull << 40) ||
+      h.chunk_table_offset != pm::kHeaderSize ||
+      h.first_chunk_offset != pm::first_chunk_offset_for(h.chunk_count) ||
+      h.pool_size != h.first_chunk_offset + h.chunk_count * h.chunk_size)
+    return bad(Status::corrupt, name,
+               "chunk count, chunk table or pool size do not agree (" +
+                   std::to_string(h.chunk_count) + " chunks of " + std::to_string(h.chunk_size) +
+                   ", pool size " + std::to_string(h.pool_size) + ")");
+  if (h.kind[pm::kKindCapacity - 1] != '\0' || h.kind[0] == '\0')
+    return bad(Status::corrupt, name, "index kind field is not a terminated name");
+  return {};
+}
+
+//! Checks the mutable words by range (they are not under the checksum; see pool_layout.h).
+Result<void> check_mutable(const PoolHeader& h, const std::string& name) {
+  if (h.root != 0 && (h.root < h.first_chunk_offset || h.root >= h.pool_size))
+    return bad(Status::corrupt, name,
+               "root offset " + std::to_string(h.root) + " lies outside the chunk area [" +
+                   std::to_string(h.first_chunk_offset) + ", " + std::to_string(h.pool_size) + ")");
+  if (h.chunk_hwm > h.chunk_count)
+    return bad(Status::corrupt, name,
+               "chunk high-water mark " + std::to_string(h.chunk_hwm) + " exceeds chunk count " +
+                   std::to_string(h.chunk_count));
+  if (h.clean_shutdown > 1)
+    return bad(Status::corrupt, name,
+               "clean-shutdown flag is " + std::to_string(h.clean_shutdown) + ", not 0 or 1");
+  return {};
+}
+
+//! Every check open() and attach() make, in the order that gives the most useful answer.
+Result<void> check_header(const std::byte* base, std::uint64_t avail, const std::string& name,
+                          std::string_view expected_kind) {
+  if (avail < pm::kHeaderSize)
+    return bad(Status::truncated, name,
+               "only " + std::to_string(avail) + " bytes, shorter than the 4096-byte header");
+  const auto& h = *reinterpret_cast<const PoolHeader*>(base);
+  if (h.magic != pm::kPoolMagic)
+    return bad(Status::not_a_pool, name,
+               h.magic == 0 ? "no pool magic (not a pool, or its creation did not finish)"
+                            : "wrong magic number: not a wort pool");
+  if (h.layout_version > pm::kLayoutVersion)
+    return bad(Status::newer_version, name,
+               "layout version " + std::to_string(h.layout_version) +
+                   " is newer than this build reads (" + std::to_string(pm::kLayoutVersion) + ")");
+  if (h.layout_version == 0)
+    return bad(Status::corrupt, name, "layout version 0");
+  if (pm::header_checksum(h) != h.checksum)
+    return bad(Status::corrupt, name, "header checksum mismatch");
+  if (auto r = check_geometry(h, name); !r) return r;
+  if (h.pool_size > avail)
+    return bad(Status::truncated, name,
+               std::to_string(avail) + " bytes, shorter than the recorded pool size " +
+                   std::to_string(h.pool_size));
+  if (auto r = check_mutable(h, name); !r) return r;
+  const std::string_view kind(h.kind);
+  if (!expected_kind.empty() && kind != expected_kind)
+    return bad(Status::wrong_kind, name,
+               "holds index kind '" + std::string(kind) + "', not '" + std::string(expected_kind) +
+                   "'");
+  std::string why;
+  if (!pm::validate_chunk_table(base, h, why)) return bad(Status::corrupt, name, why);
+  return {};
+}
+
+//! Maps an open file in full with libpmem2 and reports what kind of mapping it gave.
+Result<void> map_file(Pool::Impl& im, std::byte** base, MappingInfo& info) {
+  if (pmem2_source_from_fd(&im.src, im.fd) != 0)
+    return Error{Status::io_error, "pool '" + im.name + "': " + pmem2_text()};
+  if (pmem2_config_new(&im.cfg) != 0)
+    return Error{Status::io_error, "pool '" + im.name + "': " + pmem2_text()};
+  // PAGE is the coarsest granularity, which every mapping satisfies; libpmem2 still gives
+  // the finest it can (MAP_SYNC on DAX) and reports it, which is what we want to know.
+  if (pmem2_config_set_required_store_granularity(im.cfg, PMEM2_GRANULARITY_PAGE) != 0)
+    return Error{Status::io_error, "pool '" + im.name + "': " + pmem2_text()};
+  if (pmem2_map_new(&im.map, im.cfg, im.src) != 0)
+    return Error{Status::io_error, "pool '" + im.name + "': cannot map: " + pmem2_text()};
+  *base = static_cast<std::byte*>(pmem2_map_get_address(im.map));
+  switch (pmem2_map_get_store_granularity(im.map)) {
+    case PMEM2_GRANULARITY_BYTE: info.dax = info.map_sync = info.eadr = true; break;
+    case PMEM2_GRANULARITY_CACHE_LINE: info.dax = info.map_sync = true; break;
+    default: break;
+  }
+  return {};
+}
+
+//! Records a new session: bumps the generation and clears the clean flag (one line).
+void start_session(PoolHeader* h) {
+  pm::store(&h->generation, h->generation + 1);
+  pm::store(&h->clean_shutdown, std::uint64_t{0});
+  pm::persist(&h->generation, 2 * sizeof(std::uint64_t));
+}
+
+}  // namespace
+
+Pool::Pool() = default;
+
+Pool::~Pool() {
+  alloc_.reset();
+  if (base_) {
+    PoolHeader* h = header_of(base_);
+    pm::store_persist(&h->clean_shutdown, std::uint64_t{1});
+  }
+  // impl_ unmaps and closes.
+}
+
+Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& opts) {
+  auto geom = plan_geometry(opts);
+  if (!geom) return geom.error();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(errno)};
+  std::unique_ptr<Pool> p(new Pool());
+  p->impl_ = std::make_unique<Impl>();
+  p->impl_->name = path;
+  p->impl_->fd = fd;
+  auto fail = [&](Error e) -> Result<std::unique_ptr<Pool>> {
+    p->impl_.reset();
+    ::unlink(path.c_str());
+    return e;
+  };
+  if (::ftruncate(fd, static_cast<off_t>(geom->pool_size)) != 0)
+    return fail(Error{Status::io_error, "cannot size pool '" + path + "' to " +
+                                            std::to_string(geom->pool_size) +
+                                            " bytes: " + errno_text(errno)});
+  if (auto r = map_file(*p->impl_, &p->base_, p->mapping_); !r) return fail(r.error());
+  write_new_header(p->base_, *geom, opts);
+  p->size_ = geom->pool_size;
+  p->impl_->prev_clean = false;
+  p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/true);
+  return p;
+}
+
+Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_view expected_kind) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    return Error{e == ENOENT ? Status::no_such_file : Status::io_error,
+                 "cannot open pool '" + path + "': " + errno_text(e)};
+  }
+  std::unique_ptr<Pool> p(new Pool());
+  p->impl_ = std::make_unique<Impl>();
+  p->impl_->name = path;
+  p->impl_->fd = fd;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return Error{Status::io_error, "cannot stat pool '" + path + "': " + errno_text(errno)};
+  if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+    return Error{Status::not_a_pool, "pool '" + path + "': not a regular file or device"};
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  if (S_ISREG(st.st_mode) && file_size < pm::kHeaderSize)
+    return bad(Status::truncated, path,
+               "only " + std::to_string(file_size) + " bytes, shorter than the 4096-byte header");
+  std::byte* base = nullptr;
+  if (auto r = map_file(*p->impl_, &base, p->mapping_); !r) return r.error();
+  const std::uint64_t mapped = pmem2_map_get_size(p->impl_->map);
+  if (auto r = check_header(base, mapped, path, expected_kind); !r) return r.error();
+  p->base_ = base;
+  p->size_ = header_of(base)->pool_size;
+  p->impl_->prev_clean = header_of(base)->clean_shutdown == 1;
+  start_session(header_of(base));
+  p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/false);
+  return p;
+}
+
+Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& opts) {
+  auto geom = plan_geometry(opts);
+  if (!geom) return geom.error();
+  void* mem = ::mmap(nullptr, geom->pool_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED)
+    return Error{Status::io_error, "cannot map " + std::to_string(geom->pool_size) +
+                                       " bytes of anonymous memory: " + errno_text(errno)};
+  std::unique_ptr<Pool> p(new Pool());
+  p->impl_ = std::make_unique<Impl>();
+  p->impl_->name = "<in-memory>";
+  p->impl_->anon = mem;
+  p->impl_->anon_size = geom->pool_size;
+  p->base_ = static_cast<std::byte*>(mem);
+  p->size_ = geom->pool_size;
+  p->mapping_.in_memory = true;
+  write_new_header(p->base_, *geom, opts);
+  p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/true);
+  return p;
+}
+
+Result<std::unique_ptr<Pool>> Pool::attach(std::span<std::byte> image,
+                                           std::string_view expected_kind) {
+  const std::string name = "<image at " + std::to_string(reinterpret_cast<std::uintptr_t>(image.data())) + ">";
+  if (reinterpret_cast<std::uintptr_t>(image.data()) % pm::kCacheLine != 0)
+    return bad(Status::invalid_argument, name, "image buffer is not 64-byte aligned");
+  if (auto r = check_header(image.data(), image.size(), name, expected_kind); !r) return r.error();
+  std::unique_ptr<Pool> p(new Pool());
+  p->impl_ = std::make_unique<Impl>();
+  p->impl_->name = name;
+  p->base_ = image.data();
+  p->size_ = header_of(p->base_)->pool_size;
+  p->mapping_.in_memory = true;
+  p->impl_->prev_clean = header_of(p->base_)->clean_shutdown == 1;
+  start_session(header_of(p->base_));
+  p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/false);
+  return p;
+}
+
+bool Pool::contains(std::uint64_t off, std::uint64_t len) const noexcept {
+  const std::uint64_t first = header().first_chunk_offset;
+  return off >= first && off < size_ && len <= size_ - off;
+}
+
+std::uint64_t Pool::root() const noexcept { return header().root; }
+
+void Pool::set_root(std::uint64_t off) noexcept {
+  pm::store_persist(&header_of(base_)->root, off);
+}
+
+std::string_view Pool::kind() const noexcept {
+  const char* k = header().kind;
+  return std::string_view(k, ::strnlen(k, pm::kKindCapacity));
+}
+
+const std::array<std::uint64_t, 4>& Pool::index_options() const noexcept {
+  static_assert(sizeof(std::array<std::uint64_t, 4>) == sizeof(PoolHeader::index_options));
+  return *reinterpret_cast<const std::array<std::uint64_t, 4>*>(header().index_options);
+}
+
+std::uint64_t Pool::generation() const noexcept { return header().generation; }
+
+bool Pool::was_clean_shutdown() const noexcept { return impl_->prev_clean; }
+
+std::array<std::byte, 16> Pool::uuid() const noexcept {
+  std::array<std::byte, 16> u;
+  std::memcpy(u.data(), header().uuid, u.size());
+  return u;
+}
+
+const PoolHeader& Pool::header() const noexcept {
+  return *reinterpret_cast<const PoolHeader*>(base_);
+}
+
+}  // namespace wort

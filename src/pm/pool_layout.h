@@ -1,0 +1,138 @@
+// pm/pool_layout.h — the persistent layout of a pool file and of its 4 KiB header.
+//
+// A pool file:
+//
+//   offset 0          4096                      first_chunk_offset
+//   +-----------------+--------------------------+---------+---------+-----+
+//   | header (4 KiB)  | chunk table              | chunk 0 | chunk 1 | ... |
+//   |                 | 8 bytes per chunk,       |         |         |     |
+//   |                 | padded to 4 KiB          |         |         |     |
+//   +-----------------+--------------------------+---------+---------+-----+
+//
+// The header (all integers little-endian, offsets in bytes):
+//
+//   line 0 and 1: written once at create, covered by `checksum`
+//     0   magic               u64   "WORTPOOL"; written and persisted LAST at create
+//     8   layout_version      u32   kLayoutVersion
+//     12  header_size         u32   4096
+//     16  pool_size           u64   whole file, bytes
+//     24  uuid                16 B  random, identifies the pool
+//     40  kind                32 B  index kind, NUL-padded (at most 31 characters)
+//     72  index_options       4 x u64, opaque to the pool
+//     104 chunk_size          u64   power of two, 4 KiB .. 1 GiB
+//     112 chunk_count         u64   chunks in the file
+//     120 chunk_table_offset  u64   4096
+//     128 first_chunk_offset  u64   4096 + chunk table rounded up to 4 KiB
+//     136 checksum            u64   FNV-1a over bytes [8, 136)
+//   line 3: mutable words, each changed by one 8-byte pm::store and persisted
+//     192 root                u64   index root offset, 0 = none
+//     200 chunk_hwm           u64   chunks [0, hwm) are carved (see chunk_table.h)
+//     208 generation          u64   bumped on every open
+//     216 clean_shutdown      u64   1 after a clean close, 0 while open
+//
+// Why the mutable words are not under the checksum: each of them is updated by a single
+// failure-atomic 8-byte store. Covering it by the checksum would need a second store (the
+// new checksum) and a crash between the two would make an intact pool look corrupt. So the
+// checksum covers only what never changes after create, and open() validates the mutable
+// words by range instead: root is 0 or lies inside the chunk area, hwm <= chunk_count,
+// clean_shutdown is 0 or 1.
+//
+// Why the magic is written last: create persists every other field first, then stores and
+// persists the magic. A crash during create leaves magic 0, which open() reports as
+// not_a_pool ("creation did not finish") instead of a half-initialised pool.
+//
+// Durability note: on a file that is not on DAX the mapping is an ordinary shared mapping
+// (libpmem2 reports PAGE granularity); flush instructions then make data survive a process
+// crash (the page cache has it) but not an OS crash. That is the emulation setting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace wort::pm {
+
+inline constexpr std::uint64_t kPoolMagic = 0x4c4f4f50'54524f57ull;  // "WORTPOOL" in LE bytes
+inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kHeaderSize = 4096;
+inline constexpr std::size_t kKindCapacity = 32;  // bytes, including the terminating NUL
+inline constexpr std::uint64_t kMinChunkSize = 4096;
+inline constexpr std::uint64_t kMaxChunkSize = 1ull << 30;
+
+struct PoolHeader {
+  // --- immutable, checksummed ---
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t header_size;
+  std::uint64_t pool_size;
+  std::byte uuid[16];
+  char kind[kKindCapacity];
+  std::uint64_t index_options[4];
+  std::uint64_t chunk_size;
+  std::uint64_t chunk_count;
+  std::uint64_t chunk_table_offset;
+  std::uint64_t first_chunk_offset;
+  std::uint64_t checksum;
+  std::byte pad0[192 - 144];
+  // --- mutable, one 8-byte commit store each, validated by range ---
+  std::uint64_t root;
+  std::uint64_t chunk_hwm;
+  std::uint64_t generation;
+  std::uint64_t clean_shutdown;
+  std::byte pad1[kHeaderSize - 224];
+};
+
+static_assert(std::is_standard_layout_v<PoolHeader>);
+static_assert(std::is_trivially_copyable_v<PoolHeader>);
+static_assert(sizeof(PoolHeader) == kHeaderSize);
+static_assert(offsetof(PoolHeader, magic) == 0);
+static_assert(offsetof(PoolHeader, layout_version) == 8);
+static_assert(offsetof(PoolHeader, header_size) == 12);
+static_assert(offsetof(PoolHeader, pool_size) == 16);
+static_assert(offsetof(PoolHeader, uuid) == 24);
+static_assert(offsetof(PoolHeader, kind) == 40);
+static_assert(offsetof(PoolHeader, index_options) == 72);
+static_assert(offsetof(PoolHeader, chunk_size) == 104);
+static_assert(offsetof(PoolHeader, chunk_count) == 112);
+static_assert(offsetof(PoolHeader, chunk_table_offset) == 120);
+static_assert(offsetof(PoolHeader, first_chunk_offset) == 128);
+static_assert(offsetof(PoolHeader, checksum) == 136);
+// The mutable words are 8-aligned (failure-atomic 8-byte stores) and share one cache line,
+// so open() bumps the generation and clears the clean flag with one flush.
+static_assert(offsetof(PoolHeader, root) == 192 && offsetof(PoolHeader, root) % 8 == 0);
+static_assert(offsetof(PoolHeader, chunk_hwm) == 200);
+static_assert(offsetof(PoolHeader, generation) == 208);
+static_assert(offsetof(PoolHeader, clean_shutdown) == 216);
+static_assert(offsetof(PoolHeader, root) / 64 == offsetof(PoolHeader, clean_shutdown) / 64,
+              "mutable words must share one cache line");
+
+//! First byte after the checksummed range [8, kChecksummedEnd).
+inline constexpr std::size_t kChecksummedBegin = offsetof(PoolHeader, layout_version);
+inline constexpr std::size_t kChecksummedEnd = offsetof(PoolHeader, checksum);
+
+//! FNV-1a (64-bit) over the immutable header fields.
+inline std::uint64_t header_checksum(const PoolHeader& h) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(&h);
+  std::uint64_t x = 0xcbf29ce484222325ull;
+  for (std::size_t i = kChecksummedBegin; i < kChecksummedEnd; ++i) {
+    x ^= p[i];
+    x *= 0x100000001b3ull;
+  }
+  return x;
+}
+
+//! Geometry derived from (requested size, chunk size); create() and open() agree on it.
+struct PoolGeometry {
+  std::uint64_t chunk_count;
+  std::uint64_t chunk_table_offset;
+  std::uint64_t first_chunk_offset;
+  std::uint64_t pool_size;
+};
+
+//! Offset of the chunk area for `chunk_count` chunks.
+inline constexpr std::uint64_t first_chunk_offset_for(std::uint64_t chunk_count) noexcept {
+  const std::uint64_t table = chunk_count * 8;
+  return kHeaderSize + (table + kHeaderSize - 1) / kHeaderSize * kHeaderSize;
+}
+
+}  // namespace wort::pm
