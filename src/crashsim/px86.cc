@@ -1,0 +1,164 @@
+// crashsim/px86.cc — the per-line store logs, marks and durable image of the Px86 model.
+#include "crashsim/px86.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace wort::crashsim {
+
+void Px86Model::reset(const std::byte* init, std::size_t size, std::size_t extent) {
+  extent = std::min(extent, size);
+  // Bytes past max(old extent, new extent) are already zero in reused buffers.
+  const std::size_t copy = std::min(size, std::max(extent, extent_));
+  if (durable_.size() != size) {
+    durable_.assign(size, std::byte{0});
+    shadow_.assign(size, std::byte{0});
+  } else if (copy > extent) {
+    std::memset(durable_.data() + extent, 0, copy - extent);
+    std::memset(shadow_.data() + extent, 0, copy - extent);
+  }
+  std::memcpy(durable_.data(), init, extent);
+  std::memcpy(shadow_.data(), init, extent);
+  size_ = size;
+  extent_ = extent;
+  lines_.clear();
+}
+
+void Px86Model::store(std::size_t off, const void* src, std::size_t len) {
+  if (len == 0 || off >= size_) return;
+  len = std::min(len, size_ - off);
+  const auto* bytes = static_cast<const std::byte*>(src);
+  std::memcpy(shadow_.data() + off, bytes, len);
+  extent_ = std::max(extent_, off + len);
+  while (len > 0) {
+    const std::size_t line = off & ~(kLine - 1);
+    const std::size_t in_line = off - line;
+    const std::size_t piece = std::min(len, kLine - in_line);
+    store_in_line(line, in_line, bytes, piece);
+    off += piece;
+    bytes += piece;
+    len -= piece;
+  }
+}
+
+void Px86Model::store_in_line(std::size_t line, std::size_t in_line, const std::byte* src,
+                              std::size_t len) {
+  Entry e;
+  e.offset = static_cast<std::uint8_t>(in_line);
+  e.len = static_cast<std::uint8_t>(len);
+  std::memcpy(e.bytes.data(), src, len);
+  lines_[line].entries.push_back(e);
+}
+
+void Px86Model::nt_store(std::size_t off, std::uint64_t value) {
+  store(off, &value, sizeof value);
+  flush(off, sizeof value);
+}
+
+Px86Model::FlushResult Px86Model::flush(std::size_t off, std::size_t len) {
+  FlushResult r;
+  if (off >= size_) return r;
+  const std::size_t first = off & ~(kLine - 1);
+  const std::size_t end = std::min(size_, off + (len ? len : 1));
+  for (std::size_t line = first; line < end; line += kLine) {
+    ++r.lines;
+    auto it = lines_.find(line);
+    const bool nothing_new =
+        it == lines_.end() || it->second.mark == it->second.entries.size();
+    if (nothing_new) {
+      if (r.redundant_lines++ == 0) r.first_redundant = line;
+      continue;
+    }
+    it->second.mark = static_cast<std::uint32_t>(it->second.entries.size());
+  }
+  return r;
+}
+
+bool Px86Model::fence() {
+  bool ordered_something = false;
+  for (auto it = lines_.begin(); it != lines_.end();) {
+    LineLog& log = it->second;
+    if (log.mark == 0) {
+      ++it;
+      continue;
+    }
+    ordered_something = true;
+    apply(log, log.mark, durable_.data() + it->first);
+    log.entries.erase(log.entries.begin(), log.entries.begin() + log.mark);
+    log.mark = 0;
+    it = log.entries.empty() ? lines_.erase(it) : std::next(it);
+  }
+  return ordered_something;
+}
+
+void Px86Model::apply(const LineLog& log, std::size_t count, std::byte* line_base) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const Entry& e = log.entries[i];
+    std::memcpy(line_base + e.offset, e.bytes.data(), e.len);
+  }
+}
+
+std::vector<std::uint32_t> Px86Model::choice_limits() const {
+  std::vector<std::uint32_t> out;
+  out.reserve(lines_.size());
+  for (const auto& [line, log] : lines_) out.push_back(static_cast<std::uint32_t>(log.entries.size()));
+  return out;
+}
+
+std::uint64_t Px86Model::image_count() const noexcept {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t n = 1;
+  for (const auto& [line, log] : lines_) {
+    const std::uint64_t f = log.entries.size() + 1;
+    if (n > kMax / f) return kMax;
+    n *= f;
+  }
+  return n;
+}
+
+bool Px86Model::build_image(std::span<const std::uint32_t> choice, std::byte* out,
+                            std::size_t n) const {
+  if (choice.size() != lines_.size() || n < extent_ || n > size_) return false;
+  std::size_t i = 0;
+  for (const auto& [line, log] : lines_) {
+    if (choice[i++] > log.entries.size()) return false;
+  }
+  std::memcpy(out, durable_.data(), n);
+  i = 0;
+  for (const auto& [line, log] : lines_) apply(log, choice[i++], out + line);
+  return true;
+}
+
+std::size_t Px86Model::first_unflushed() const noexcept {
+  for (const auto& [line, log] : lines_)
+    if (log.mark < log.entries.size()) return line;
+  return SIZE_MAX;
+}
+
+std::size_t Px86Model::first_unfenced() const noexcept {
+  for (const auto& [line, log] : lines_)
+    if (log.mark > 0) return line;
+  return SIZE_MAX;
+}
+
+std::size_t Px86Model::unflushed_lines() const noexcept {
+  return static_cast<std::size_t>(std::count_if(lines_.begin(), lines_.end(), [](const auto& kv) {
+    return kv.second.mark < kv.second.entries.size();
+  }));
+}
+
+std::size_t Px86Model::unfenced_lines() const noexcept {
+  return static_cast<std::size_t>(std::count_if(
+      lines_.begin(), lines_.end(), [](const auto& kv) { return kv.second.mark > 0; }));
+}
+
+void Px86Model::absorb(std::size_t off, const std::byte* bytes, std::size_t len) {
+  if (off >= size_) return;
+  len = std::min(len, size_ - off);
+  std::memcpy(shadow_.data() + off, bytes, len);
+  std::memcpy(durable_.data() + off, bytes, len);
+  extent_ = std::max(extent_, off + len);
+}
+
+}  // namespace wort::crashsim

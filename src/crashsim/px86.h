@@ -1,0 +1,110 @@
+// crashsim/px86.h — the Px86 persistency model of one watched memory range.
+//
+// For each 64-byte line the model keeps the ordered log of stores made since the line was
+// last durable, and a flush mark into that log:
+//
+//   line 0x1c0:  durable bytes  +  log [ s0 s1 | s2 ]        mark = 2 (after s1)
+//                                          ^ flush happened here
+//
+//   store     appends to the line's log (a store spanning lines becomes one entry per line)
+//   flush     sets the mark of each covered line at the current end of its log
+//   nt-store  a store followed by a flush of its line (written back without a flush)
+//   fence     applies every line's log up to its mark to the durable image and drops it
+//   crash     leaves each line at ANY prefix of its log (the durable point is the empty
+//             prefix, since fences fold durable entries into the image), lines
+//             independently: a choice vector holds one prefix length per dirty line.
+//
+// A store of at most 8 bytes (pm::store) is one entry: it survives whole or not at all. A
+// bulk pm::copy / pm::fill becomes one entry per line piece — bulk writes are only for
+// memory nobody can reach yet, so their tearing inside a line is not modelled.
+//
+// The model also keeps a shadow of what the range should contain (every store applied), so
+// a caller can find bytes that changed without passing through the model.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace wort::crashsim {
+
+inline constexpr std::size_t kLine = 64;
+
+class Px86Model {
+ public:
+  //! One store inside one line.
+  struct Entry {
+    std::uint8_t offset = 0;  //!< byte offset inside the line
+    std::uint8_t len = 0;     //!< 1..64
+    std::array<std::byte, kLine> bytes{};
+  };
+  //! A line's stores since it was last durable; entries [0, mark) are flushed.
+  struct LineLog {
+    std::vector<Entry> entries;
+    std::uint32_t mark = 0;
+  };
+  //! What a flush found, for the REDUNDANT_FLUSH lint.
+  struct FlushResult {
+    std::size_t lines = 0;            //!< lines the flush covers
+    std::size_t redundant_lines = 0;  //!< covered lines with no store since their mark
+    std::size_t first_redundant = 0;  //!< offset of the first such line
+  };
+
+  //! Starts over on a range of `size` bytes whose contents are `init[0, extent)` followed by
+  //! zeros; everything is durable. Buffers are reused across resets.
+  void reset(const std::byte* init, std::size_t size, std::size_t extent);
+
+  //! Records a store of `len` bytes from `src` at range offset `off`.
+  void store(std::size_t off, const void* src, std::size_t len);
+  //! Records a non-temporal 8-byte store (store + flush of its line).
+  void nt_store(std::size_t off, std::uint64_t value);
+  //! Records a write-back of the lines overlapping [off, off+len).
+  FlushResult flush(std::size_t off, std::size_t len);
+  //! Records a fence; returns false if it had nothing to order (no line had a mark).
+  bool fence();
+
+  //! Lines with a non-empty log, ascending.
+  std::size_t dirty_lines() const noexcept { return lines_.size(); }
+  //! Per dirty line (ascending), the number of log entries: choices run 0..limit.
+  std::vector<std::uint32_t> choice_limits() const;
+  //! Number of distinct crash images: product of (limit + 1), saturating at UINT64_MAX.
+  std::uint64_t image_count() const noexcept;
+  //! Writes the crash image named by `choice` (one prefix length per dirty line) into
+  //! `out[0, n)`; n must be at least extent(). Returns false if `choice` does not fit.
+  bool build_image(std::span<const std::uint32_t> choice, std::byte* out, std::size_t n) const;
+
+  //! Offset of the first line holding a store after its mark, or SIZE_MAX.
+  std::size_t first_unflushed() const noexcept;
+  //! Offset of the first line with a flush mark not yet fenced, or SIZE_MAX.
+  std::size_t first_unfenced() const noexcept;
+  //! Number of lines with stores after their mark / with an unfenced mark.
+  std::size_t unflushed_lines() const noexcept;
+  std::size_t unfenced_lines() const noexcept;
+
+  //! Bytes [0, extent) hold everything ever written; beyond is zero in every buffer.
+  std::size_t extent() const noexcept { return extent_; }
+  std::size_t size() const noexcept { return size_; }
+  const std::byte* shadow() const noexcept { return shadow_.data(); }
+  const std::byte* durable() const noexcept { return durable_.data(); }
+  const std::map<std::size_t, LineLog>& lines() const noexcept { return lines_; }
+
+  //! Bytes found changed behind the model's back: taken into the shadow and the durable
+  //! image as they are (the finding is reported by the caller, not replayed as a crash).
+  void absorb(std::size_t off, const std::byte* bytes, std::size_t len);
+
+ private:
+  void store_in_line(std::size_t line, std::size_t in_line, const std::byte* src,
+                     std::size_t len);
+  static void apply(const LineLog& log, std::size_t count, std::byte* line_base);
+
+  std::size_t size_ = 0;
+  std::size_t extent_ = 0;
+  std::vector<std::byte> durable_;
+  std::vector<std::byte> shadow_;
+  std::map<std::size_t, LineLog> lines_;  // line offset -> log (only non-empty logs)
+};
+
+}  // namespace wort::crashsim
