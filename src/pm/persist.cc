@@ -53,9 +53,17 @@ CpuFeatures probe_cpu() noexcept {
   return f;
 }
 
-const CpuFeatures& cpu() noexcept {
+// What the CPU reports, and what tests pretend it lacks.
+const CpuFeatures& probed() noexcept {
   static const CpuFeatures f = probe_cpu();
   return f;
+}
+CpuFeatures g_hidden;
+
+CpuFeatures cpu() noexcept {
+  const CpuFeatures& p = probed();
+  return {p.clflush && !g_hidden.clflush, p.clflushopt && !g_hidden.clflushopt,
+          p.clwb && !g_hidden.clwb};
 }
 
 FlushInsn best_insn() noexcept {
@@ -100,6 +108,15 @@ std::uint64_t ns_to_cycles(std::uint32_t ns) noexcept {
 
 namespace detail {
 HotConfig hot = {Mode::real, best_insn(), 0, 0};
+
+void hide_insn_for_testing(FlushInsn insn, bool hidden) noexcept {
+  switch (insn) {
+    case FlushInsn::clwb: g_hidden.clwb = hidden; break;
+    case FlushInsn::clflushopt: g_hidden.clflushopt = hidden; break;
+    case FlushInsn::clflush: g_hidden.clflush = hidden; break;
+    case FlushInsn::automatic: break;
+  }
+}
 
 void spin_cycles(std::uint64_t cycles) noexcept {
   if (cycles == 0) return;

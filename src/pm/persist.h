@@ -36,6 +36,10 @@ inline thread_local Counters tls_counters;
 //! Busy-waits `cycles` TSC cycles (PM latency emulation).
 void spin_cycles(std::uint64_t cycles) noexcept;
 
+//! Tests only: makes cpu_has() (and so configure() and `automatic`) act as if this CPU
+//! lacked `insn` (hidden = true) or restores it. Not thread-safe.
+void hide_insn_for_testing(FlushInsn insn, bool hidden) noexcept;
+
 template <std::size_t N>
 struct UintOf;
 template <> struct UintOf<1> { using type = std::uint8_t; };
