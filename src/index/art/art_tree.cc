@@ -1,0 +1,273 @@
+#include "index/art/art_tree.h"
+
+#include <cassert>
+
+#include "index/art/iterator.h"
+#include "index/art/leaf.h"
+#include "index/art/node.h"
+#include "index/art/prefix.h"
+#include "index/registry.h"
+
+namespace wort::art {
+namespace {
+
+// Puts leaf `l` under node `n`, whose path (prefix included) ends at key byte `depth`:
+// as the terminal if the key ends there, else under its next byte.
+void place(Node* n, Leaf* l, std::size_t depth) noexcept {
+  if (l->key_len == depth) {
+    n->terminal = l;
+  } else {
+    add_child(n, byte_at(l->key(), depth), Ref::of(l));
+  }
+}
+
+void destroy(Ref r) noexcept {
+  if (r.empty()) return;
+  if (r.is_leaf()) {
+    Leaf::destroy(r.leaf());
+    return;
+  }
+  Node* n = r.node();
+  if (n->terminal != nullptr) Leaf::destroy(n->terminal);
+  for (auto c = next_child(n, 0); c; c = next_child(n, c->byte + 1u)) destroy(c->ref);
+  free_node(n);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ArtTree>> ArtTree::create(Pool& pool, const IndexOptions&) {
+  if (pool.kind() != kKind)
+    return Error{Status::wrong_kind, "art: pool kind is '" + std::string(pool.kind()) + "'"};
+  return std::make_unique<ArtTree>();
+}
+
+Result<std::unique_ptr<ArtTree>> ArtTree::open(Pool&) {
+  return Error{Status::invalid_argument, "art is a volatile index: nothing to reopen"};
+}
+
+ArtTree::~ArtTree() { destroy(root_); }
+
+// ---- insert ------------------------------------------------------------------------------
+
+Status ArtTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
+Status ArtTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
+
+Status ArtTree::put(Key k, Value v, PutMode mode) {
+  if (root_.empty()) {
+    root_ = Ref::of(Leaf::make(k, v));
+    ++count_;
+    return Status::ok;
+  }
+  Ref* slot = &root_;
+  std::size_t depth = 0;  // key bytes consumed above *slot
+  for (;;) {
+    if (slot->is_leaf()) return put_at_leaf(slot, depth, k, v, mode);
+    Node* n = slot->node();
+    const std::size_t matched = matching_prefix(n, k, depth);
+    if (matched < n->prefix_len) {
+      split_prefix(slot, depth, matched, k, v);
+      return Status::ok;
+    }
+    depth += n->prefix_len;
+    if (depth == k.size()) return put_terminal(n, k, v, mode);
+    const std::uint8_t b = byte_at(k, depth);
+    Ref* child = find_child(n, b);
+    if (child == nullptr) {
+      add_child_growing(slot, b, Ref::of(Leaf::make(k, v)));
+      ++count_;
+      return Status::ok;
+    }
+    slot = child;
+    ++depth;
+  }
+}
+
+// *slot holds a leaf whose key agrees with k on the first `depth` bytes.
+Status ArtTree::put_at_leaf(Ref* slot, std::size_t depth, Key k, Value v, PutMode mode) {
+  Leaf* old = slot->leaf();
+  if (old->matches(k)) {
+    if (mode == PutMode::insert) return Status::exists;
+    old->value = v;
+    return Status::ok;
+  }
+  // Lazy expansion ends here: the two keys get a Node4 at their first difference.
+  const std::size_t common = common_prefix(old->key(), k, depth);
+  Leaf* fresh = Leaf::make(k, v);
+  Node* n = make_node4();
+  set_prefix(n, k.data() + depth, common);
+  place(n, old, depth + common);
+  place(n, fresh, depth + common);
+  *slot = Ref::of(n);
+  ++count_;
+  return Status::ok;
+}
+
+Status ArtTree::put_terminal(Node* n, Key k, Value v, PutMode mode) {
+  if (n->terminal != nullptr) {
+    if (mode == PutMode::insert) return Status::exists;
+    n->terminal->value = v;
+    return Status::ok;
+  }
+  n->terminal = Leaf::make(k, v);
+  ++count_;
+  return Status::ok;
+}
+
+// k diverges from the prefix of node *slot after `matched` bytes: a new Node4 takes the
+// common part, the old node keeps what follows the divergent byte.
+void ArtTree::split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Key k, Value v) {
+  Node* old = slot->node();
+  const std::byte* full = full_prefix(old, depth);  // read before the old prefix changes
+  Leaf* fresh = Leaf::make(k, v);
+  Node* n = make_node4();
+  set_prefix(n, full, matched);
+  const std::uint8_t old_byte = static_cast<std::uint8_t>(full[matched]);
+  set_prefix(old, full + matched + 1, old->prefix_len - matched - 1);
+  add_child(n, old_byte, Ref::of(old));
+  place(n, fresh, depth + matched);
+  *slot = Ref::of(n);
+  ++count_;
+}
+
+void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Ref child) {
+  Node* n = slot->node();
+  if (is_full(n)) {
+    n = grow(n);
+    *slot = Ref::of(n);
+  }
+  add_child(n, byte, child);
+}
+
+// ---- lookup and update -------------------------------------------------------------------
+
+Leaf* ArtTree::find_leaf(Key k) const noexcept {
+  Ref r = root_;
+  std::size_t depth = 0;
+  while (!r.empty()) {
+    if (r.is_leaf()) return r.leaf()->matches(k) ? r.leaf() : nullptr;
+    const Node* n = r.node();
+    if (!prefix_may_match(n, k, depth)) return nullptr;
+    depth += n->prefix_len;
+    if (depth == k.size()) {
+      Leaf* t = n->terminal;
+      return t != nullptr && t->matches(k) ? t : nullptr;
+    }
+    const Ref* child = find_child(n, byte_at(k, depth));
+    if (child == nullptr) return nullptr;
+    r = *child;
+    ++depth;
+  }
+  return nullptr;
+}
+
+std::optional<Value> ArtTree::lookup(Key k) const {
+  const Leaf* l = find_leaf(k);
+  if (l == nullptr) return std::nullopt;
+  return l->value;
+}
+
+Status ArtTree::update(Key k, Value v) {
+  Leaf* l = find_leaf(k);
+  if (l == nullptr) return Status::not_found;
+  l->value = v;
+  return Status::ok;
+}
+
+// ---- remove ------------------------------------------------------------------------------
+
+Status ArtTree::remove(Key k) {
+  if (root_.empty()) return Status::not_found;
+  if (root_.is_leaf()) {
+    if (!root_.leaf()->matches(k)) return Status::not_found;
+    Leaf::destroy(root_.leaf());
+    root_ = Ref{};
+    --count_;
+    return Status::ok;
+  }
+  Ref* slot = &root_;
+  std::size_t depth = 0;
+  for (;;) {
+    Node* n = slot->node();
+    if (!prefix_may_match(n, k, depth)) return Status::not_found;
+    depth += n->prefix_len;
+    if (depth == k.size()) return remove_terminal(slot, k);
+    const std::uint8_t b = byte_at(k, depth);
+    Ref* child = find_child(n, b);
+    if (child == nullptr) return Status::not_found;
+    if (child->is_leaf()) return remove_leaf_child(slot, b, k);
+    slot = child;
+    ++depth;
+  }
+}
+
+Status ArtTree::remove_terminal(Ref* slot, Key k) {
+  Node* n = slot->node();
+  if (n->terminal == nullptr || !n->terminal->matches(k)) return Status::not_found;
+  Leaf::destroy(n->terminal);
+  n->terminal = nullptr;
+  --count_;
+  after_remove(slot);
+  return Status::ok;
+}
+
+Status ArtTree::remove_leaf_child(Ref* slot, std::uint8_t byte, Key k) {
+  Node* n = slot->node();
+  Leaf* l = find_child(n, byte)->leaf();
+  if (!l->matches(k)) return Status::not_found;
+  remove_child(n, byte);
+  Leaf::destroy(l);
+  --count_;
+  after_remove(slot);
+  return Status::ok;
+}
+
+// Restores the node invariants of *slot after one of its entries went away.
+void ArtTree::after_remove(Ref* slot) {
+  Node* n = slot->node();
+  if (n->entries() == 1) {
+    collapse(slot);
+  } else if (should_shrink(n)) {
+    *slot = Ref::of(shrink(n));
+  }
+}
+
+// *slot is a node with a single entry: the entry takes the node's place. A leaf hangs
+// directly (lazy expansion); an inner child absorbs the node's prefix and branch byte.
+void ArtTree::collapse(Ref* slot) {
+  Node* n = slot->node();
+  assert(n->entries() == 1);
+  if (n->terminal != nullptr) {
+    *slot = Ref::of(n->terminal);
+  } else {
+    const Child only = *next_child(n, 0);
+    if (!only.ref.is_leaf()) merge_prefix(n, only.byte, only.ref.node());
+    *slot = only.ref;
+  }
+  free_node(n);
+}
+
+// ---- scan and range ----------------------------------------------------------------------
+
+std::size_t ArtTree::scan(Key from, std::size_t max, Visitor vis) const {
+  Iterator it(root_);
+  std::size_t n = 0;
+  for (it.seek(from); it.valid() && n < max; it.next()) {
+    ++n;
+    if (!vis(it.key(), it.value())) break;
+  }
+  return n;
+}
+
+std::size_t ArtTree::range(Key lo, Key hi, Visitor vis) const {
+  Iterator it(root_);
+  std::size_t n = 0;
+  for (it.seek(lo); it.valid() && compare_keys(it.key(), hi) < 0; it.next()) {
+    ++n;
+    if (!vis(it.key(), it.value())) break;
+  }
+  return n;
+}
+
+WORT_REGISTER_INDEX(ArtTree);
+
+}  // namespace wort::art

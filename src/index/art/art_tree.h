@@ -1,0 +1,74 @@
+// index/art/art_tree.h — the classical, volatile Adaptive Radix Tree (Leis, Kemper,
+// Neumann, ICDE 2013), kept entirely in DRAM: the baseline the persistent radix trees are
+// measured against. It issues no flush or fence and touches no pool memory.
+//
+// Registered as kind "art". Because nothing survives the process, open() refuses: there
+// is nothing to reopen. See README.md in this folder for the algorithm.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string_view>
+
+#include "index/art/ref.h"
+#include "wort/index.h"
+
+namespace wort::art {
+
+struct Node;
+struct Leaf;
+
+class ArtTree {
+ public:
+  static constexpr std::string_view kKind = "art";
+
+  //! A new empty tree; the pool only has to be an "art" pool (nothing is stored in it).
+  static Result<std::unique_ptr<ArtTree>> create(Pool& pool, const IndexOptions& opts);
+  //! Always fails with invalid_argument: a volatile index has nothing to reopen.
+  static Result<std::unique_ptr<ArtTree>> open(Pool& pool);
+
+  ArtTree() = default;
+  ~ArtTree();
+  ArtTree(const ArtTree&) = delete;
+  ArtTree& operator=(const ArtTree&) = delete;
+
+  Status insert(Key k, Value v);  //!< exists if present
+  Status upsert(Key k, Value v);  //!< insert or overwrite
+  Status update(Key k, Value v);  //!< not_found if absent
+  std::optional<Value> lookup(Key k) const;
+  Status remove(Key k);  //!< not_found if absent; shrinks and collapses nodes
+  std::size_t scan(Key from, std::size_t max, Visitor vis) const;
+  std::size_t range(Key lo, Key hi, Visitor vis) const;
+
+  //! Keys, leaf depth (inner nodes on the path from the root to the leaf), nodes by type,
+  //! DRAM bytes of nodes and leaves; pm_bytes is 0.
+  IndexStats stats() const;
+  //! Order, prefixes, per-type node invariants, the key count.
+  Result<void> verify() const;
+  void dump(std::ostream& os) const;
+  //! Visits nothing: no block of the pool belongs to this index.
+  void visit_blocks(BlockVisitorFn) const {}
+
+  std::size_t size() const noexcept { return count_; }
+
+ private:
+  enum class PutMode { insert, upsert };
+
+  Status put(Key k, Value v, PutMode mode);
+  Status put_at_leaf(Ref* slot, std::size_t depth, Key k, Value v, PutMode mode);
+  Status put_terminal(Node* n, Key k, Value v, PutMode mode);
+  void split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Key k, Value v);
+  void add_child_growing(Ref* slot, std::uint8_t byte, Ref child);
+  Leaf* find_leaf(Key k) const noexcept;
+  Status remove_terminal(Ref* slot, Key k);
+  Status remove_leaf_child(Ref* slot, std::uint8_t byte, Key k);
+  void after_remove(Ref* slot);
+  void collapse(Ref* slot);
+
+  Ref root_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace wort::art
