@@ -1,0 +1,349 @@
+// Tests of the pool: create/open/reopen, every open error case (bad files written with
+// plain file I/O), header bookkeeping, and use at two addresses at once.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "pm/allocator.h"
+#include "pm/chunk_table.h"
+#include "pm/pool_layout.h"
+#include "wort/pool.h"
+
+namespace wort {
+namespace {
+
+namespace fs = std::filesystem;
+using pm::PoolHeader;
+
+class PoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "wort_pool_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static PoolOptions small_options(const std::string& kind = "wort") {
+    PoolOptions o;
+    o.size = 1 << 20;
+    o.chunk_size = 16 << 10;
+    o.kind = kind;
+    o.index_options = {1, 2, 3, 0xfeedfacecafebeefull};
+    return o;
+  }
+
+  //! Creates a pool file and closes it; returns its path.
+  std::string make_pool(const std::string& name, const PoolOptions& o = small_options()) {
+    const std::string p = path(name);
+    auto r = Pool::create(p, o);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return p;
+  }
+
+  static std::vector<char> read_all(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+  }
+  static void write_all(const std::string& p, const std::vector<char>& bytes) {
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  template <class T>
+  static void patch(const std::string& p, std::size_t offset, T value) {
+    std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  template <class T>
+  static T peek(const std::string& p, std::size_t offset) {
+    std::ifstream f(p, std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    T v{};
+    f.read(reinterpret_cast<char*>(&v), sizeof v);
+    return v;
+  }
+
+  //! Opens and expects failure with `code` and a message naming the file.
+  void expect_open_fails(const std::string& p, Status code, const std::string& words,
+                         std::string_view kind = {}) {
+    auto r = Pool::open(p, kind);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status(), code) << to_string(r.status()) << ": " << r.error().message;
+    EXPECT_NE(r.error().message.find(p), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(words), std::string::npos) << r.error().message;
+  }
+
+  fs::path dir_;
+};
+
+// --- every open error case ---------------------------------------------------------------
+
+TEST_F(PoolTest, MissingFileIsNoSuchFile) {
+  expect_open_fails(path("nothing-here"), Status::no_such_file, "No such file");
+}
+
+TEST_F(PoolTest, FileShorterThanHeaderIsTruncated) {
+  write_all(path("short"), std::vector<char>(100, 'x'));
+  expect_open_fails(path("short"), Status::truncated, "shorter than the 4096-byte header");
+  write_all(path("empty"), {});
+  expect_open_fails(path("empty"), Status::truncated, "0 bytes");
+}
+
+TEST_F(PoolTest, FileShorterThanRecordedSizeIsTruncated) {
+  const std::string p = make_pool("cut");
+  auto bytes = read_all(p);
+  bytes.resize(bytes.size() - 16384);
+  write_all(p, bytes);
+  expect_open_fails(p, Status::truncated, "shorter than the recorded pool size");
+}
+
+TEST_F(PoolTest, ForeignMagicIsNotAPool) {
+  std::vector<char> zip(8192, 0);
+  std::memcpy(zip.data(), "PK\x03\x04", 4);
+  write_all(path("foreign"), zip);
+  expect_open_fails(path("foreign"), Status::not_a_pool, "wrong magic");
+}
+
+TEST_F(PoolTest, HeaderWithoutMagicIsNotAPool) {
+  // What a crash during create leaves: every field but the magic (written last).
+  const std::string p = make_pool("unfinished");
+  patch<std::uint64_t>(p, offsetof(PoolHeader, magic), 0);
+  expect_open_fails(p, Status::not_a_pool, "creation did not finish");
+}
+
+TEST_F(PoolTest, NewerLayoutVersionIsNewerVersion) {
+  const std::string p = make_pool("newer");
+  patch<std::uint32_t>(p, offsetof(PoolHeader, layout_version), pm::kLayoutVersion + 1);
+  expect_open_fails(p, Status::newer_version, "newer than this build");
+}
+
+TEST_F(PoolTest, KindMismatchIsWrongKind) {
+  const std::string p = make_pool("kind");
+  expect_open_fails(p, Status::wrong_kind, "'wort', not 'fptree'", "fptree");
+  auto ok = Pool::open(p, "wort");
+  EXPECT_TRUE(ok.ok());
+}
+
+TEST_F(PoolTest, FlippedHeaderByteIsCorrupt) {
+  // One flip in each immutable field the checksum covers.
+  for (std::size_t off : {offsetof(PoolHeader, pool_size), offsetof(PoolHeader, uuid) + 5,
+                          offsetof(PoolHeader, kind) + 1, offsetof(PoolHeader, index_options) + 9,
+                          offsetof(PoolHeader, chunk_size) + 1,
+                          offsetof(PoolHeader, first_chunk_offset)}) {
+    const std::string p = make_pool("flip" + std::to_string(off));
+    patch<std::uint8_t>(p, off, peek<std::uint8_t>(p, off) ^ 0x10);
+    expect_open_fails(p, Status::corrupt, "checksum mismatch");
+  }
+}
+
+TEST_F(PoolTest, BadRootOffsetIsCorrupt) {
+  const std::string p = make_pool("root");
+  const auto size = peek<std::uint64_t>(p, offsetof(PoolHeader, pool_size));
+  patch<std::uint64_t>(p, offsetof(PoolHeader, root), size + 64);
+  expect_open_fails(p, Status::corrupt, "root offset");
+  patch<std::uint64_t>(p, offsetof(PoolHeader, root), 64);  // inside the header
+  expect_open_fails(p, Status::corrupt, "root offset");
+}
+
+TEST_F(PoolTest, OutOfRangeMutableWordsAreCorrupt) {
+  const std::string p = make_pool("hwm");
+  const auto count = peek<std::uint64_t>(p, offsetof(PoolHeader, chunk_count));
+  patch<std::uint64_t>(p, offsetof(PoolHeader, chunk_hwm), count + 1);
+  expect_open_fails(p, Status::corrupt, "high-water mark");
+
+  const std::string q = make_pool("clean");
+  patch<std::uint64_t>(q, offsetof(PoolHeader, clean_shutdown), 7);
+  expect_open_fails(q, Status::corrupt, "clean-shutdown flag");
+}
+
+TEST_F(PoolTest, BadChunkTableEntryIsCorrupt) {
+  const std::string p = make_pool("table");
+  {
+    auto pool = Pool::open(p);
+    ASSERT_TRUE(pool.ok());
+    std::uint64_t off;
+    ASSERT_EQ((*pool)->allocator().allocate(64, &off), Status::ok);  // carves chunk 0
+  }
+  // Chunk 0 claims a size class that does not exist.
+  patch<std::uint64_t>(p, pm::kHeaderSize, pm::chunk_entry_small(250));
+  expect_open_fails(p, Status::corrupt, "chunk 0");
+  // Chunk 0 claims to be a large span reaching past the high-water mark.
+  patch<std::uint64_t>(p, pm::kHeaderSize, pm::chunk_entry_large(5));
+  expect_open_fails(p, Status::corrupt, "does not fit");
+  // Chunk 0 below the mark but never carved.
+  patch<std::uint64_t>(p, pm::kHeaderSize, 0);
+  expect_open_fails(p, Status::corrupt, "never carved");
+}
+
+TEST_F(PoolTest, CreateRefusesAnExistingFileAndBadOptions) {
+  const std::string p = make_pool("exists");
+  auto again = Pool::create(p, small_options());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status(), Status::io_error);
+  EXPECT_TRUE(Pool::open(p).ok());  // the existing pool is untouched
+
+  PoolOptions o = small_options();
+  o.chunk_size = 3000;
+  EXPECT_EQ(Pool::create(path("c1"), o).status(), Status::invalid_argument);
+  o = small_options();
+  o.kind = std::string(40, 'k');
+  EXPECT_EQ(Pool::create(path("c2"), o).status(), Status::invalid_argument);
+  o = small_options();
+  o.kind = "";
+  EXPECT_EQ(Pool::create_in_memory(o).status(), Status::invalid_argument);
+  EXPECT_FALSE(fs::exists(path("c1")));  // nothing left behind
+}
+
+// --- bookkeeping ----------------------------------------------------------------------------
+
+TEST_F(PoolTest, ReopenKeepsRootKindOptionsAndUuid) {
+  const std::string p = path("keep");
+  std::array<std::byte, 16> uuid;
+  std::uint64_t root;
+  std::uint64_t size;
+  {
+    auto pool = Pool::create(p, small_options("fastfair"));
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    Pool& pl = **pool;
+    EXPECT_EQ(pl.root(), 0u);
+    EXPECT_EQ(pl.kind(), "fastfair");
+    EXPECT_FALSE(pl.mapping().in_memory);
+    ASSERT_EQ(pl.allocator().allocate(200, &root), Status::ok);
+    std::memcpy(pl.at<char>(root), "persisted!", 11);
+    pl.set_root(root);
+    uuid = pl.uuid();
+    size = pl.size();
+    EXPECT_GE(size, small_options().size);
+    EXPECT_EQ(size % 4096, 0u);
+  }
+  auto pool = Pool::open(p, "fastfair");
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  Pool& pl = **pool;
+  EXPECT_EQ(pl.root(), root);
+  EXPECT_STREQ(pl.at<char>(root), "persisted!");
+  EXPECT_EQ(pl.kind(), "fastfair");
+  EXPECT_EQ(pl.index_options(), small_options().index_options);
+  EXPECT_EQ(pl.uuid(), uuid);
+  EXPECT_EQ(pl.size(), size);
+  EXPECT_NE(uuid, (std::array<std::byte, 16>{}));
+  // Two pools get different UUIDs.
+  auto other = Pool::create_in_memory(small_options());
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE((*other)->uuid(), uuid);
+}
+
+TEST_F(PoolTest, GenerationBumpsOnEveryOpen) {
+  const std::string p = make_pool("gen");
+  std::uint64_t g0;
+  {
+    auto a = Pool::open(p);
+    ASSERT_TRUE(a.ok());
+    g0 = (*a)->generation();
+  }
+  for (int i = 1; i <= 3; ++i) {
+    auto a = Pool::open(p);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ((*a)->generation(), g0 + i);
+  }
+  EXPECT_EQ(peek<std::uint64_t>(p, offsetof(PoolHeader, generation)), g0 + 3);
+}
+
+TEST_F(PoolTest, CleanShutdownFlag) {
+  const std::string p = make_pool("clean");
+  EXPECT_EQ(peek<std::uint64_t>(p, offsetof(PoolHeader, clean_shutdown)), 1u);
+  {
+    auto a = Pool::open(p);
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE((*a)->was_clean_shutdown());
+    // While open, the file says "not clean".
+    EXPECT_EQ(peek<std::uint64_t>(p, offsetof(PoolHeader, clean_shutdown)), 0u);
+  }
+  // A crash is a close that never cleared it: simulate by patching the flag back.
+  patch<std::uint64_t>(p, offsetof(PoolHeader, clean_shutdown), 0);
+  auto b = Pool::open(p);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE((*b)->was_clean_shutdown());
+}
+
+TEST_F(PoolTest, ContainsCoversOnlyTheChunkArea) {
+  auto pool = Pool::create_in_memory(small_options());
+  ASSERT_TRUE(pool.ok());
+  Pool& pl = **pool;
+  const std::uint64_t first = pl.header().first_chunk_offset;
+  EXPECT_FALSE(pl.contains(0));
+  EXPECT_FALSE(pl.contains(first - 1));
+  EXPECT_TRUE(pl.contains(first));
+  EXPECT_TRUE(pl.contains(pl.size() - 8, 8));
+  EXPECT_FALSE(pl.contains(pl.size() - 8, 9));
+  EXPECT_FALSE(pl.contains(pl.size()));
+  EXPECT_FALSE(pl.contains(first, ~0ull));
+  EXPECT_TRUE(pl.mapping().in_memory);
+}
+
+// --- any base address ------------------------------------------------------------------------
+
+TEST_F(PoolTest, TwoMappingsAtOnceResolveTheSameOffsets) {
+  const std::string p = make_pool("twice");
+  auto a = Pool::open(p);
+  ASSERT_TRUE(a.ok());
+  Pool& pa = **a;
+  std::uint64_t node;
+  ASSERT_EQ(pa.allocator().allocate(64, &node), Status::ok);
+  // A tiny linked structure made of offsets: root -> node -> node+32.
+  *pa.at<std::uint64_t>(node) = node + 32;
+  std::memcpy(pa.at<char>(node + 32), "at any address", 15);
+  pa.set_root(node);
+
+  auto b = Pool::open(p);  // a second, independent mapping of the same file
+  ASSERT_TRUE(b.ok());
+  Pool& pb = **b;
+  ASSERT_NE(pa.base(), pb.base());
+  ASSERT_EQ(pb.root(), node);
+  const std::uint64_t next = *pb.at<std::uint64_t>(pb.root());
+  EXPECT_STREQ(pb.at<char>(next), "at any address");
+  EXPECT_EQ(pb.offset_of(pb.at<char>(next)), pa.offset_of(pa.at<char>(next)));
+  // Writes through one mapping are seen through the other (shared file mapping).
+  std::memcpy(pb.at<char>(next), "seen by A", 10);
+  EXPECT_STREQ(pa.at<char>(next), "seen by A");
+}
+
+TEST_F(PoolTest, AttachAnImageCopy) {
+  auto pool = Pool::create_in_memory(small_options());
+  ASSERT_TRUE(pool.ok());
+  Pool& src = **pool;
+  std::uint64_t node;
+  ASSERT_EQ(src.allocator().allocate(100, &node), Status::ok);
+  std::memcpy(src.at<char>(node), "image", 6);
+  src.set_root(node);
+
+  auto* mem = static_cast<std::byte*>(std::aligned_alloc(64, src.size() + 64));
+  std::memcpy(mem, src.base(), src.size());
+  {
+    auto img = Pool::attach({mem, src.size()}, "wort");
+    ASSERT_TRUE(img.ok()) << img.error().message;
+    EXPECT_EQ((*img)->root(), node);
+    EXPECT_STREQ((*img)->at<char>(node), "image");
+    EXPECT_TRUE((*img)->allocator().trace_pending());
+    EXPECT_EQ((*img)->generation(), src.generation() + 1);
+    EXPECT_FALSE((*img)->was_clean_shutdown());  // copied while the source was open
+  }
+  EXPECT_EQ(Pool::attach({mem, 100}).status(), Status::truncated);
+  EXPECT_EQ(Pool::attach({mem, src.size() - 4096}).status(), Status::truncated);
+  EXPECT_EQ(Pool::attach({mem, src.size()}, "art").status(), Status::wrong_kind);
+  // Misaligned buffer.
+  std::memmove(mem + 8, mem, src.size());
+  EXPECT_EQ(Pool::attach({mem + 8, src.size()}).status(), Status::invalid_argument);
+  std::free(mem);
+}
+
+}  // namespace
+}  // namespace wort
