@@ -1,0 +1,44 @@
+#include "index/wort/wort_node.h"
+
+#include <cstring>
+
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::wort_index {
+
+std::uint64_t make_header(std::uint32_t depth, std::uint32_t prefix_len, Key source) noexcept {
+  std::uint64_t prefix = 0;
+  const std::uint32_t stored = prefix_len < kPrefixSlots ? prefix_len : kPrefixSlots;
+  for (std::uint32_t i = 0; i < stored; ++i)
+    prefix |= static_cast<std::uint64_t>(Partial::at(source, depth + i)) << (i * kSpanBits);
+  return static_cast<std::uint64_t>(depth) |
+         (static_cast<std::uint64_t>(prefix_len) << kDepthBits) |
+         (prefix << (kDepthBits + kPrefixLenBits));
+}
+
+std::uint64_t Blocks::leftmost_leaf(std::uint64_t word) const noexcept {
+  while (word != 0 && !is_leaf(word)) {
+    const Node* n = node(word);
+    std::uint64_t next = 0;
+    for (unsigned i = 0; i < kOrderedSlots && next == 0; ++i) next = *ordered_slot(n, i);
+    word = next;
+  }
+  return word;
+}
+
+unsigned child_count(const Node* n) noexcept {
+  unsigned c = n->end_child != 0;
+  for (std::uint64_t w : n->child) c += w != 0;
+  return c;
+}
+
+Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept {
+  std::uint64_t off = 0;
+  if (Status s = pool.allocator().allocate(sizeof(Node), &off); s != Status::ok) return s;
+  pm::copy(pool.at<Node>(off), &image, sizeof(Node));
+  *word = off;
+  return Status::ok;
+}
+
+}  // namespace wort::wort_index

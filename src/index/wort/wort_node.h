@@ -1,0 +1,109 @@
+// index/wort/wort_node.h — WORT inner nodes: header packing, child words, node creation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "index/wort/wort_key.h"
+#include "index/wort/wort_layout.h"
+#include "index/wort/wort_leaf.h"
+#include "wort/pool.h"
+#include "wort/status.h"
+
+namespace wort::wort_index {
+
+//! Partial-key arithmetic at this build's span.
+using Partial = radix::Partials<kSpanBits>;
+
+//! The three fields of a node header word.
+struct HeaderFields {
+  std::uint32_t depth = 0;       //!< first partial-key position the node's prefix covers
+  std::uint32_t prefix_len = 0;  //!< collapsed partial keys
+  std::uint64_t prefix = 0;      //!< the prefix array bits (kPrefixSlots partial keys)
+
+  //! The position the node branches on; invariant under split, merge and repair.
+  std::uint32_t branch() const noexcept { return depth + prefix_len; }
+  //! Partial keys of the prefix the header itself holds.
+  std::uint32_t stored() const noexcept {
+    return prefix_len < kPrefixSlots ? prefix_len : kPrefixSlots;
+  }
+  //! Stored prefix partial key `i` (< stored()).
+  unsigned prefix_at(unsigned i) const noexcept {
+    return static_cast<unsigned>(prefix >> (i * kSpanBits)) & ((1u << kSpanBits) - 1);
+  }
+};
+
+//! Unpacks a header word.
+inline HeaderFields decode_header(std::uint64_t w) noexcept {
+  HeaderFields h;
+  h.depth = static_cast<std::uint32_t>(w & kMaxDepth);
+  h.prefix_len = static_cast<std::uint32_t>((w >> kDepthBits) & ((1u << kPrefixLenBits) - 1));
+  h.prefix = w >> (kDepthBits + kPrefixLenBits);
+  return h;
+}
+
+//! Packs a header for a node at `depth` collapsing `prefix_len` partial keys, taking the
+//! stored part of the prefix from `source` (a key of the node's subtree, or the key being
+//! inserted, which has at least depth + prefix_len partial keys).
+std::uint64_t make_header(std::uint32_t depth, std::uint32_t prefix_len, Key source) noexcept;
+
+inline bool is_leaf(std::uint64_t word) noexcept { return (word & kLeafTag) != 0; }
+inline std::uint64_t block_of(std::uint64_t word) noexcept { return word & ~kLeafTag; }
+
+//! Read-only view of the pool's blocks by child word.
+class Blocks {
+ public:
+  explicit Blocks(std::byte* base) noexcept : base_(base) {}
+  Node* node(std::uint64_t word) const noexcept { return reinterpret_cast<Node*>(base_ + word); }
+  LeafHeader* leaf(std::uint64_t word) const noexcept {
+    return reinterpret_cast<LeafHeader*>(base_ + block_of(word));
+  }
+  std::byte* base() const noexcept { return base_; }
+  //! Child word of a node.
+  std::uint64_t word_of(const Node* n) const noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(n) - base_);
+  }
+  //! Word of the leftmost (smallest-key) leaf below a non-empty child word.
+  std::uint64_t leftmost_leaf(std::uint64_t word) const noexcept;
+
+ private:
+  std::byte* base_;
+};
+
+//! The slot of `n` that a key with `count` partial keys takes at branch position `b`.
+inline std::uint64_t* slot_for(Node* n, Key k, std::uint32_t b) noexcept {
+  return Partial::count(k) == b ? &n->end_child : &n->child[Partial::at(k, b)];
+}
+
+//! Non-empty slots of a node (end_child included).
+unsigned child_count(const Node* n) noexcept;
+
+//! Slot `i` of a node in key order: 0 is end_child, 1 + p is child[p].
+inline std::uint64_t* ordered_slot(Node* n, unsigned i) noexcept {
+  return i == 0 ? &n->end_child : &n->child[i - 1];
+}
+inline const std::uint64_t* ordered_slot(const Node* n, unsigned i) noexcept {
+  return i == 0 ? &n->end_child : &n->child[i - 1];
+}
+inline constexpr unsigned kOrderedSlots = kFanout + 1;
+
+//! Allocates a node and writes `image` into it (pm::copy; not flushed). out_of_space leaves
+//! the pool unchanged.
+Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept;
+
+}  // namespace wort::wort_index
+
+namespace wort::wort_index {
+
+//! How many of the prefix partial keys the header stores `k` matches, starting at the
+//! header's depth (stops where `k` ends). Equal to h.stored() when all match.
+inline std::uint32_t match_stored_prefix(const HeaderFields& h, Key k) noexcept {
+  const std::size_t n = Partial::count(k);
+  const std::uint32_t stored = h.stored();
+  for (std::uint32_t i = 0; i < stored; ++i) {
+    if (h.depth + i >= n || Partial::at(k, h.depth + i) != h.prefix_at(i)) return i;
+  }
+  return stored;
+}
+
+}  // namespace wort::wort_index

@@ -1,0 +1,92 @@
+// WORT remove. The paper leaves deletion out; ours keeps the invariant "every node has at
+// least two children" so path compression (and RecoverHeader's two leaves) hold.
+//
+//   holder has > 2 children:  clear the leaf's slot               commit: that slot := 0
+//   holder has 2, survivor a leaf:  holder's parent slot := leaf   commit: parent slot
+//   holder has 2, survivor a node C:  C absorbs holder's prefix and the partial key between
+//       them (C.header := depth of holder, prefix_len grown so depth + prefix_len is kept),
+//       and holder's parent slot := C                               commit: parent slot
+//
+//   (P) -> (holder d, p0..pL-1) -> [x], (C d', q0..)    becomes    (P) -> (C d, p0..pL-1 c q0..)
+//
+// In the merge the header store and the parent-slot store may reach PM in either order:
+// each half alone leaves C reached at a depth its header disagrees with, which readers
+// tolerate and RecoverHeader repairs exactly as for an interrupted split (C's keys, hence
+// its branch position, are the same either way). So both are written back under one fence.
+// The removed leaf and holder are freed only after the commit is durable; if a crash comes
+// first, they are unreachable and the allocator's trace at open frees them.
+#include "index/wort/wort_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort {
+
+using namespace wort_index;
+
+struct WortTree::RemovePath {
+  std::uint64_t* slot = nullptr;         //!< holds the leaf to remove
+  Node* holder = nullptr;                //!< node owning `slot` (nullptr: the anchor)
+  std::uint64_t* holder_slot = nullptr;  //!< holds `holder`
+  std::uint32_t holder_depth = 0;        //!< depth `holder` is reached at
+};
+
+Status WortTree::remove(Key k) {
+  if (k.size() > kMaxKeyLength) return Status::not_found;
+  RemovePath path;
+  path.slot = &anchor_->root;
+  std::uint32_t depth = 0;
+  for (;;) {
+    const std::uint64_t w = *path.slot;
+    if (w == 0) return Status::not_found;
+    if (is_leaf(w)) {
+      const LeafHeader* l = blocks_.leaf(w);
+      if (compare_keys(leaf_key(l), k) != 0) return Status::not_found;
+      return unlink_leaf(path);
+    }
+    Node* n = blocks_.node(w);
+    HeaderFields h = decode_header(n->header);
+    if (h.depth != depth) h = repair_header(n, depth);
+    if (match_stored_prefix(h, k) < h.stored()) return Status::not_found;
+    const std::uint32_t b = h.branch();
+    if (Partial::count(k) < b) return Status::not_found;
+    path.holder = n;
+    path.holder_slot = path.slot;
+    path.holder_depth = depth;
+    path.slot = slot_for(n, k, b);
+    depth = b + 1;
+  }
+}
+
+Status WortTree::unlink_leaf(const RemovePath& path) {
+  const std::uint64_t leaf = *path.slot;
+  if (path.holder == nullptr || child_count(path.holder) > 2) {
+    pm::store(path.slot, std::uint64_t{0});
+    pm::persist(path.slot, sizeof *path.slot);
+    pool_.allocator().free(block_of(leaf));
+    return Status::ok;
+  }
+  std::uint64_t survivor = 0;
+  for (unsigned i = 0; i < kOrderedSlots && survivor == 0; ++i) {
+    const std::uint64_t* s = ordered_slot(path.holder, i);
+    if (s != path.slot) survivor = *s;
+  }
+  merge_into_parent(path, survivor);
+  pool_.allocator().free(block_of(leaf));
+  pool_.allocator().free(pool_.offset_of(path.holder));
+  return Status::ok;
+}
+
+// Replaces holder by its only remaining child (see the file comment).
+void WortTree::merge_into_parent(const RemovePath& path, std::uint64_t survivor) {
+  if (survivor != 0 && !is_leaf(survivor)) {
+    Node* c = blocks_.node(survivor);
+    const std::uint32_t branch = decode_header(c->header).branch();
+    const Key below = leaf_key(blocks_.leaf(blocks_.leftmost_leaf(survivor)));
+    pm::store(&c->header, make_header(path.holder_depth, branch - path.holder_depth, below));
+    pm::flush(&c->header, sizeof c->header);
+  }
+  pm::store(path.holder_slot, survivor);
+  pm::persist(path.holder_slot, sizeof *path.holder_slot);
+}
+
+}  // namespace wort
