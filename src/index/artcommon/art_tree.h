@@ -1,0 +1,120 @@
+// artcommon/art_tree.h — the adaptive radix tree engine shared by WOART and ART+CoW.
+//
+// A Flavor supplies its NODE4/NODE16 operations and how path compression changes:
+//   struct Flavor {
+//     static constexpr std::string_view kKind;      // registry name
+//     static constexpr std::uint64_t kAnchorMagic;  // tells the flavors' pools apart
+//     using Node4 = ...; using Node16 = ...;         // node ops (see artcommon/node48.h)
+//     static constexpr bool kDepthRepair;           // true: split/merge rewrite the
+//         // child's header in place (WOART, repaired from the depth after a crash);
+//         // false: split/merge copy the child (ART+CoW)
+//   };
+// Node ops with kInPlace add/remove a child in place with their own commit store; the
+// others (ART+CoW NODE4/NODE16) are copied, edited and published by a parent-pointer swap.
+//
+// Every structural change ends in one 8-byte store: a node's commit word (in-place add or
+// remove), a leaf's value word (upsert), a node's end-of-key slot, or the parent's child
+// pointer (new leaf under an empty slot, leaf split, prefix split, grow, shrink, merge,
+// copy-on-write edit). Blocks that a change unlinks are freed only after that store is
+// persisted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "index/artcommon/art_layout.h"
+#include "index/artcommon/entries.h"
+#include "index/artcommon/header.h"
+#include "index/artcommon/leaf.h"
+#include "index/artcommon/node256.h"
+#include "index/artcommon/node48.h"
+#include "wort/index.h"
+
+namespace wort::artcommon {
+
+template <class Flavor>
+class ArtTree {
+ public:
+  static constexpr std::string_view kKind = Flavor::kKind;
+
+  //! A new, empty tree in a fresh pool (writes the anchor, sets the pool root).
+  static Result<std::unique_ptr<ArtTree>> create(Pool& pool, const IndexOptions& opts);
+  //! Opens the tree: checks the anchor, repairs interrupted splits/merges (WOART), then
+  //! hands the reachable blocks to the allocator's trace.
+  static Result<std::unique_ptr<ArtTree>> open(Pool& pool);
+
+  Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
+  Status upsert(Key k, Value v) { return put(k, v, /*overwrite=*/true); }
+  Status update(Key k, Value v);
+  std::optional<Value> lookup(Key k) const;
+  Status remove(Key k);
+  std::size_t scan(Key from, std::size_t max, Visitor v) const;
+  std::size_t range(Key lo, Key hi, Visitor v) const;
+  IndexStats stats() const;
+  Result<void> verify() const;
+  void dump(std::ostream& os) const;
+  void visit_blocks(BlockVisitorFn v) const;
+
+ private:
+  struct ScanState;
+  struct VerifyState;
+
+  ArtTree(Pool& pool, Anchor* anchor) : pool_(pool), anchor_(anchor) {}
+
+  // --- pointers and node-type dispatch
+  NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
+  Leaf* leaf(Ref r) const { return pool_.at<Leaf>(ref_offset(r)); }
+  static bool known_type(NodeType t);
+  template <class Fn>
+  static decltype(auto) with_ops(NodeType t, Fn&& fn);
+  static std::size_t node_bytes(NodeType t);
+  static const char* node_name(NodeType t);
+  Ref find_child(const NodeBase* n, std::uint8_t b) const;
+  Ref* child_slot(NodeBase* n, std::uint8_t b) const;
+  unsigned child_count(const NodeBase* n) const;
+  bool for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const;
+  void collect(const NodeBase* n, Entries& e) const;
+
+  // --- reads
+  const Leaf* find_leaf(Key k) const;
+  const Leaf* min_leaf(Ref r) const;
+  bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
+  bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
+
+  // --- writes
+  Status put(Key k, Value v, bool overwrite);
+  Status put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite);
+  Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
+  Status add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v);
+  Status split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k, Value v);
+  unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
+  Status build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e, Ref* out);
+  Status copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out);
+  Status rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e);
+  Status remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b, Ref victim);
+  Status remove_eok(Ref* slot, NodeBase* n, unsigned depth);
+  Status merge(Ref* slot, NodeBase* n, unsigned depth, Ref survivor);
+  static NodeType grown_type(NodeType t);
+  static NodeType shrunk_type(NodeType t, unsigned remaining);
+  void publish_ref(Ref* slot, Ref r);
+  void swap_ref(Ref* slot, Ref r);
+  void free_ref(Ref r);
+
+  // --- recovery, checks, statistics
+  Result<void> repair(Ref r, unsigned expected_depth);
+  Result<void> check_ref(Ref r, unsigned depth, VerifyState& st) const;
+  Result<void> check_node(const NodeBase* n, unsigned depth, VerifyState& st) const;
+  bool ref_in_pool(Ref r) const;
+  void visit_ref(Ref r, BlockVisitorFn v) const;
+  void stats_ref(Ref r, unsigned depth, IndexStats& s) const;
+  void dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const;
+
+  Pool& pool_;
+  Anchor* anchor_;
+};
+
+}  // namespace wort::artcommon

@@ -1,0 +1,126 @@
+// artcommon/art_tree_base.h — ArtTree: node-type dispatch, commit helpers, create/open.
+// Included through art_tree_impl.h by the flavor's .cc that instantiates the template.
+#pragma once
+
+#include "index/artcommon/art_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::artcommon {
+
+template <class F>
+bool ArtTree<F>::known_type(NodeType t) {
+  return t == F::Node4::kType || t == F::Node16::kType || t == NodeType::node48 ||
+         t == NodeType::node256;
+}
+
+template <class F>
+template <class Fn>
+decltype(auto) ArtTree<F>::with_ops(NodeType t, Fn&& fn) {
+  if (t == F::Node4::kType) return fn(typename F::Node4{});
+  if (t == F::Node16::kType) return fn(typename F::Node16{});
+  if (t == NodeType::node48) return fn(Node48Ops{});
+  return fn(Node256Ops{});
+}
+
+template <class F>
+std::size_t ArtTree<F>::node_bytes(NodeType t) {
+  return with_ops(t, [](auto ops) { return decltype(ops)::kBytes; });
+}
+
+template <class F>
+const char* ArtTree<F>::node_name(NodeType t) {
+  return with_ops(t, [](auto ops) { return decltype(ops)::kName; });
+}
+
+template <class F>
+Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
+  return with_ops(n->type, [&](auto ops) { return decltype(ops)::find(n, b); });
+}
+
+template <class F>
+Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
+  return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
+}
+
+template <class F>
+unsigned ArtTree<F>::child_count(const NodeBase* n) const {
+  return with_ops(n->type, [&](auto ops) { return decltype(ops)::count(n); });
+}
+
+template <class F>
+bool ArtTree<F>::for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const {
+  return with_ops(n->type, [&](auto ops) { return decltype(ops)::for_each_from(n, from, fn); });
+}
+
+template <class F>
+void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
+  e.n = 0;
+  for_each_child(n, 0, [&](std::uint8_t b, Ref r) {
+    e.push(b, r);
+    return true;
+  });
+}
+
+//! Publishes new blocks: the fence orders their pending write-backs before the pointer.
+template <class F>
+void ArtTree<F>::publish_ref(Ref* slot, Ref r) {
+  pm::fence();
+  pm::store(slot, r);
+  pm::persist(slot, sizeof(Ref));
+}
+
+//! Swaps a pointer to something already durable (nothing pending to order).
+template <class F>
+void ArtTree<F>::swap_ref(Ref* slot, Ref r) {
+  pm::store(slot, r);
+  pm::persist(slot, sizeof(Ref));
+}
+
+template <class F>
+void ArtTree<F>::free_ref(Ref r) {
+  pool_.allocator().free(ref_offset(r));
+}
+
+template <class F>
+Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOptions&) {
+  if (pool.kind() != F::kKind)
+    return Error{Status::wrong_kind, "pool holds kind \"" + std::string(pool.kind()) +
+                                         "\", not " + std::string(F::kKind)};
+  if (pool.root() != 0) return Error{Status::invalid_argument, "pool already holds an index"};
+  std::uint64_t off = 0;
+  if (Status s = pool.allocator().allocate(sizeof(Anchor), &off); s != Status::ok)
+    return Error{s, std::string(F::kKind) + ": no space for the tree anchor"};
+  Anchor* a = pool.at<Anchor>(off);
+  Anchor img{};
+  img.magic = F::kAnchorMagic;
+  pm::copy(a, &img, sizeof img);
+  pm::persist(a, sizeof img);
+  pool.set_root(off);
+  return std::unique_ptr<ArtTree>(new ArtTree(pool, a));
+}
+
+template <class F>
+Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::open(Pool& pool) {
+  if (pool.kind() != F::kKind)
+    return Error{Status::wrong_kind, "pool holds kind \"" + std::string(pool.kind()) +
+                                         "\", not " + std::string(F::kKind)};
+  const std::uint64_t off = pool.root();
+  if (off == 0 || !pool.contains(off, sizeof(Anchor)))
+    return Error{Status::corrupt, std::string(F::kKind) + ": pool root is not a tree anchor"};
+  Anchor* a = pool.at<Anchor>(off);
+  if (a->magic != F::kAnchorMagic)
+    return Error{Status::corrupt, std::string(F::kKind) + ": anchor magic mismatch"};
+  std::unique_ptr<ArtTree> t(new ArtTree(pool, a));
+  if (a->root != kNull) {
+    if (!t->ref_in_pool(a->root)) return Error{Status::corrupt, "root pointer outside the pool"};
+    if (auto r = t->repair(a->root, 0); !r) return r.error();
+  }
+  if (pool.allocator().trace_pending()) {
+    if (auto r = pool.allocator().recover([&](pm::BlockVisitor v) { t->visit_blocks(v); }); !r)
+      return r.error();
+  }
+  return t;
+}
+
+}  // namespace wort::artcommon

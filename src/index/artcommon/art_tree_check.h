@@ -1,0 +1,214 @@
+// artcommon/art_tree_check.h — ArtTree recovery walk, verify(), stats(), dump() and the
+// allocator's block visitor.
+#pragma once
+
+#include <cstring>
+#include <string>
+
+#include "index/artcommon/art_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::artcommon {
+
+template <class F>
+bool ArtTree<F>::ref_in_pool(Ref r) const {
+  const std::uint64_t off = ref_offset(r);
+  if (r == kNull || (off & 15) != 0) return false;
+  if (is_leaf(r)) {
+    if (!pool_.contains(off, sizeof(Leaf))) return false;
+    return pool_.contains(off, leaf_bytes(leaf(r)->key_len));
+  }
+  if (!pool_.contains(off, sizeof(NodeBase)) || !known_type(node(r)->type)) return false;
+  return pool_.contains(off, node_bytes(node(r)->type));
+}
+
+//! Recovery: walks the tree with the depth each node must have. A node whose header
+//! disagrees is the child of an interrupted split or merge: WOART rewrites its header
+//! (one persisted 8-byte store, idempotent if recovery itself is interrupted); ART+CoW
+//! never writes a header in place, so for it a disagreement is corruption.
+template <class F>
+Result<void> ArtTree<F>::repair(Ref r, unsigned expected_depth) {
+  if (is_leaf(r)) return {};
+  NodeBase* n = node(r);
+  if (header_is_stale(n->hdr, expected_depth)) {
+    NodeHeader fixed;
+    const Leaf* w = min_leaf(r);
+    if (!F::kDepthRepair || w == nullptr ||
+        !repaired_header(n->hdr, expected_depth, leaf_key(w), &fixed))
+      return Error{Status::corrupt, "node at depth " + std::to_string(expected_depth) +
+                                        " has an unrepairable header (depth " +
+                                        std::to_string(n->hdr.depth) + ")"};
+    pm::store_persist(&n->hdr, fixed);
+  }
+  const unsigned pos = n->hdr.branch_pos();
+  if (n->eok != kNull && (!is_leaf(n->eok) || !ref_in_pool(n->eok)))
+    return Error{Status::corrupt, "end-of-key slot is not a leaf in the pool"};
+  Result<void> res;
+  for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+    if (!ref_in_pool(c)) res = Error{Status::corrupt, "child pointer outside the pool"};
+    else res = repair(c, pos + 1);
+    return res.ok();
+  });
+  return res;
+}
+
+//! What verify() carries down the walk.
+template <class F>
+struct ArtTree<F>::VerifyState {
+  std::uint64_t keys = 0;
+  std::string last;  //!< previous key in order
+};
+
+template <class F>
+Result<void> ArtTree<F>::verify() const {
+  const Ref root = anchor_->root;
+  if (root == kNull) return {};
+  if (!ref_in_pool(root)) return Error{Status::corrupt, "root pointer outside the pool"};
+  VerifyState st;
+  return check_ref(root, 0, st);
+}
+
+template <class F>
+Result<void> ArtTree<F>::check_ref(Ref r, unsigned depth, VerifyState& st) const {
+  if (!is_leaf(r)) return check_node(node(r), depth, st);
+  const Key k = leaf_key(leaf(r));
+  if (st.keys > 0 && compare_keys(as_key(st.last), k) >= 0)
+    return Error{Status::corrupt, "keys out of order at \"" + std::string(as_string(k)) + "\""};
+  st.last.assign(as_string(k));
+  ++st.keys;
+  return {};
+}
+
+template <class F>
+Result<void> ArtTree<F>::check_node(const NodeBase* n, unsigned depth, VerifyState& st) const {
+  const auto fail = [&](const std::string& what) {
+    return Error{Status::corrupt, std::string(node_name(n->type)) + " at depth " +
+                                      std::to_string(depth) + ": " + what};
+  };
+  if (n->hdr.depth != depth) return fail("stored depth " + std::to_string(n->hdr.depth));
+  std::string why;
+  if (!with_ops(n->type, [&](auto ops) { return decltype(ops)::check(n, &why); })) return fail(why);
+  const unsigned children = child_count(n);
+  if (children + (n->eok != kNull) < 2) return fail("fewer than two entries");
+  const unsigned pos = n->hdr.branch_pos();
+  const Key w = leaf_key(min_leaf(node_ref(pool_.offset_of(n))));
+  if (w.size() < pos) return fail("a leaf shorter than the compressed path");
+  for (unsigned i = 0; i < n->hdr.prefix_len && i < kHeaderPrefix; ++i)
+    if (n->hdr.prefix[i] != key_byte(w, depth + i)) return fail("header prefix differs from leaves");
+  if (n->eok != kNull) {
+    if (!is_leaf(n->eok) || !ref_in_pool(n->eok)) return fail("bad end-of-key slot");
+    const Key e = leaf_key(leaf(n->eok));
+    if (e.size() != pos || std::memcmp(e.data(), w.data(), pos) != 0)
+      return fail("end-of-key leaf does not end at the branch position");
+    if (auto r = check_ref(n->eok, pos, st); !r) return r;
+  }
+  Result<void> res;
+  for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
+    if (!ref_in_pool(c)) {
+      res = fail("child outside the pool");
+      return false;
+    }
+    const Key m = leaf_key(min_leaf(c));
+    if (m.size() <= pos || std::memcmp(m.data(), w.data(), pos) != 0 || key_byte(m, pos) != b) {
+      res = fail("child " + std::to_string(b) + " holds a key of another path");
+      return false;
+    }
+    res = check_ref(c, pos + 1, st);
+    return res.ok();
+  });
+  return res;
+}
+
+template <class F>
+void ArtTree<F>::visit_ref(Ref r, BlockVisitorFn v) const {
+  v(ref_offset(r));
+  if (is_leaf(r)) return;
+  const NodeBase* n = node(r);
+  if (n->eok != kNull) v(ref_offset(n->eok));
+  for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+    visit_ref(c, v);
+    return true;
+  });
+}
+
+template <class F>
+void ArtTree<F>::visit_blocks(BlockVisitorFn v) const {
+  v(pool_.offset_of(anchor_));
+  if (anchor_->root != kNull) visit_ref(anchor_->root, v);
+}
+
+//! Leaf depth = inner nodes on the path from the root (a leaf at the root: 0).
+template <class F>
+void ArtTree<F>::stats_ref(Ref r, unsigned depth, IndexStats& s) const {
+  s.pm_bytes += pool_.allocator().block_size(ref_offset(r));
+  if (is_leaf(r)) {
+    ++s.keys;
+    s.avg_leaf_depth += depth;
+    if (depth > s.max_leaf_depth) s.max_leaf_depth = depth;
+    return;
+  }
+  const NodeBase* n = node(r);
+  ++s.nodes[node_name(n->type)];
+  if (n->eok != kNull) stats_ref(n->eok, depth + 1, s);
+  for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+    stats_ref(c, depth + 1, s);
+    return true;
+  });
+}
+
+template <class F>
+IndexStats ArtTree<F>::stats() const {
+  IndexStats s;
+  s.pm_bytes = pool_.allocator().block_size(pool_.offset_of(anchor_));
+  if (anchor_->root != kNull) stats_ref(anchor_->root, 0, s);
+  if (s.keys > 0) s.avg_leaf_depth /= static_cast<double>(s.keys);
+  return s;
+}
+
+namespace detail {
+inline std::string printable(Key k) {
+  std::string out;
+  for (std::byte c : k) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && u != '\\') {
+      out.push_back(static_cast<char>(u));
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 15]);
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
+template <class F>
+void ArtTree<F>::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const {
+  os << std::string(indent * 2, ' ');
+  if (byte >= 0) os << "[" << byte << "] ";
+  else if (byte == -2) os << "[eok] ";
+  if (is_leaf(r)) {
+    const Leaf* l = leaf(r);
+    os << "leaf \"" << detail::printable(leaf_key(l)) << "\" = " << l->value << "\n";
+    return;
+  }
+  const NodeBase* n = node(r);
+  os << node_name(n->type) << " depth=" << n->hdr.depth << " prefix_len=" << n->hdr.prefix_len
+     << " children=" << child_count(n) << "\n";
+  if (n->eok != kNull) dump_ref(os, n->eok, indent + 1, -2);
+  for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
+    dump_ref(os, c, indent + 1, b);
+    return true;
+  });
+}
+
+template <class F>
+void ArtTree<F>::dump(std::ostream& os) const {
+  os << F::kKind << " tree\n";
+  if (anchor_->root == kNull) os << "  (empty)\n";
+  else dump_ref(os, anchor_->root, 1, -1);
+}
+
+}  // namespace wort::artcommon

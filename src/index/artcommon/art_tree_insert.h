@@ -1,0 +1,200 @@
+// artcommon/art_tree_insert.h — ArtTree insert/upsert: one case per function.
+#pragma once
+
+#include <algorithm>
+
+#include "index/artcommon/art_tree.h"
+
+namespace wort::artcommon {
+
+template <class F>
+Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
+  if (k.size() > kMaxArtKey) return Status::invalid_argument;
+  Ref* slot = &anchor_->root;
+  unsigned depth = 0;
+  for (;;) {
+    const Ref r = *slot;
+    if (r == kNull) {  // empty tree
+      Ref l;
+      if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
+      publish_ref(slot, l);
+      return Status::ok;
+    }
+    if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
+    NodeBase* n = node(r);
+    const unsigned mismatch = prefix_mismatch(n, depth, k);
+    if (mismatch < n->hdr.prefix_len) return split_prefix(slot, n, depth, mismatch, k, v);
+    const unsigned pos = n->hdr.branch_pos();
+    if (k.size() == pos) return put_at_eok(n, k, v, overwrite);
+    const std::uint8_t b = key_byte(k, pos);
+    Ref* child = child_slot(n, b);
+    if (child == nullptr) return add_child(slot, n, b, k, v);
+    slot = child;
+    depth = pos + 1;
+  }
+}
+
+//! First position (relative to depth) where k leaves the node's compressed path; the
+//! prefix length if it follows it all. Bytes past the header's four come from a leaf.
+template <class F>
+unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const {
+  const unsigned plen = n->hdr.prefix_len;
+  const unsigned stored = std::min(plen, kHeaderPrefix);
+  for (unsigned i = 0; i < stored; ++i)
+    if (depth + i >= k.size() || key_byte(k, depth + i) != n->hdr.prefix[i]) return i;
+  if (plen <= kHeaderPrefix) return plen;
+  const Key w = leaf_key(min_leaf(node_ref(pool_.offset_of(n))));
+  for (unsigned i = stored; i < plen; ++i)
+    if (depth + i >= k.size() || k[depth + i] != w[depth + i]) return i;
+  return plen;
+}
+
+//! The slot holds a leaf: same key → exists/overwrite; otherwise a NODE4 holding both
+//! leaves replaces it (commit: the slot).
+template <class F>
+Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite) {
+  const Ref old = *slot;
+  Leaf* l = leaf(old);
+  if (leaf_matches(l, k)) {
+    if (!overwrite) return Status::exists;
+    commit_value(l, v);
+    return Status::ok;
+  }
+  const Key old_key = leaf_key(l);
+  const unsigned m = static_cast<unsigned>(common_prefix(old_key, k, depth));
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  Entries e;
+  Ref eok = kNull;
+  for (auto [key, ref] : {std::pair{old_key, old}, std::pair{k, fresh}}) {
+    if (key.size() == m) eok = ref;
+    else e.insert(key_byte(key, m), ref);
+  }
+  Ref n;
+  if (Status s = build_node(F::Node4::kType, make_header(depth, m - depth, k), eok, e, &n);
+      s != Status::ok) {
+    free_ref(fresh);
+    return s;
+  }
+  publish_ref(slot, n);
+  return Status::ok;
+}
+
+//! The key ends at this node: its end-of-key slot (commit: the slot, in place).
+template <class F>
+Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
+  if (n->eok != kNull) {
+    Leaf* l = leaf(n->eok);
+    if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
+    if (!overwrite) return Status::exists;
+    commit_value(l, v);
+    return Status::ok;
+  }
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  publish_ref(&n->eok, fresh);
+  return Status::ok;
+}
+
+//! A new child under byte b: in place if the node type allows and has room, otherwise a
+//! copy (the same type for ART+CoW edits, the next larger type when full).
+template <class F>
+Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v) {
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  return with_ops(n->type, [&](auto ops) -> Status {
+    using Ops = decltype(ops);
+    if constexpr (Ops::kInPlace) {
+      if (Ops::add(n, b, fresh)) return Status::ok;
+    }
+    Entries e;
+    collect(n, e);
+    const NodeType t = e.n < Ops::kCapacity ? Ops::kType : grown_type(Ops::kType);
+    e.insert(b, fresh);
+    Status s = rebuild(slot, n, t, e);
+    if (s != Status::ok) free_ref(fresh);
+    return s;
+  });
+}
+
+template <class F>
+NodeType ArtTree<F>::grown_type(NodeType t) {
+  if (t == F::Node4::kType) return F::Node16::kType;
+  if (t == F::Node16::kType) return NodeType::node48;
+  return NodeType::node256;
+}
+
+//! Allocates and builds a node of type t (written back, not fenced).
+template <class F>
+Status ArtTree<F>::build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e,
+                              Ref* out) {
+  std::uint64_t off = 0;
+  if (Status s = pool_.allocator().allocate(node_bytes(t), &off); s != Status::ok) return s;
+  NodeBase* dst = pool_.at<NodeBase>(off);
+  with_ops(t, [&](auto ops) { decltype(ops)::build(dst, hdr, eok, e); });
+  *out = node_ref(off);
+  return Status::ok;
+}
+
+//! A copy of n (same type, same children and end-of-key leaf) with another header.
+template <class F>
+Status ArtTree<F>::copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out) {
+  Entries e;
+  collect(n, e);
+  return build_node(n->type, hdr, n->eok, e, out);
+}
+
+//! Replaces n by a fresh node of type t holding `e` (commit: the parent's pointer).
+template <class F>
+Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e) {
+  Ref fresh;
+  if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
+  const Ref old = *slot;
+  publish_ref(slot, fresh);
+  free_ref(old);
+  return Status::ok;
+}
+
+//! k leaves n's compressed path after `mismatch` bytes: a new NODE4 takes the common part
+//! and holds n (with the rest of its path) and the new leaf.
+//!   WOART:   n's header is rewritten in place (depth and path together, one store), then
+//!            the parent's pointer swapped; recovery repairs n if the swap was lost.
+//!   ART+CoW: n is copied with the new header; the pointer swap publishes both.
+template <class F>
+Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch,
+                                Key k, Value v) {
+  const Key w = leaf_key(min_leaf(*slot));
+  const unsigned cut = depth + mismatch;  // the new parent branches here
+  const NodeHeader parent_hdr = make_header(depth, mismatch, w);
+  const NodeHeader child_hdr = make_header(cut + 1, n->hdr.prefix_len - mismatch - 1, w);
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  Ref child = *slot;
+  if constexpr (!F::kDepthRepair) {
+    if (Status s = copy_with_header(n, child_hdr, &child); s != Status::ok) {
+      free_ref(fresh);
+      return s;
+    }
+  }
+  Entries e;
+  Ref eok = kNull;
+  e.push(key_byte(w, cut), child);
+  if (k.size() == cut) eok = fresh;
+  else e.insert(key_byte(k, cut), fresh);
+  Ref parent;
+  if (Status s = build_node(F::Node4::kType, parent_hdr, eok, e, &parent); s != Status::ok) {
+    free_ref(fresh);
+    if (child != *slot) free_ref(child);
+    return s;
+  }
+  const Ref old = *slot;
+  if constexpr (F::kDepthRepair) {
+    pm::store(&n->hdr, child_hdr);
+    pm::flush(&n->hdr, sizeof(NodeHeader));
+  }
+  publish_ref(slot, parent);
+  if constexpr (!F::kDepthRepair) free_ref(old);
+  return Status::ok;
+}
+
+}  // namespace wort::artcommon

@@ -1,0 +1,135 @@
+// artcommon/art_tree_read.h — ArtTree lookups and ordered scans.
+//
+// Lookups are optimistic about compressed paths: they jump to each node's branch position
+// (depth + prefix length, unchanged by an interrupted split) and compare the whole key at
+// the leaf, so they never read a prefix byte.
+#pragma once
+
+#include <limits>
+
+#include "index/artcommon/art_tree.h"
+
+namespace wort::artcommon {
+
+template <class F>
+const Leaf* ArtTree<F>::find_leaf(Key k) const {
+  Ref r = anchor_->root;
+  while (r != kNull && !is_leaf(r)) {
+    const NodeBase* n = node(r);
+    const unsigned pos = n->hdr.branch_pos();
+    if (k.size() < pos) return nullptr;
+    r = k.size() == pos ? n->eok : find_child(n, key_byte(k, pos));
+  }
+  if (r == kNull) return nullptr;
+  const Leaf* l = leaf(r);
+  return leaf_matches(l, k) ? l : nullptr;
+}
+
+template <class F>
+const Leaf* ArtTree<F>::min_leaf(Ref r) const {
+  while (r != kNull && !is_leaf(r)) {
+    const NodeBase* n = node(r);
+    if (n->eok != kNull) return leaf(n->eok);
+    Ref first = kNull;
+    for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+      first = c;
+      return false;
+    });
+    r = first;
+  }
+  return r == kNull ? nullptr : leaf(r);
+}
+
+template <class F>
+std::optional<Value> ArtTree<F>::lookup(Key k) const {
+  const Leaf* l = find_leaf(k);
+  if (l == nullptr) return std::nullopt;
+  return l->value;
+}
+
+template <class F>
+Status ArtTree<F>::update(Key k, Value v) {
+  const Leaf* l = find_leaf(k);
+  if (l == nullptr) return Status::not_found;
+  commit_value(const_cast<Leaf*>(l), v);
+  return Status::ok;
+}
+
+//! State of one ascending scan: lower bound, optional upper bound, budget, visitor.
+template <class F>
+struct ArtTree<F>::ScanState {
+  Key lo;
+  Key hi;
+  bool has_hi = false;
+  std::size_t max = 0;
+  std::size_t count = 0;
+  Visitor* visit = nullptr;
+};
+
+//! Visits the subtree at r in order; `bounded` means keys below st.lo may still occur.
+//! Returns false once the scan is finished.
+template <class F>
+bool ArtTree<F>::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const {
+  if (!is_leaf(r)) return scan_node(node(r), depth, bounded, st);
+  const Leaf* l = leaf(r);
+  const Key k = leaf_key(l);
+  if (bounded && compare_keys(k, st.lo) < 0) return true;
+  if (st.has_hi && compare_keys(k, st.hi) >= 0) return false;
+  ++st.count;
+  if (!(*st.visit)(k, l->value)) return false;
+  return st.count < st.max;
+}
+
+template <class F>
+bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const {
+  const unsigned pos = n->hdr.branch_pos();
+  unsigned from = 0;
+  int bound_byte = -1;  // the child that stays bounded
+  if (bounded) {
+    // Compare the lower bound with the node's compressed path (bytes from any leaf).
+    const Key w = leaf_key(min_leaf(node_ref(pool_.offset_of(n))));
+    for (unsigned i = depth; i < pos; ++i) {
+      if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
+      if (st.lo[i] != w[i]) {
+        if (key_byte(st.lo, i) > key_byte(w, i)) return true;  // whole subtree below lo
+        return scan_node(n, depth, false, st);                 // whole subtree above lo
+      }
+    }
+    if (st.lo.size() == pos) {
+      bounded = false;  // the end-of-key leaf equals lo, everything else is above it
+    } else {
+      bound_byte = key_byte(st.lo, pos);
+      from = static_cast<unsigned>(bound_byte);
+    }
+  }
+  if (n->eok != kNull && !bounded && !scan_ref(n->eok, pos, false, st)) return false;
+  return for_each_child(n, from, [&](std::uint8_t b, Ref c) {
+    return scan_ref(c, pos + 1, bounded && b == bound_byte, st);
+  });
+}
+
+template <class F>
+std::size_t ArtTree<F>::scan(Key from, std::size_t max, Visitor v) const {
+  if (max == 0 || anchor_->root == kNull) return 0;
+  ScanState st;
+  st.lo = from;
+  st.max = max;
+  st.visit = &v;
+  scan_ref(anchor_->root, 0, true, st);
+  return st.count;
+}
+
+template <class F>
+std::size_t ArtTree<F>::range(Key lo, Key hi, Visitor v) const {
+  if (anchor_->root == kNull || compare_keys(lo, hi) >= 0) return 0;
+  ScanState st;
+  st.lo = lo;
+  st.hi = hi;
+  st.has_hi = true;
+  st.max = std::numeric_limits<std::size_t>::max();
+  st.visit = &v;
+  scan_ref(anchor_->root, 0, true, st);
+  return st.count;
+}
+
+}  // namespace wort::artcommon

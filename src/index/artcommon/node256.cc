@@ -1,0 +1,57 @@
+#include "index/artcommon/node256.h"
+
+#include "index/artcommon/node_image.h"
+#include "pm/persist.h"
+
+namespace wort::artcommon {
+namespace {
+const Node256* as256(const NodeBase* n) { return reinterpret_cast<const Node256*>(n); }
+Node256* as256(NodeBase* n) { return reinterpret_cast<Node256*>(n); }
+}  // namespace
+
+Ref Node256Ops::find(const NodeBase* n, std::uint8_t b) noexcept { return as256(n)->child[b]; }
+
+Ref* Node256Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
+  Node256* x = as256(n);
+  return x->child[b] == kNull ? nullptr : &x->child[b];
+}
+
+unsigned Node256Ops::count(const NodeBase* n) noexcept {
+  const Node256* x = as256(n);
+  unsigned c = 0;
+  for (Ref r : x->child) c += r != kNull;
+  return c;
+}
+
+bool Node256Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
+  const Node256* x = as256(n);
+  for (unsigned b = from; b < 256; ++b)
+    if (x->child[b] != kNull && !fn(static_cast<std::uint8_t>(b), x->child[b])) return false;
+  return true;
+}
+
+void Node256Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entries& e) noexcept {
+  Node256 img;
+  init_base(img.base, kType, hdr, eok);
+  std::memset(img.child, 0, sizeof img.child);
+  for (unsigned i = 0; i < e.n; ++i) img.child[e.bytes[i]] = e.refs[i];
+  publish_image(dst, &img, sizeof img);
+}
+
+bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  Node256* x = as256(n);
+  pm::fence();  // the new child is durable before the pointer that reaches it
+  pm::store(&x->child[b], r);
+  pm::persist(&x->child[b], sizeof(Ref));
+  return true;
+}
+
+void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  Node256* x = as256(n);
+  pm::store(&x->child[b], kNull);
+  pm::persist(&x->child[b], sizeof(Ref));
+}
+
+bool Node256Ops::check(const NodeBase*, std::string*) { return true; }
+
+}  // namespace wort::artcommon

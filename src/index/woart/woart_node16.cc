@@ -1,0 +1,108 @@
+#include "index/woart/woart_node16.h"
+
+#include <bit>
+#include <cstring>
+
+#include "index/artcommon/match16.h"
+#include "index/artcommon/node_image.h"
+#include "pm/persist.h"
+
+namespace wort::woart {
+namespace {
+const Node16* as16(const NodeBase* n) { return reinterpret_cast<const Node16*>(n); }
+Node16* as16(NodeBase* n) { return reinterpret_cast<Node16*>(n); }
+
+//! Position of b among the valid entries, or -1.
+int position_of(const Node16* x, std::uint8_t b) noexcept {
+  const std::uint32_t m = artcommon::match16(x->key, b) & x->bitmap;
+  return m == 0 ? -1 : std::countr_zero(m);
+}
+}  // namespace
+
+Ref Node16Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
+  const Node16* x = as16(n);
+  const int p = position_of(x, b);
+  return p < 0 ? artcommon::kNull : x->child[p];
+}
+
+Ref* Node16Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
+  Node16* x = as16(n);
+  const int p = position_of(x, b);
+  return p < 0 ? nullptr : &x->child[p];
+}
+
+unsigned Node16Ops::count(const NodeBase* n) noexcept {
+  return static_cast<unsigned>(std::popcount(as16(n)->bitmap));
+}
+
+bool Node16Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+  const Node16* x = as16(n);
+  std::uint8_t keys[16];
+  std::uint8_t pos[16];
+  unsigned c = 0;
+  for (std::uint32_t m = x->bitmap; m != 0; m &= m - 1) {
+    const unsigned p = static_cast<unsigned>(std::countr_zero(m));
+    if (x->key[p] < from) continue;
+    unsigned i = c++;
+    while (i > 0 && keys[i - 1] > x->key[p]) {
+      keys[i] = keys[i - 1];
+      pos[i] = pos[i - 1];
+      --i;
+    }
+    keys[i] = x->key[p];
+    pos[i] = static_cast<std::uint8_t>(p);
+  }
+  for (unsigned i = 0; i < c; ++i)
+    if (!fn(keys[i], x->child[pos[i]])) return false;
+  return true;
+}
+
+void Node16Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
+                      const artcommon::Entries& e) noexcept {
+  Node16 img;
+  artcommon::init_base(img.base, kType, hdr, eok);
+  img.bitmap = static_cast<std::uint16_t>((1u << e.n) - 1);
+  std::memset(img.pad, 0, sizeof img.pad);
+  std::memset(img.key, 0, sizeof img.key);
+  std::memset(img.child, 0, sizeof img.child);
+  for (unsigned i = 0; i < e.n; ++i) {
+    img.key[i] = e.bytes[i];
+    img.child[i] = e.refs[i];
+  }
+  artcommon::publish_image(dst, &img, sizeof img);
+}
+
+bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  Node16* x = as16(n);
+  const std::uint16_t bm = x->bitmap;
+  if (bm == 0xffff) return false;
+  const unsigned p = static_cast<unsigned>(std::countr_one(bm));
+  pm::store(&x->key[p], b);
+  pm::store(&x->child[p], r);
+  artcommon::flush_pair(&x->key[p], 1, &x->child[p], sizeof(Ref));
+  pm::fence();  // key, pointer and new child durable before the bit that makes them valid
+  pm::store(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
+  pm::persist(&x->bitmap, sizeof x->bitmap);
+  return true;
+}
+
+void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  Node16* x = as16(n);
+  const int p = position_of(x, b);
+  if (p < 0) return;
+  pm::store(&x->bitmap, static_cast<std::uint16_t>(x->bitmap & ~(1u << p)));
+  pm::persist(&x->bitmap, sizeof x->bitmap);
+}
+
+bool Node16Ops::check(const NodeBase* n, std::string* why) {
+  const Node16* x = as16(n);
+  for (std::uint32_t m = x->bitmap; m != 0; m &= m - 1) {
+    const unsigned p = static_cast<unsigned>(std::countr_zero(m));
+    if ((artcommon::match16(x->key, x->key[p]) & x->bitmap) != (1u << p))
+      return *why = "node16 partial key present twice", false;
+    if (x->child[p] == artcommon::kNull) return *why = "node16 null child", false;
+  }
+  return true;
+}
+
+}  // namespace wort::woart

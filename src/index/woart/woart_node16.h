@@ -1,0 +1,35 @@
+// woart/woart_node16.h — WOART NODE16 (paper Algorithm 4): unsorted partial keys and
+// pointers in parallel arrays, a 16-bit bitmap written last; searched with one SIMD
+// compare masked by the bitmap.
+#pragma once
+
+#include <string>
+
+#include "index/artcommon/entries.h"
+#include "index/woart/woart_layout.h"
+
+namespace wort::woart {
+
+struct Node16Ops {
+  static constexpr artcommon::NodeType kType = artcommon::NodeType::woart_node16;
+  static constexpr std::size_t kBytes = sizeof(Node16);
+  static constexpr unsigned kCapacity = 16;
+  static constexpr bool kInPlace = true;
+  static constexpr const char* kName = "node16";
+
+  static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
+  static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;
+  static unsigned count(const NodeBase* n) noexcept;
+  //! Sorts the (at most 16) valid entries on the fly: scans pay, inserts do not.
+  static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn);
+  static void build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
+                    const artcommon::Entries& e) noexcept;
+  //! Algorithm 4: key and pointer into a clear position, persist, bitmap (the commit),
+  //! persist. False if full.
+  static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
+  //! Bitmap with b's bit clear (the commit), persist.
+  static void remove(NodeBase* n, std::uint8_t b) noexcept;
+  static bool check(const NodeBase* n, std::string* why);
+};
+
+}  // namespace wort::woart

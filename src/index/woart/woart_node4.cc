@@ -1,0 +1,135 @@
+#include "index/woart/woart_node4.h"
+
+#include <cstring>
+
+#include "index/artcommon/node_image.h"
+#include "pm/persist.h"
+
+namespace wort::woart {
+namespace {
+const Node4* as4(const NodeBase* n) { return reinterpret_cast<const Node4*>(n); }
+Node4* as4(NodeBase* n) { return reinterpret_cast<Node4*>(n); }
+
+unsigned used(const SlotWord& s) noexcept {
+  unsigned c = 0;
+  while (c < 4 && s.idx[c] != 0) ++c;
+  return c;
+}
+
+int position_of(const SlotWord& s, std::uint8_t b) noexcept {
+  for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i)
+    if (s.key[i] == b) return static_cast<int>(i);
+  return -1;
+}
+
+//! A child index no valid entry names (a crash may have left a stale pointer there).
+unsigned free_child_index(const SlotWord& s) noexcept {
+  unsigned named = 0;
+  for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i) named |= 1u << (s.idx[i] - 1);
+  unsigned c = 0;
+  while (named & (1u << c)) ++c;
+  return c;
+}
+
+//! `s` with (b, child index ci) inserted in key order; s has a free entry.
+SlotWord with_entry(SlotWord s, std::uint8_t b, unsigned ci) noexcept {
+  unsigned i = used(s);
+  while (i > 0 && s.key[i - 1] > b) {
+    s.key[i] = s.key[i - 1];
+    s.idx[i] = s.idx[i - 1];
+    --i;
+  }
+  s.key[i] = b;
+  s.idx[i] = static_cast<std::uint8_t>(ci + 1);
+  return s;
+}
+
+//! `s` without the entry at position p, valid entries kept packed.
+SlotWord without_entry(SlotWord s, unsigned p) noexcept {
+  for (unsigned i = p; i + 1 < 4; ++i) {
+    s.key[i] = s.key[i + 1];
+    s.idx[i] = s.idx[i + 1];
+  }
+  s.key[3] = 0;
+  s.idx[3] = 0;
+  return s;
+}
+}  // namespace
+
+Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
+  const Node4* x = as4(n);
+  const int p = position_of(x->slots, b);
+  return p < 0 ? artcommon::kNull : x->child[x->slots.idx[p] - 1];
+}
+
+Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
+  Node4* x = as4(n);
+  const int p = position_of(x->slots, b);
+  return p < 0 ? nullptr : &x->child[x->slots.idx[p] - 1];
+}
+
+unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(as4(n)->slots); }
+
+bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+  const Node4* x = as4(n);
+  const SlotWord s = x->slots;
+  for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i)
+    if (s.key[i] >= from && !fn(s.key[i], x->child[s.idx[i] - 1])) return false;
+  return true;
+}
+
+void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
+                     const artcommon::Entries& e) noexcept {
+  Node4 img;
+  artcommon::init_base(img.base, kType, hdr, eok);
+  std::memset(&img.slots, 0, sizeof img.slots);
+  std::memset(img.child, 0, sizeof img.child);
+  for (unsigned i = 0; i < e.n; ++i) {
+    img.slots.key[i] = e.bytes[i];
+    img.slots.idx[i] = static_cast<std::uint8_t>(i + 1);
+    img.child[i] = e.refs[i];
+  }
+  artcommon::publish_image(dst, &img, sizeof img);
+}
+
+bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  Node4* x = as4(n);
+  const SlotWord s = x->slots;
+  if (used(s) == 4) return false;
+  const unsigned ci = free_child_index(s);
+  pm::store(&x->child[ci], r);
+  pm::flush(&x->child[ci], sizeof(Ref));
+  pm::fence();  // pointer (and the new child) durable before the slot word names it
+  pm::store(&x->slots, with_entry(s, b, ci));
+  pm::persist(&x->slots, sizeof(SlotWord));
+  return true;
+}
+
+void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  Node4* x = as4(n);
+  const int p = position_of(x->slots, b);
+  if (p < 0) return;
+  pm::store(&x->slots, without_entry(x->slots, static_cast<unsigned>(p)));
+  pm::persist(&x->slots, sizeof(SlotWord));
+}
+
+bool Node4Ops::check(const NodeBase* n, std::string* why) {
+  const Node4* x = as4(n);
+  const SlotWord& s = x->slots;
+  const unsigned c = used(s);
+  unsigned named = 0;
+  for (unsigned i = 0; i < 4; ++i) {
+    if (i >= c) {
+      if (s.idx[i] != 0) return *why = "node4 slot word not packed", false;
+      continue;
+    }
+    if (s.idx[i] > 4) return *why = "node4 slot index out of range", false;
+    if (named & (1u << (s.idx[i] - 1))) return *why = "node4 child named twice", false;
+    named |= 1u << (s.idx[i] - 1);
+    if (i > 0 && s.key[i - 1] >= s.key[i]) return *why = "node4 keys not ascending", false;
+    if (x->child[s.idx[i] - 1] == artcommon::kNull) return *why = "node4 null child", false;
+  }
+  return true;
+}
+
+}  // namespace wort::woart
