@@ -1,0 +1,96 @@
+#include "bench/bench.h"
+
+#include <algorithm>
+
+#include "bench/json.h"
+
+namespace wort::bench {
+
+Result<void> validate(BenchOptions& o) {
+  const auto kinds = Index::kinds();
+  if (kinds.empty()) return Error{Status::invalid_argument, "no index is registered in this build"};
+  if (o.indexes.empty()) o.indexes = kinds;
+  for (const auto& i : o.indexes)
+    if (std::find(kinds.begin(), kinds.end(), i) == kinds.end())
+      return Error{Status::invalid_argument, "unknown index '" + i + "' (registered: " + [&] {
+                     std::string s;
+                     for (const auto& k : kinds) s += (s.empty() ? "" : ",") + k;
+                     return s;
+                   }() + ")"};
+  if (o.dists.empty()) return Error{Status::invalid_argument, "no key distribution given"};
+  if (o.keys == 0) return Error{Status::invalid_argument, "--keys must be positive"};
+  if (o.keys > 0xffffffffull) return Error{Status::invalid_argument, "--keys must be below 2^32"};
+  if (o.threads == 0 || o.threads > 1024) return Error{Status::invalid_argument, "--threads must be in 1..1024"};
+  if (o.flush_latencies.empty()) o.flush_latencies = {0};
+  if (o.workload != "paper") {
+    if (o.mix.total() <= 0) return Error{Status::invalid_argument, "the mix has no operations"};
+    if (o.mix.ops == 0 && o.mix.duration_s <= 0) o.mix.ops = o.keys;
+  }
+  if (o.llc == LlcMode::callgrind && o.llc_keys == 0) o.llc_keys = o.keys;
+  return {};
+}
+
+std::vector<CaseResult> run_all(const BenchOptions& o, const ProgressFn& progress) {
+  std::vector<CaseResult> out;
+  const std::size_t total = o.indexes.size() * o.dists.size() * o.flush_latencies.size();
+  std::size_t done = 0;
+  for (auto lat : o.flush_latencies)
+    for (auto d : o.dists)
+      for (const auto& idx : o.indexes) {
+        ProgressFn inner;
+        if (progress)
+          inner = [&](const std::string& label, double f) {
+            progress(label, (static_cast<double>(done) + std::min(f, 1.0)) / static_cast<double>(total));
+          };
+        out.push_back(run_case(o, idx, d, lat, inner));
+        ++done;
+      }
+  return out;
+}
+
+Result<std::size_t> attach_callgrind(BenchReport& r,
+                                     const std::map<std::string, CallgrindTotals>& dumps,
+                                     const std::string& child_json) {
+  auto parsed = parse_json(child_json);
+  if (!parsed) return parsed.error();
+  // Op counts of the child's phases, by tag.
+  std::map<std::string, std::uint64_t> ops;
+  std::uint64_t child_keys = 0;
+  if (const JsonValue* o = parsed.value().get("options"))
+    if (const JsonValue* k = o->get("keys")) child_keys = static_cast<std::uint64_t>(k->num());
+  if (const JsonValue* cases = parsed.value().get("cases")) {
+    for (const auto& c : cases->arr()) {
+      KeyDist d{};
+      const JsonValue* dist = c.get("dist");
+      const JsonValue* idx = c.get("index");
+      const JsonValue* lat = c.get("flush_latency_ns");
+      const JsonValue* phases = c.get("phases");
+      if (!dist || !idx || !lat || !phases || !parse(dist->str(), d)) continue;
+      for (const auto& p : phases->arr()) {
+        const JsonValue* name = p.get("name");
+        const JsonValue* n = p.get("ops");
+        if (name && n)
+          ops[phase_tag(idx->str(), d, static_cast<std::uint32_t>(lat->num()), name->str())] =
+              static_cast<std::uint64_t>(n->num());
+      }
+    }
+  }
+  std::size_t attached = 0;
+  for (auto& c : r.cases)
+    for (auto& p : c.phases) {
+      const std::string tag = phase_tag(c.index, c.dist, c.flush_latency_ns, p.name);
+      auto it = dumps.find(tag);
+      auto on = ops.find(tag);
+      if (it == dumps.end() || on == ops.end()) continue;
+      p.cache.source = "callgrind";
+      p.cache.llc_misses = static_cast<double>(it->second.ll_misses());
+      p.cache.d1_misses = static_cast<double>(it->second.d1_misses());
+      p.cache.instructions = static_cast<double>(it->second.get("Ir"));
+      p.cache.ops = on->second;
+      p.cache.at_keys = child_keys;
+      ++attached;
+    }
+  return attached;
+}
+
+}  // namespace wort::bench

@@ -1,0 +1,30 @@
+// bench/env_info.h — the environment a result was measured in (goes into the JSON).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wort::bench {
+
+struct EnvInfo {
+  std::string git_revision;   //!< `git rev-parse HEAD` of the source tree (+ "-dirty")
+  std::string compiler;       //!< __VERSION__
+  std::string build_flags;    //!< from the build's compile_commands.json, if found
+  std::string build_type;     //!< optimised / sanitizers, from predefined macros
+  std::string cpu_model;      //!< /proc/cpuinfo
+  unsigned cpus = 0;
+  std::string kernel;         //!< uname
+  std::string flush_insn;     //!< resolved instruction in force
+  std::vector<std::string> cpu_flush_insns;  //!< what the CPU offers
+  std::string pm_mode;
+  std::string hw_counters;    //!< "available" or why not
+  std::string hostname;
+  std::string time_utc;       //!< when the run started (ISO 8601)
+  std::string command_line;
+};
+
+//! Gathers the environment. `source_dir` is the git tree (may be empty); `argv` the
+//! command line as given.
+EnvInfo gather_env(const std::string& source_dir, const std::vector<std::string>& argv);
+
+}  // namespace wort::bench

@@ -1,0 +1,113 @@
+// bench/metrics.h — what a phase measured, and the arithmetic on it.
+//
+// Latencies go into a log-linear histogram (exact below 64 ns, then 32 sub-buckets per
+// power of two: at most 1/32 relative error) that costs one increment per sample and
+// merges across threads. Per-operation figures divide a total by an operation count; a
+// phase with no operations has no per-op figure (NaN, written as null).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wort/persist.h"
+
+namespace wort::bench {
+
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 5;  // 32 sub-buckets per power of two
+  static constexpr std::size_t kLinear = std::size_t{2} << kSubBits;  // exact below 64
+  static constexpr std::size_t kBuckets = kLinear + (64 - kSubBits - 1) * (std::size_t{1} << kSubBits);
+
+  void record(std::uint64_t ns) noexcept {
+    ++buckets_[bucket_of(ns)];
+    ++count_;
+    sum_ += ns;
+    if (ns < min_) min_ = ns;
+    if (ns > max_) max_ = ns;
+  }
+  void merge(const LatencyHistogram& o) noexcept;
+  std::uint64_t count() const noexcept { return count_; }
+  std::uint64_t min() const noexcept { return count_ ? min_ : 0; }
+  std::uint64_t max() const noexcept { return max_; }
+  double mean() const noexcept;
+  //! The value at percentile p (0 < p <= 100): the smallest recorded bucket whose cumulative
+  //! count reaches ceil(p/100 * count), reported as that bucket's midpoint clamped to
+  //! [min, max]. NaN if empty.
+  double percentile(double p) const noexcept;
+
+  static std::size_t bucket_of(std::uint64_t v) noexcept;
+  //! Lowest value that falls in bucket b, and the bucket's width.
+  static std::uint64_t bucket_low(std::size_t b) noexcept;
+  static std::uint64_t bucket_width(std::size_t b) noexcept;
+
+ private:
+  std::array<std::uint64_t, kBuckets> buckets_{};
+  std::uint64_t count_ = 0;
+  std::uint64_t sum_ = 0;
+  std::uint64_t min_ = ~std::uint64_t{0};
+  std::uint64_t max_ = 0;
+};
+
+//! total / ops, or NaN if there were no operations.
+inline double per_op(double total, std::uint64_t ops) noexcept {
+  return ops == 0 ? std::nan("") : total / static_cast<double>(ops);
+}
+
+//! Operation kinds measured separately.
+enum class OpType : std::uint8_t { insert, lookup, update, remove, scan, range };
+inline constexpr std::size_t kOpTypes = 6;
+std::string_view to_string(OpType t) noexcept;
+
+//! One operation kind within a phase.
+struct OpStats {
+  std::uint64_t ops = 0;
+  std::uint64_t misses = 0;  //!< not_found / exists / fewer keys than expected
+  LatencyHistogram latency;  //!< sampled (every Nth operation)
+  void merge(const OpStats& o) noexcept {
+    ops += o.ops;
+    misses += o.misses;
+    latency.merge(o.latency);
+  }
+};
+
+//! Sum of two counter snapshots.
+pm::Counters operator+(const pm::Counters& a, const pm::Counters& b) noexcept;
+//! Difference of two counter snapshots (after - before).
+pm::Counters operator-(const pm::Counters& a, const pm::Counters& b) noexcept;
+
+//! Cache figures of a phase (hardware counters or callgrind's simulation).
+struct CacheStats {
+  std::string source;                 //!< "perf", "callgrind", or why there are none
+  double llc_misses = std::nan("");   //!< last-level cache misses (data + instruction)
+  double d1_misses = std::nan("");    //!< L1 data misses (callgrind only)
+  double instructions = std::nan(""); //!< instructions retired / executed
+  std::uint64_t at_keys = 0;          //!< key count of the run that measured them
+  std::uint64_t ops = 0;              //!< operations of that run's phase (the divisor)
+};
+
+//! One measured phase (insert, search, range, load, run).
+struct PhaseResult {
+  std::string name;
+  std::uint64_t ops = 0;
+  double seconds = 0;
+  pm::Counters counters;  //!< summed over the threads
+  std::array<OpStats, kOpTypes> per_type{};
+  std::uint64_t items = 0;  //!< keys visited by scans and ranges
+  CacheStats cache;
+  //! (seconds since phase start, operations completed) every ~100 ms
+  std::vector<std::pair<double, std::uint64_t>> timeline;
+
+  double throughput() const noexcept { return seconds > 0 ? static_cast<double>(ops) / seconds : std::nan(""); }
+  double ns_per_op() const noexcept { return per_op(seconds * 1e9, ops); }
+  double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
+  double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
+  double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
+  std::uint64_t misses() const noexcept;
+};
+
+}  // namespace wort::bench

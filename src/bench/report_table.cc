@@ -1,0 +1,266 @@
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "bench/report.h"
+
+namespace wort::bench {
+namespace {
+
+std::string fmt(double d, const char* f = "%.1f") {
+  if (!std::isfinite(d)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, d);
+  return buf;
+}
+
+// A plain text table: first column left-aligned, the rest right-aligned.
+class Table {
+ public:
+  void row(std::vector<std::string> r) { rows_.push_back(std::move(r)); }
+  void rule() { rows_.emplace_back(); }
+  void print(std::ostream& os) const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows_)
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (width.size() <= i) width.push_back(0);
+        width[i] = std::max(width[i], r[i].size());
+      }
+    std::size_t total = 0;
+    for (auto w : width) total += w + 2;
+    for (const auto& r : rows_) {
+      if (r.empty()) {
+        os << std::string(total, '-') << '\n';
+        continue;
+      }
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const std::string pad(width[i] - r[i].size(), ' ');
+        line += i == 0 ? r[i] + pad : pad + r[i];
+        line += "  ";
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      os << line << '\n';
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+const CaseResult* find_case(const BenchReport& r, const std::string& index, KeyDist d,
+                            std::uint32_t lat) {
+  for (const auto& c : r.cases)
+    if (c.index == index && c.dist == d && c.flush_latency_ns == lat) return &c;
+  return nullptr;
+}
+
+std::vector<std::string> case_indexes(const BenchReport& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.cases)
+    if (std::find(out.begin(), out.end(), c.index) == out.end()) out.push_back(c.index);
+  return out;
+}
+
+std::vector<KeyDist> case_dists(const BenchReport& r) {
+  std::vector<KeyDist> out;
+  for (const auto& c : r.cases)
+    if (std::find(out.begin(), out.end(), c.dist) == out.end()) out.push_back(c.dist);
+  return out;
+}
+
+std::string dist_letter(KeyDist d) {
+  switch (d) {
+    case KeyDist::dense: return "D";
+    case KeyDist::sparse: return "S";
+    case KeyDist::clustered: return "C";
+    default: return std::string(to_string(d));
+  }
+}
+
+double phase_value(const CaseResult* c, const char* phase, double (*get)(const PhaseResult&)) {
+  if (!c) return std::nan("");
+  const PhaseResult* p = c->phase(phase);
+  return p ? get(*p) : std::nan("");
+}
+
+double llc_per_op(const PhaseResult& p) { return per_op(p.cache.llc_misses, p.cache.ops); }
+double lines_per_op(const PhaseResult& p) { return p.lines_per_op(); }
+double ns_per_op(const PhaseResult& p) { return p.ns_per_op(); }
+
+// The WORT paper's Table 1: (a) LLC misses per insert, (b) flushed lines per insert,
+// (c) LLC misses per search, (d) average leaf depth, each for every key distribution.
+void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
+  const auto dists = case_dists(r);
+  Table t;
+  std::vector<std::string> groups{""}, head{"index"};
+  const char* titles[] = {"(a) LLC miss/insert", "(b) lines flushed/insert",
+                          "(c) LLC miss/search", "(d) avg leaf depth"};
+  for (const char* title : titles) {
+    groups.push_back(title);
+    for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
+    for (auto d : dists) head.push_back(dist_letter(d));
+  }
+  t.row(groups);
+  t.row(head);
+  t.rule();
+  for (const auto& idx : case_indexes(r)) {
+    std::vector<std::string> row{idx};
+    for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "insert", llc_per_op)));
+    for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "insert", lines_per_op), "%.2f"));
+    for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "search", llc_per_op)));
+    for (auto d : dists) {
+      const CaseResult* c = find_case(r, idx, d, lat);
+      row.push_back(c ? fmt(c->stats.avg_leaf_depth, "%.2f") : "-");
+    }
+    t.row(row);
+  }
+  os << "Table 1 (layout of the WORT paper's Table 1; D=Dense S=Sparse C=Clustered):\n";
+  t.print(os);
+}
+
+// Time per operation (Figures 7, 9, 10 of the paper).
+void write_times(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
+  const auto dists = case_dists(r);
+  std::set<std::string> range_names;
+  for (const auto& c : r.cases)
+    for (const auto& p : c.phases)
+      if (p.name.starts_with("range")) range_names.insert(p.name);
+  Table t;
+  std::vector<std::string> groups{""}, head{"index"};
+  std::vector<std::string> phases{"insert", "search"};
+  phases.insert(phases.end(), range_names.begin(), range_names.end());
+  for (const auto& ph : phases) {
+    groups.push_back(ph + " ns/op");
+    for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
+    for (auto d : dists) head.push_back(dist_letter(d));
+  }
+  t.row(groups);
+  t.row(head);
+  t.rule();
+  for (const auto& idx : case_indexes(r)) {
+    std::vector<std::string> row{idx};
+    for (const auto& ph : phases)
+      for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), ph.c_str(), ns_per_op), "%.0f"));
+    t.row(row);
+  }
+  os << "Time per operation (Fig. 7 insert, Fig. 9 search, Fig. 10 range):\n";
+  t.print(os);
+}
+
+// Insertion time against emulated PM write latency (Figure 8).
+void write_latency_sweep(const BenchReport& r, std::ostream& os) {
+  const auto& lats = r.options.flush_latencies;
+  Table t;
+  std::vector<std::string> head{"index/dist"};
+  for (auto l : lats) head.push_back(std::to_string(l) + "ns");
+  t.row(head);
+  t.rule();
+  for (const auto& idx : case_indexes(r))
+    for (auto d : case_dists(r)) {
+      std::vector<std::string> row{idx + "/" + std::string(to_string(d))};
+      for (auto l : lats) row.push_back(fmt(phase_value(find_case(r, idx, d, l), "insert", ns_per_op), "%.0f"));
+      t.row(row);
+    }
+  os << "Insert ns/op against emulated write latency per flushed line (Fig. 8):\n";
+  t.print(os);
+}
+
+void write_phases(const BenchReport& r, std::ostream& os) {
+  Table t;
+  t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "p50", "p90", "p99", "p99.9",
+         "lines/op", "flush/op", "fence/op", "misses"});
+  t.rule();
+  for (const auto& c : r.cases) {
+    std::string name = c.index + "/" + std::string(to_string(c.dist));
+    if (c.flush_latency_ns) name += "/" + std::to_string(c.flush_latency_ns) + "ns";
+    if (!c.error.empty()) t.row({name, "ERROR: " + c.error});
+    for (const auto& p : c.phases) {
+      for (std::size_t i = 0; i < kOpTypes; ++i) {
+        const OpStats& s = p.per_type[i];
+        if (s.ops == 0) continue;
+        const bool whole = s.ops == p.ops;
+        const auto& h = s.latency;
+        t.row({name, p.name, std::string(to_string(static_cast<OpType>(i))), std::to_string(s.ops),
+               whole ? fmt(p.throughput() / 1e6, "%.3f") : "", whole ? fmt(p.ns_per_op(), "%.0f") : "",
+               fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
+               fmt(h.percentile(99), "%.0f"), fmt(h.percentile(99.9), "%.0f"),
+               whole ? fmt(p.lines_per_op(), "%.2f") : "", whole ? fmt(p.flushes_per_op(), "%.2f") : "",
+               whole ? fmt(p.fences_per_op(), "%.2f") : "", std::to_string(s.misses)});
+      }
+      if (p.ops > 0 &&
+          std::count_if(p.per_type.begin(), p.per_type.end(), [&](const OpStats& s) { return s.ops == p.ops; }) == 0)
+        t.row({name, p.name, "all", std::to_string(p.ops), fmt(p.throughput() / 1e6, "%.3f"),
+               fmt(p.ns_per_op(), "%.0f"), "", "", "", "", fmt(p.lines_per_op(), "%.2f"),
+               fmt(p.flushes_per_op(), "%.2f"), fmt(p.fences_per_op(), "%.2f"), std::to_string(p.misses())});
+    }
+  }
+  os << "Phases (latency percentiles in ns, sampled):\n";
+  t.print(os);
+}
+
+void write_space(const BenchReport& r, std::ostream& os) {
+  Table t;
+  t.row({"case", "keys", "key bytes", "PM B/key", "DRAM B/key", "alloc B/key", "avg depth",
+         "max depth", "nodes"});
+  t.rule();
+  for (const auto& c : r.cases) {
+    if (c.flush_latency_ns != r.options.flush_latencies.front()) continue;
+    std::string nodes;
+    for (const auto& [k, v] : c.stats.nodes) nodes += (nodes.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    t.row({c.index + "/" + std::string(to_string(c.dist)), std::to_string(c.stats.keys),
+           fmt(c.avg_key_len), fmt(c.pm_bytes_per_key()), fmt(c.dram_bytes_per_key()),
+           fmt(per_op(static_cast<double>(c.pool_bytes), c.stats.keys)),
+           fmt(c.stats.avg_leaf_depth, "%.2f"), std::to_string(c.stats.max_leaf_depth), nodes});
+  }
+  os << "Space after the load:\n";
+  t.print(os);
+}
+
+void write_recovery(const BenchReport& r, std::ostream& os) {
+  Table t;
+  t.row({"case", "acked", "lost", "open+lookup ms", "+reclaim ms", "note"});
+  t.rule();
+  bool any = false;
+  for (const auto& c : r.cases) {
+    if (!c.recovery.measured && c.recovery.error.empty()) continue;
+    any = true;
+    t.row({c.index + "/" + std::string(to_string(c.dist)), std::to_string(c.recovery.acknowledged),
+           std::to_string(c.recovery.lost), fmt(c.recovery.open_s * 1e3, "%.2f"),
+           fmt(c.recovery.reclaim_s * 1e3, "%.2f"), c.recovery.error});
+  }
+  if (!any) return;
+  os << "Recovery after kill -9 in the middle of the load:\n";
+  t.print(os);
+}
+
+}  // namespace
+
+void write_table(const BenchReport& r, std::ostream& os) {
+  const BenchOptions& o = r.options;
+  os << "wort bench: " << o.keys << " keys, workload " << o.workload << ", PM mode "
+     << r.env.pm_mode << " (" << r.env.flush_insn << "), threads " << o.threads << ", seed "
+     << o.seed << ", git " << r.env.git_revision << "\n";
+  for (const auto& n : r.notes) os << "note: " << n << "\n";
+  os << "\n";
+  const std::uint32_t lat0 = o.flush_latencies.empty() ? 0 : o.flush_latencies.front();
+  if (o.workload == "paper") {
+    write_table1(r, lat0, os);
+    os << "\n";
+    write_times(r, lat0, os);
+    os << "\n";
+    if (o.flush_latencies.size() > 1) {
+      write_latency_sweep(r, os);
+      os << "\n";
+    }
+  }
+  write_phases(r, os);
+  os << "\n";
+  write_space(r, os);
+  if (o.recovery) {
+    os << "\n";
+    write_recovery(r, os);
+  }
+}
+
+}  // namespace wort::bench

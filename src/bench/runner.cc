@@ -1,0 +1,405 @@
+#include "bench/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "bench/llc.h"
+#include "bench/recovery.h"
+#include "bench/rng.h"
+#include "pm/allocator.h"
+
+namespace wort::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// What one worker thread measured; merged into the phase result.
+struct WorkerStats {
+  std::array<OpStats, kOpTypes> per_type{};
+  std::uint64_t ops = 0;
+  std::uint64_t items = 0;
+  pm::Counters counters;
+};
+
+// Shared state of a running phase.
+struct PhaseCtx {
+  const BenchOptions& o;
+  std::mutex index_lock;  // indexes are single-threaded: serialise when threads > 1
+  std::atomic<std::uint64_t> done{0};
+  Clock::time_point t0;
+  std::uint64_t expected_ops = 0;  // for progress (0 when running for a duration)
+  const ProgressFn* progress = nullptr;
+  std::string label;
+  std::vector<std::pair<double, std::uint64_t>> timeline;
+  double next_tick = 0.1;
+};
+
+// Runs `op` (which returns the number of items it visited, or -1 on a miss) with the
+// latency sampled every Nth call and the index lock held when threads share the index.
+template <class Op>
+inline void timed(PhaseCtx& ctx, WorkerStats& w, OpType type, std::uint64_t i, Op&& op) {
+  OpStats& s = w.per_type[static_cast<std::size_t>(type)];
+  const bool sample = ctx.o.sample_every <= 1 || i % ctx.o.sample_every == 0;
+  Clock::time_point t0;
+  if (sample) t0 = Clock::now();
+  long r;
+  if (ctx.o.threads > 1) {
+    std::lock_guard g(ctx.index_lock);
+    r = op();
+  } else {
+    r = op();
+  }
+  if (sample)
+    s.latency.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()));
+  ++s.ops;
+  ++w.ops;
+  if (r < 0) ++s.misses;
+  else w.items += static_cast<std::uint64_t>(r);
+}
+
+// Every 1024 operations: publish progress, and (thread 0) record the time series.
+inline void tick(PhaseCtx& ctx, unsigned thread, std::uint64_t local_ops) {
+  if ((local_ops & 1023) != 0) return;
+  const std::uint64_t total = ctx.done.fetch_add(1024, std::memory_order_relaxed) + 1024;
+  if (thread != 0) return;
+  const double t = seconds_since(ctx.t0);
+  if (t >= ctx.next_tick) {
+    ctx.timeline.emplace_back(t, total);
+    ctx.next_tick = t + 0.1;
+  }
+  if (ctx.progress && *ctx.progress) {
+    const double frac = ctx.expected_ops ? static_cast<double>(total) / ctx.expected_ops
+                                         : t / std::max(ctx.o.mix.duration_s, 1e-9);
+    (*ctx.progress)(ctx.label, std::min(frac, 1.0));
+  }
+}
+
+// Runs body(ctx, thread, stats) on o.threads threads (thread 0 is the caller) and merges
+// their figures. Each thread zeroes its own persistence counters first.
+template <class Body>
+PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std::string& tag,
+                      std::uint64_t expected_ops, const ProgressFn& progress,
+                      const std::string& label, Body&& body) {
+  PhaseCtx ctx{o};
+  ctx.expected_ops = expected_ops;
+  ctx.progress = &progress;
+  ctx.label = label + " " + name;
+  const unsigned n = std::max(1u, o.threads);
+  std::vector<WorkerStats> stats(n);
+  auto worker = [&](unsigned t) {
+    pm::reset_counters();
+    body(ctx, t, stats[t]);
+    stats[t].counters = pm::counters();
+  };
+  HwCounter hw;
+  std::string hw_error;
+  if (o.llc == LlcMode::perf) {
+    if (auto r = hw.open(); !r) hw_error = r.error().message;
+  }
+  if (o.llc == LlcMode::callgrind_child) callgrind_begin();
+  if (o.llc == LlcMode::perf && hw_error.empty()) hw.start();
+  ctx.t0 = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 1; t < n; ++t) threads.emplace_back(worker, t);
+    worker(0);
+  }
+  PhaseResult p;
+  p.seconds = seconds_since(ctx.t0);
+  std::uint64_t llc = 0;
+  if (o.llc == LlcMode::perf && hw_error.empty()) llc = hw.stop();
+  if (o.llc == LlcMode::callgrind_child) callgrind_end(tag);
+  p.name = name;
+  for (const auto& w : stats) {
+    p.ops += w.ops;
+    p.items += w.items;
+    p.counters = p.counters + w.counters;
+    for (std::size_t i = 0; i < kOpTypes; ++i) p.per_type[i].merge(w.per_type[i]);
+  }
+  p.timeline = std::move(ctx.timeline);
+  if (o.llc == LlcMode::perf) {
+    if (hw_error.empty()) {
+      p.cache.source = "perf";
+      p.cache.llc_misses = static_cast<double>(llc);
+      p.cache.instructions = static_cast<double>(hw.instructions());
+      p.cache.at_keys = o.keys;
+      p.cache.ops = p.ops;
+    } else {
+      p.cache.source = "unavailable: " + hw_error;
+    }
+  }
+  if (progress) progress(ctx.label, 1.0);
+  return p;
+}
+
+// Strided partition of [0, n) over the threads: thread t takes t, t+T, t+2T, ...
+template <class F>
+void for_my_share(PhaseCtx& ctx, unsigned t, std::uint64_t n, WorkerStats& w, F&& f) {
+  const unsigned step = std::max(1u, ctx.o.threads);
+  std::uint64_t local = 0;
+  for (std::uint64_t i = t; i < n; i += step) {
+    f(i);
+    tick(ctx, t, ++local);
+  }
+  (void)w;
+}
+
+// A pool for one case: a file under pool_dir (removed afterwards) or anonymous memory.
+struct CasePool {
+  std::string path;
+  std::unique_ptr<Pool> pool;
+  ~CasePool() {
+    pool.reset();
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
+                            std::uint64_t size, CasePool& cp) {
+  PoolOptions po;
+  po.size = size;
+  po.kind = index;
+  if (o.pool_dir.empty()) {
+    auto r = Pool::create_in_memory(po);
+    if (!r) return r.error();
+    cp.pool = std::move(r).value();
+    return {};
+  }
+  static std::atomic<unsigned> serial{0};
+  cp.path = o.pool_dir + "/wort-bench-" + std::to_string(::getpid()) + "-" +
+            std::to_string(serial++) + ".pool";
+  ::unlink(cp.path.c_str());
+  auto r = Pool::create(cp.path, po);
+  if (!r) {
+    cp.path.clear();
+    return r.error();
+  }
+  cp.pool = std::move(r).value();
+  return {};
+}
+
+// The WORT paper's phases: insert all keys, search all keys (another random order), then
+// range queries covering each requested fraction of the keys.
+void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult& c,
+               const ProgressFn& progress, const std::string& label) {
+  const std::uint64_t n = keys.size();
+  auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
+  c.phases.push_back(run_phase(o, "insert", tag("insert"), n, progress, label,
+                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
+      timed(ctx, w, OpType::insert, i, [&]() -> long {
+        return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
+      });
+    });
+  }));
+  c.stats = idx.stats();
+
+  std::vector<std::uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  Rng rng(Rng::derive(o.seed, 10));
+  shuffle(order, rng);
+  c.phases.push_back(run_phase(o, "search", tag("search"), n, progress, label,
+                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
+      const std::uint32_t k = order[i];
+      timed(ctx, w, OpType::lookup, i, [&]() -> long {
+        auto v = idx.lookup(keys[k]);
+        return v && *v == k + 1u ? 0 : -1;
+      });
+    });
+  }));
+
+  // Ranks in key order, so that [sorted[s], sorted[s+count]) holds exactly `count` keys.
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return compare_keys(keys[a], keys[b]) < 0;
+  });
+  for (double frac : o.range_fractions) {
+    const auto count = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5));
+    if (count >= n) continue;
+    char name[48];
+    std::snprintf(name, sizeof name, "range%g%%", frac * 100);
+    const std::uint64_t q = o.range_queries;
+    c.phases.push_back(run_phase(o, name, tag(name), q, progress, label,
+                                 [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+      for_my_share(ctx, t, q, w, [&](std::uint64_t i) {
+        Rng r(Rng::derive(o.seed, 1000 + i));
+        const std::uint64_t s = r.below(n - count);
+        timed(ctx, w, OpType::range, i, [&]() -> long {
+          std::uint64_t seen = 0;
+          idx.range(keys[order[s]], keys[order[s + count]], [&](Key, Value) {
+            ++seen;
+            return true;
+          });
+          return seen == count ? static_cast<long>(seen) : -1;
+        });
+      });
+    }));
+  }
+}
+
+// A PiBench/YCSB-style mix: load the first `loaded` keys in order (one thread, so the load
+// is deterministic), then run the mix; inserts take the remaining keys in order.
+void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_t loaded,
+             CaseResult& c, const ProgressFn& progress, const std::string& label) {
+  auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
+  BenchOptions load_opts = o;
+  load_opts.threads = 1;
+  c.phases.push_back(run_phase(load_opts, "load", tag("load"), loaded, progress, label,
+                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    for_my_share(ctx, t, loaded, w, [&](std::uint64_t i) {
+      timed(ctx, w, OpType::insert, i, [&]() -> long {
+        return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
+      });
+    });
+  }));
+  c.stats = idx.stats();
+
+  const MixSpec& m = o.mix;
+  std::atomic<std::uint64_t> next_fresh{loaded};
+  const std::uint64_t run_ops = m.ops;
+  c.phases.push_back(run_phase(o, "run", tag("run"), run_ops, progress, label,
+                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    Rng rng(Rng::derive(o.seed, 100 + t));
+    KeyChooser chooser(m.choice, loaded, m.choice_param);
+    const unsigned step = std::max(1u, o.threads);
+    std::uint64_t local = 0;
+    for (std::uint64_t i = t;; i += step) {
+      if (run_ops ? i >= run_ops : ((local & 255) == 0 && seconds_since(ctx.t0) >= m.duration_s)) break;
+      const MixOp op = pick_op(m, rng.real());
+      const std::uint64_t rank = chooser.next(rng);
+      const Key k = keys[rank];
+      switch (op) {
+        case MixOp::lookup:
+          timed(ctx, w, OpType::lookup, i, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
+          break;
+        case MixOp::update:
+          timed(ctx, w, OpType::update, i, [&]() -> long {
+            return idx.update(k, i + 7) == Status::ok ? 0 : -1;
+          });
+          break;
+        case MixOp::remove:
+          timed(ctx, w, OpType::remove, i, [&]() -> long {
+            return idx.remove(k) == Status::ok ? 0 : -1;
+          });
+          break;
+        case MixOp::scan:
+          timed(ctx, w, OpType::scan, i, [&]() -> long {
+            return static_cast<long>(idx.scan(k, m.scan_len, [](Key, Value) { return true; }));
+          });
+          break;
+        case MixOp::insert: {
+          const std::uint64_t f = next_fresh.fetch_add(1, std::memory_order_relaxed);
+          if (f >= keys.size()) {  // fresh keys exhausted (duration runs): count a miss
+            timed(ctx, w, OpType::insert, i, [&]() -> long { return -1; });
+            break;
+          }
+          timed(ctx, w, OpType::insert, i, [&]() -> long {
+            return idx.insert(keys[f], f + 1) == Status::ok ? 0 : -1;
+          });
+          break;
+        }
+      }
+      tick(ctx, t, ++local);
+    }
+  }));
+}
+
+// Keys the mix's inserts need beyond the loaded ones.
+std::uint64_t fresh_keys_needed(const BenchOptions& o) {
+  const MixSpec& m = o.mix;
+  if (m.insert <= 0) return 0;
+  if (m.ops == 0) return o.keys;  // duration run: as many again
+  return static_cast<std::uint64_t>(static_cast<double>(m.ops) * m.insert / m.total() * 1.1) +
+         1024;
+}
+
+}  // namespace
+
+const PhaseResult* CaseResult::phase(std::string_view name) const {
+  for (const auto& p : phases)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string phase_tag(const std::string& index, KeyDist d, std::uint32_t lat,
+                      const std::string& phase) {
+  return index + "/" + std::string(to_string(d)) + "/" + std::to_string(lat) + "/" + phase;
+}
+
+std::uint64_t auto_pool_size(std::size_t keys, double avg_key_len) {
+  // Generous: radix trees with CoW nodes and B+-trees with half-full leaves stay well below
+  // this; /dev/shm pages cost nothing until touched.
+  const double per_key = 320 + 3 * avg_key_len;
+  const auto bytes = static_cast<std::uint64_t>(static_cast<double>(keys) * per_key);
+  return std::max<std::uint64_t>(bytes, 64ull << 20);
+}
+
+CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dist,
+                    std::uint32_t flush_latency_ns, const ProgressFn& progress) {
+  CaseResult c;
+  c.index = index;
+  c.dist = dist;
+  c.flush_latency_ns = flush_latency_ns;
+  const std::string label = index + "/" + std::string(to_string(dist)) +
+                            (flush_latency_ns ? "/" + std::to_string(flush_latency_ns) + "ns" : "");
+  const bool mix = o.workload != "paper";
+  const std::uint64_t extra = mix ? fresh_keys_needed(o) : 0;
+
+  KeySpec ks{dist, o.keys + extra, o.seed, o.min_len, o.max_len, o.words_file};
+  auto keys_r = make_key_set(ks);
+  if (!keys_r) {
+    c.error = keys_r.error().message;
+    return c;
+  }
+  const KeySet& keys = keys_r.value();
+  c.key_source = keys.source;
+  c.keys = std::min<std::size_t>(o.keys, keys.size());
+  c.avg_key_len = keys.size() ? static_cast<double>(keys.total_bytes()) / keys.size() : 0;
+
+  pm::Config cfg = o.pm;
+  cfg.flush_latency_ns = flush_latency_ns;
+  if (flush_latency_ns > 0 && cfg.mode == pm::Mode::real) cfg.mode = pm::Mode::emulated;
+  if (auto r = pm::configure(cfg); !r) {
+    c.error = r.error().message;
+    return c;
+  }
+
+  CasePool cp;
+  const std::uint64_t size = o.pool_size ? o.pool_size : auto_pool_size(keys.size(), c.avg_key_len);
+  if (auto r = open_case_pool(o, index, size, cp); !r) {
+    c.error = "pool: " + r.error().message;
+    return c;
+  }
+  auto idx_r = Index::create(*cp.pool, index);
+  if (!idx_r) {
+    c.error = "create: " + idx_r.error().message;
+    return c;
+  }
+  Index& idx = *idx_r.value();
+  if (mix) run_mix(o, idx, keys, c.keys, c, progress, label);
+  else run_paper(o, idx, keys, c, progress, label);
+  c.pool_bytes = cp.pool->allocator().stats().bytes_allocated;
+  if (o.verify) {
+    auto v = idx.verify();
+    c.verified = v.ok();
+    if (!v) c.error = "verify: " + v.error().message;
+  }
+  idx_r.value().reset();
+  if (o.recovery && o.llc != LlcMode::callgrind_child)
+    c.recovery = measure_recovery(o, index, keys, c.keys);
+  return c;
+}
+
+}  // namespace wort::bench

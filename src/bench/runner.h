@@ -1,0 +1,95 @@
+// bench/runner.h — runs benchmark cases against registered indexes and collects results.
+//
+// A case is one (index kind, key set, PM write latency). The runner creates a fresh pool
+// (a file under pool_dir, by default /dev/shm, or anonymous memory), creates the index
+// through the registry, and runs the phases of the chosen workload, reading the
+// persistence counters around each phase on every worker thread. Indexes are
+// single-threaded for now: with --threads > 1 every index call takes one lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/keygen.h"
+#include "bench/metrics.h"
+#include "bench/workload.h"
+#include "wort/index.h"
+#include "wort/persist.h"
+
+namespace wort::bench {
+
+enum class LlcMode : std::uint8_t { off, perf, callgrind, callgrind_child };
+
+//! Every option of a benchmark run (all of it goes into the JSON).
+struct BenchOptions {
+  std::vector<std::string> indexes;              //!< kinds; empty = every registered kind
+  std::vector<KeyDist> dists{KeyDist::dense, KeyDist::sparse, KeyDist::clustered};
+  std::size_t keys = 1'000'000;
+  std::uint64_t seed = 42;
+  std::size_t min_len = 4, max_len = 128;        //!< varbytes key sizes
+  std::string words_file = "/usr/share/dict/words";
+  std::string workload = "paper";                //!< "paper", a preset name, or "mix"
+  MixSpec mix;                                   //!< for mixes
+  std::vector<double> range_fractions{0.00001, 0.0001};  //!< 0.001% and 0.01%
+  std::size_t range_queries = 10000;
+  pm::Config pm;                                 //!< mode, instruction, fence latency
+  std::vector<std::uint32_t> flush_latencies{0}; //!< emulated ns per flushed line (a sweep)
+  std::string pool_dir = "/dev/shm";             //!< "" = anonymous memory
+  std::uint64_t pool_size = 0;                   //!< 0 = sized from the key set
+  unsigned threads = 1;
+  unsigned sample_every = 8;                     //!< time every Nth operation
+  bool verify = false;                           //!< run Index::verify() after the load
+  bool recovery = false;                         //!< measure recovery after kill -9 mid-load
+  LlcMode llc = LlcMode::off;
+  std::size_t llc_keys = 0;                      //!< key count of the callgrind pass (0 = keys)
+  bool progress = true;                          //!< progress bar on stderr
+};
+
+//! Recovery after a crash left by kill -9 in the middle of the load.
+struct RecoveryResult {
+  bool measured = false;
+  std::string error;              //!< why it could not be measured
+  std::uint64_t acknowledged = 0; //!< inserts acknowledged before the kill signal was sent
+  std::uint64_t lost = 0;         //!< acknowledged keys not found after recovery
+  double open_s = 0;              //!< Pool::open + Index::open + first lookup answered
+  double reclaim_s = 0;           //!< ... + allocator reclaim complete
+  std::uint64_t pool_bytes = 0;
+};
+
+//! One case's results.
+struct CaseResult {
+  std::string index;
+  KeyDist dist = KeyDist::dense;
+  std::uint32_t flush_latency_ns = 0;
+  std::size_t keys = 0;
+  std::string key_source;
+  double avg_key_len = 0;
+  std::string error;                //!< non-empty if the case failed (the rest is partial)
+  std::vector<PhaseResult> phases;
+  IndexStats stats;                 //!< after the load/insert phase
+  std::uint64_t pool_bytes = 0;     //!< allocator bytes in use after the load
+  bool verified = false;
+  RecoveryResult recovery;
+
+  const PhaseResult* phase(std::string_view name) const;
+  double pm_bytes_per_key() const { return per_op(static_cast<double>(stats.pm_bytes), stats.keys); }
+  double dram_bytes_per_key() const { return per_op(static_cast<double>(stats.dram_bytes), stats.keys); }
+};
+
+//! Progress callback: (case label, fraction of the case done).
+using ProgressFn = std::function<void(const std::string&, double)>;
+
+//! The name a phase is known by in callgrind dumps: "index/dist/latency/phase".
+std::string phase_tag(const std::string& index, KeyDist d, std::uint32_t lat,
+                      const std::string& phase);
+
+//! Runs one case. Failures are recorded in the result's `error`, never thrown.
+CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dist,
+                    std::uint32_t flush_latency_ns, const ProgressFn& progress);
+
+//! Pool size for a key set when the options leave it 0.
+std::uint64_t auto_pool_size(std::size_t keys, double avg_key_len);
+
+}  // namespace wort::bench
