@@ -15,6 +15,8 @@
 //   CONTINUATION   operations after recovery disagree with the reference
 //   DRAIN          (opt-in) after removing every key, more blocks allocated than an empty index has
 //   SECOND_CRASH   a crash during recovery, recovered again, fails any of the above
+//   LIVE           the traced run itself disagreed with the reference (a wrong Status or
+//                  lookup before any crash), or its final verify()/audit failed
 // and, on every traced operation without enumeration, the lints:
 //   MISSING_FLUSH  a store not written back at an acknowledgement
 //   MISSING_FENCE  written back but not fenced at an acknowledgement
@@ -75,6 +77,9 @@ struct Report {
   std::uint64_t images = 0;         //!< crash images recovered and checked
   double seconds = 0;
   std::vector<Finding> findings;    //!< de-duplicated by (kind, crash site); capped
+  std::uint64_t failed_images = 0;  //!< images with at least one correctness finding
+  std::uint64_t suppressed = 0;     //!< findings dropped as duplicates or over the cap
+  std::string error;                //!< set if the run could not happen (bad replay, no pool)
 
   bool has(std::string_view kind) const;
   std::size_t count(std::string_view kind) const;

@@ -1,0 +1,497 @@
+// crashsim/harness.cc — run_kv: the traced run, crash points, image recovery and oracles.
+//
+// Control flow: the traced operations run with the Simulator installed as this thread's
+// tracer. Each crash point calls Run::on_point from inside the simulator (inside on_fence,
+// or from acknowledge()); it builds each selected image into a reusable buffer, attaches a
+// Pool to it and opens the index (recovery), then runs the oracles. With second_crash on, a
+// nested Simulator watches the image while recovery runs, and at a few of recovery's crash
+// points builds a second image in another buffer, recovers that and checks it again.
+#include "crashsim/harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "crashsim/oracles.h"
+#include "crashsim/replay.h"
+#include "crashsim/simulator.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::crashsim {
+
+bool Report::has(std::string_view kind) const { return count(kind) > 0; }
+
+std::size_t Report::count(std::string_view kind) const {
+  return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(),
+                                                [&](const Finding& f) { return f.kind == kind; }));
+}
+
+bool Report::correct() const {
+  return error.empty() && std::all_of(findings.begin(), findings.end(), [](const Finding& f) {
+           return f.kind == "REDUNDANT_FLUSH" || f.kind == "REDUNDANT_FENCE";
+         });
+}
+
+std::string Report::summary() const {
+  std::ostringstream os;
+  os << ops << " ops, " << crash_points << " crash points, " << images << " images, "
+     << seconds << " s";
+  if (seconds > 0) os << " (" << static_cast<std::uint64_t>(images / seconds) << " images/s)";
+  os << ", " << findings.size() << " findings";
+  if (suppressed) os << " (+" << suppressed << " duplicates)";
+  if (!error.empty()) os << "; ERROR: " << error;
+  for (std::size_t i = 0; i < findings.size() && i < 5; ++i)
+    os << "\n  " << findings[i].kind << ": " << findings[i].detail
+       << "\n    replay: " << findings[i].replay;
+  return os.str();
+}
+
+namespace {
+
+constexpr std::size_t kMaxFindings = 64;
+constexpr std::size_t kMaxPerKind = 16;
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+//! A reusable 64-byte-aligned image buffer; bytes from dirty_end on are zero.
+struct ImageBuffer {
+  std::unique_ptr<std::byte, AlignedFree> mem;
+  std::size_t size = 0;
+  std::size_t dirty_end = 0;
+
+  void allocate(std::size_t n) {
+    size = n;
+    mem.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, (n + kLine - 1) & ~(kLine - 1))));
+    std::memset(mem.get(), 0, n);
+    dirty_end = 0;
+  }
+  std::byte* data() const { return mem.get(); }
+  std::span<std::byte> span() const { return {mem.get(), size}; }
+};
+
+//! Sets the process-wide persistence mode to `trace` for the run (no flush instructions on
+//! DRAM) and restores the previous configuration after.
+class TraceModeGuard {
+ public:
+  TraceModeGuard() : saved_(pm::config()) {
+    pm::Config c = saved_;
+    c.mode = pm::Mode::trace;
+    (void)pm::configure(c);
+  }
+  ~TraceModeGuard() { (void)pm::configure(saved_); }
+
+ private:
+  pm::Config saved_;
+};
+
+//! Offset just past the last non-zero byte, rounded up to a line.
+std::size_t used_extent(const std::byte* p, std::size_t n) {
+  std::size_t end = n & ~std::size_t{7};
+  while (end > 0) {
+    std::uint64_t w;
+    std::memcpy(&w, p + end - 8, 8);
+    if (w != 0) break;
+    end -= 8;
+  }
+  if (end == 0 && n % 8 != 0) end = n;
+  return std::min(n, (end + kLine - 1) & ~(kLine - 1));
+}
+
+class Run {
+ public:
+  Run(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
+      const Options& o)
+      : f_(f), setup_(setup), ops_(ops), o_(o) {}
+
+  Report go();
+
+ private:
+  bool prepare();
+  void run_traced_ops();
+  void check_live();
+
+  Expect expect() const;
+  void on_point(bool at_ack);
+  void check_image(std::span<const std::uint32_t> choice);
+  void on_nested_point(bool at_ack);
+  void check_second(std::span<const std::uint32_t> choice);
+  void on_lint(Lint l, std::uintptr_t site, const std::string& detail);
+
+  bool recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
+               std::unique_ptr<Index>* ix, std::vector<Problem>* problems);
+  void oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
+               std::vector<Problem>* problems);
+
+  std::string where() const;
+  std::string replay_string(std::uint64_t point, const std::string& choice,
+                            const std::string& nested = {}) const;
+  void add_finding(const std::string& kind, const std::string& site, std::string detail,
+                   std::string replay);
+
+  const Factory& f_;
+  std::span<const KvOp> setup_, ops_;
+  Options o_;
+  ReplaySpec rp_;
+  Report rep_;
+
+  std::unique_ptr<Pool> pool_;
+  std::unique_ptr<Index> index_;
+  RefMap ref_;                       // acknowledged state
+  std::optional<Value> after_v_;     // the in-flight key's value once the op is acknowledged
+  std::vector<std::string> touched_; // every key any operation names, sorted
+  pm::AllocatorStats empty_stats_;   // what a freshly created empty index holds
+
+  Simulator sim_, nested_;
+  ExtentTracker track1_, track2_;
+  ImageBuffer img1_, img2_;
+
+  std::size_t op_ = 0;
+  bool in_flight_ = false;
+  std::uint64_t point_ = 0;           // id of the next outer crash point
+  std::uint64_t cur_point_ = 0;       // the point being explored
+  bool cur_at_ack_ = false;
+  std::vector<std::uint32_t> cur_choice_;
+  std::uint64_t nested_point_ = 0;    // id of the next crash point inside this recovery
+  bool image_failed_ = false;
+
+  std::set<std::string> seen_;        // (kind, site) already reported
+  std::map<std::string, std::size_t> per_kind_;
+};
+
+Report Run::go() {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!o_.replay.empty()) {
+    std::string err;
+    if (!parse_replay(o_.replay, &rp_, &err)) {
+      rep_.error = "bad replay string: " + err;
+      return rep_;
+    }
+    o_.seed = rp_.seed;
+  }
+  if (prepare()) {
+    {
+      TraceModeGuard mode;
+      run_traced_ops();
+    }
+    check_live();
+  }
+  index_.reset();
+  pool_.reset();
+  rep_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::move(rep_);
+}
+
+bool Run::prepare() {
+  PoolOptions po;
+  po.size = o_.pool_size;
+  po.chunk_size = o_.chunk_size;
+  po.kind = f_.kind;
+  auto p = Pool::create_in_memory(po);
+  if (!p) {
+    rep_.error = "create_in_memory: " + p.error().message;
+    return false;
+  }
+  pool_ = std::move(p).value();
+  auto ix = f_.create(*pool_);
+  if (!ix) {
+    rep_.error = "create index: " + ix.error().message;
+    return false;
+  }
+  index_ = std::move(ix).value();
+  empty_stats_ = pool_->allocator().stats();
+  for (const KvOp& op : setup_) {
+    const Status want = apply_to_reference(ref_, op);
+    if (Status got = apply_op(*index_, op); got != want)
+      add_finding("LIVE", "setup", "setup " + describe(op) + " returned " +
+                                      std::string(to_string(got)) + ", want " +
+                                      std::string(to_string(want)), "");
+  }
+  std::set<std::string> keys;
+  for (const KvOp& op : setup_) keys.insert(op.key);
+  for (const KvOp& op : ops_) keys.insert(op.key);
+  touched_.assign(keys.begin(), keys.end());
+  img1_.allocate(pool_->size());
+  if (o_.second_crash) img2_.allocate(pool_->size());
+  return true;
+}
+
+void Run::run_traced_ops() {
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  sim_.set_point_handler([this](bool at_ack) { on_point(at_ack); });
+  if (o_.lints && !rp_.active)  // a replay re-runs one image, quietly
+    sim_.set_lint_handler([this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
+      on_lint(l, site, d);
+    });
+  nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
+  pm::Tracer* prev = pm::set_tracer(&sim_);
+  for (op_ = 0; op_ < ops_.size(); ++op_) {
+    const KvOp& op = ops_[op_];
+    RefMap::const_iterator it;
+    after_v_ = value_after(ref_, op);
+    in_flight_ = true;
+    const Status got = apply_op(*index_, op);
+    in_flight_ = false;
+    const Status want = apply_to_reference(ref_, op);
+    if (got != want)
+      add_finding("LIVE", "op" + std::to_string(op_),
+                  describe(op) + " returned " + std::string(to_string(got)) + ", want " +
+                      std::string(to_string(want)) + " (op " + std::to_string(op_) + ")",
+                  "");
+    ++rep_.ops;
+    sim_.acknowledge();
+    if (!rep_.error.empty()) break;
+  }
+  pm::set_tracer(prev);
+}
+
+//! The traced run itself, after the last operation: contents, verify, audit.
+void Run::check_live() {
+  if (!index_) return;
+  Expect ex;
+  ex.acked = &ref_;
+  ex.touched = &touched_;
+  std::vector<Problem> problems;
+  check_contents(*index_, ex, nullptr, &problems);
+  if (auto v = index_->verify(); !v) problems.push_back({"VERIFY", v.error().message});
+  if (auto a = audit_blocks(*pool_, *index_)) problems.push_back({"AUDIT", *a});
+  for (const Problem& p : problems)
+    add_finding("LIVE", "end:" + p.kind, p.kind + " after the last operation: " + p.detail, "");
+}
+
+Expect Run::expect() const {
+  Expect e;
+  e.acked = &ref_;
+  e.touched = &touched_;
+  if (in_flight_) {
+    e.inflight = &ops_[op_];
+    auto it = ref_.find(ops_[op_].key);
+    if (it != ref_.end()) e.before_v = it->second;
+    e.after_v = after_v_;
+  }
+  return e;
+}
+
+std::string Run::where() const {
+  std::string s = "op " + std::to_string(op_);
+  if (op_ < ops_.size()) s += " (" + describe(ops_[op_]) + ")";
+  s += cur_at_ack_ ? " at its acknowledgement" : " before a fence";
+  return s;
+}
+
+std::string Run::replay_string(std::uint64_t point, const std::string& choice,
+                               const std::string& nested) const {
+  std::string s = "seed=" + std::to_string(o_.seed) + ",op=" + std::to_string(op_) +
+                  ",point=" + std::to_string(point) + ",choice=" + choice;
+  if (!nested.empty()) s += "," + nested;
+  return s;
+}
+
+void Run::add_finding(const std::string& kind, const std::string& site, std::string detail,
+                      std::string replay) {
+  if (!seen_.insert(kind + "|" + site).second || rep_.findings.size() >= kMaxFindings ||
+      per_kind_[kind] >= kMaxPerKind) {
+    ++rep_.suppressed;
+    return;
+  }
+  ++per_kind_[kind];
+  rep_.findings.push_back(Finding{kind, std::move(detail), std::move(replay)});
+}
+
+void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
+  const std::string site_key = site ? pc : "op" + std::to_string(op_);
+  std::string at = "op " + std::to_string(op_);
+  if (op_ < ops_.size()) at += " (" + describe(ops_[op_]) + ")";
+  add_finding(std::string(lint_name(l)), site_key,
+              detail + " during " + at + (site ? std::string(", ") + pc : std::string()),
+              replay_string(point_, "none"));
+}
+
+void Run::on_point(bool at_ack) {
+  const std::uint64_t p = point_++;
+  if (!o_.explore) return;
+  cur_point_ = p;
+  cur_at_ack_ = at_ack;
+  const auto limits = sim_.model().choice_limits();
+  if (rp_.active) {
+    if (p != rp_.point) return;
+    std::vector<std::uint32_t> choice;
+    if (!resolve_choice(rp_.choice, limits, &choice)) {
+      rep_.error = "replay choice '" + rp_.choice + "' does not fit crash point " +
+                   std::to_string(p) + " (" + std::to_string(limits.size()) + " dirty lines)";
+      return;
+    }
+    ++rep_.crash_points;
+    check_image(choice);
+    return;
+  }
+  if (o_.max_crash_points && rep_.crash_points >= o_.max_crash_points) return;
+  ++rep_.crash_points;
+  select_images(limits, o_.exhaustive_cap, o_.random_samples, mix_seed(o_.seed, p),
+                [this](std::span<const std::uint32_t> c) { check_image(c); });
+}
+
+bool Run::recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
+                  std::unique_ptr<Index>* ix, std::vector<Problem>* problems) {
+  auto p = Pool::attach(img.span(), f_.kind);
+  if (!p) {
+    problems->push_back({"RECOVERY_FAILED", "Pool::attach: " + p.error().message});
+    return false;
+  }
+  *pool = std::move(p).value();
+  auto opened = f_.open(**pool);
+  if (!opened) {
+    problems->push_back({"RECOVERY_FAILED", "open: " + opened.error().message});
+    return false;
+  }
+  *ix = std::move(opened).value();
+  return true;
+}
+
+void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
+                  std::vector<Problem>* problems) {
+  RefMap observed;
+  const std::size_t before = problems->size();
+  check_contents(ix, ex, &observed, problems);
+  if (auto v = ix.verify(); !v) problems->push_back({"VERIFY", v.error().message});
+  if (auto a = audit_blocks(pool, ix)) problems->push_back({"AUDIT", *a});
+  if (!full || problems->size() != before) return;
+  if (o_.continuation) {
+    if (auto c = run_continuation(pool, ix, std::move(observed), touched_, seed,
+                                  o_.continuation_ops))
+      problems->push_back({"CONTINUATION", *c});
+  }
+  if (o_.drain && problems->size() == before) {
+    if (auto d = drain_and_compare(pool, ix, empty_stats_)) problems->push_back({"DRAIN", *d});
+  }
+}
+
+void Run::check_image(std::span<const std::uint32_t> choice) {
+  const Px86Model& model = sim_.model();
+  const std::size_t n = std::max(model.extent(), img1_.dirty_end);
+  if (!model.build_image(choice, img1_.data(), n)) {
+    rep_.error = "could not build a crash image";
+    return;
+  }
+  img1_.dirty_end = model.extent();
+  ++rep_.images;
+  cur_choice_.assign(choice.begin(), choice.end());
+  const std::uint64_t seed = mix_seed(mix_seed(o_.seed, cur_point_), hash_choice(choice));
+  image_failed_ = false;
+
+  const bool nested = o_.second_crash && !(rp_.active && !rp_.nested);
+  pm::Tracer* prev = pm::tracer();
+  if (nested) {
+    nested_.watch(img1_.data(), img1_.size, model.extent());
+    nested_point_ = 0;
+    pm::set_tracer(&nested_);
+  } else {
+    track1_.watch(img1_.data(), img1_.size);
+    pm::set_tracer(&track1_);
+  }
+  std::vector<Problem> problems;
+  {
+    std::unique_ptr<Pool> pool;
+    std::unique_ptr<Index> ix;
+    const bool ok = recover(img1_, &pool, &ix, &problems);
+    if (nested) {
+      if (ok) nested_.acknowledge();  // a crash point at the end of recovery
+      img1_.dirty_end = std::max(img1_.dirty_end, nested_.model().extent());
+      track1_.watch(img1_.data(), img1_.size);
+      pm::set_tracer(&track1_);
+    }
+    if (ok) oracles(*pool, *ix, expect(), true, seed, &problems);
+    ix.reset();
+    pool.reset();
+  }
+  img1_.dirty_end = std::max(img1_.dirty_end, track1_.end());
+  pm::set_tracer(prev);
+
+  const std::string choice_str = format_choice(choice);
+  for (const Problem& p : problems)
+    add_finding(p.kind, "op" + std::to_string(op_),
+                p.detail + " [" + where() + ", crash point " + std::to_string(cur_point_) +
+                    ", choice " + choice_str + "]",
+                replay_string(cur_point_, choice_str));
+  if (!problems.empty() || image_failed_) ++rep_.failed_images;
+}
+
+void Run::on_nested_point(bool at_ack) {
+  const std::uint64_t q = nested_point_++;
+  const auto limits = nested_.model().choice_limits();
+  if (rp_.active) {
+    if (!rp_.nested || q != rp_.rpoint) return;
+    std::vector<std::uint32_t> choice;
+    if (!resolve_choice(rp_.rchoice, limits, &choice)) {
+      rep_.error = "replay recovery choice '" + rp_.rchoice + "' does not fit";
+      return;
+    }
+    check_second(choice);
+    return;
+  }
+  // A few of recovery's crash points: its first fences, then every power of two, and its end.
+  if (!at_ack && q >= 4 && (q & (q - 1)) != 0) return;
+  std::vector<std::uint32_t> choice(limits.size(), 0);
+  check_second(choice);  // nothing extra
+  if (std::any_of(limits.begin(), limits.end(), [](std::uint32_t l) { return l > 0; })) {
+    std::mt19937_64 rng(mix_seed(mix_seed(o_.seed, cur_point_), q + 1));
+    for (std::size_t i = 0; i < limits.size(); ++i)
+      choice[i] = static_cast<std::uint32_t>(rng() % (limits[i] + 1u));
+    check_second(choice);
+  }
+}
+
+void Run::check_second(std::span<const std::uint32_t> choice) {
+  const Px86Model& model = nested_.model();
+  const std::size_t n = std::max(model.extent(), img2_.dirty_end);
+  if (!model.build_image(choice, img2_.data(), n)) {
+    rep_.error = "could not build a second crash image";
+    return;
+  }
+  img2_.dirty_end = model.extent();
+  ++rep_.images;
+  const std::uint64_t q = nested_point_ - 1;
+  pm::Tracer* prev = pm::set_tracer(&track2_);
+  track2_.watch(img2_.data(), img2_.size);
+  std::vector<Problem> problems;
+  {
+    std::unique_ptr<Pool> pool;
+    std::unique_ptr<Index> ix;
+    if (recover(img2_, &pool, &ix, &problems)) oracles(*pool, *ix, expect(), false, 0, &problems);
+    ix.reset();
+    pool.reset();
+  }
+  img2_.dirty_end = std::max(img2_.dirty_end, track2_.end());
+  pm::set_tracer(prev);
+  if (problems.empty()) return;
+  image_failed_ = true;
+  const std::string outer = format_choice(cur_choice_);
+  const std::string inner = format_choice(choice);
+  for (const Problem& p : problems)
+    add_finding("SECOND_CRASH", "op" + std::to_string(op_) + ":" + p.kind,
+                p.kind + " after a crash at recovery point " + std::to_string(q) +
+                    " (choice " + inner + ") of the image [" + where() + ", crash point " +
+                    std::to_string(cur_point_) + ", choice " + outer + "]: " + p.detail,
+                replay_string(cur_point_, outer,
+                              "rpoint=" + std::to_string(q) + ",rchoice=" + inner));
+}
+
+}  // namespace
+
+Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
+              const Options& opts) {
+  Run run(f, setup, ops, opts);
+  return run.go();
+}
+
+}  // namespace wort::crashsim

@@ -1,0 +1,242 @@
+// crashsim/oracles.cc — contents, audit, continuation and drain checks.
+#include "crashsim/oracles.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <random>
+#include <set>
+
+namespace wort::crashsim {
+namespace {
+
+std::string show(const std::optional<Value>& v) {
+  return v ? std::to_string(*v) : std::string("absent");
+}
+
+//! A full scan from the empty key, at most `max` entries.
+std::vector<std::pair<std::string, Value>> scan_all(const Index& ix, std::size_t max) {
+  std::vector<std::pair<std::string, Value>> out;
+  ix.scan(Key{}, max, [&](Key k, Value v) {
+    out.emplace_back(std::string(as_string(k)), v);
+    return true;
+  });
+  return out;
+}
+
+//! A key that is in neither `ref` nor `touched`, shaped like the touched keys (same length
+//! as a random one of them), so fixed-length indexes accept it.
+std::string new_key(std::mt19937_64& rng, const RefMap& ref,
+                    const std::vector<std::string>& touched) {
+  for (;;) {
+    const std::size_t len = touched.empty() ? 8 : std::max<std::size_t>(1, touched[rng() % touched.size()].size());
+    std::string k(len, '\0');
+    for (char& c : k) c = static_cast<char>(rng() & 0xff);
+    if (!ref.count(k) && !std::binary_search(touched.begin(), touched.end(), k)) return k;
+  }
+}
+
+std::optional<std::string> compare_scan(const Index& ix, const RefMap& ref) {
+  const auto seen = scan_all(ix, ref.size() + 64);
+  if (seen.size() != ref.size())
+    return "full scan returned " + std::to_string(seen.size()) + " keys, want " +
+           std::to_string(ref.size());
+  std::size_t i = 0;
+  for (const auto& [k, v] : ref) {
+    if (seen[i].first != k || seen[i].second != v)
+      return "full scan position " + std::to_string(i) + ": got " + printable(seen[i].first) +
+             "=" + std::to_string(seen[i].second) + ", want " + printable(k) + "=" +
+             std::to_string(v);
+    ++i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string printable(const std::string& key) {
+  std::string out = "\"";
+  for (unsigned char c : key) {
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+std::string describe(const KvOp& op) {
+  static const char* const kNames[] = {"insert", "upsert", "update", "remove"};
+  std::string s = std::string(kNames[static_cast<int>(op.kind)]) + " " + printable(op.key);
+  if (op.kind != KvOp::Kind::remove) {
+    s += '=';
+    s += std::to_string(op.value);
+  }
+  return s;
+}
+
+Status apply_op(Index& ix, const KvOp& op) {
+  const Key k = as_key(op.key);
+  switch (op.kind) {
+    case KvOp::Kind::insert: return ix.insert(k, op.value);
+    case KvOp::Kind::upsert: return ix.upsert(k, op.value);
+    case KvOp::Kind::update: return ix.update(k, op.value);
+    case KvOp::Kind::remove: return ix.remove(k);
+  }
+  return Status::invalid_argument;
+}
+
+Status apply_to_reference(RefMap& ref, const KvOp& op) {
+  auto it = ref.find(op.key);
+  switch (op.kind) {
+    case KvOp::Kind::insert:
+      if (it != ref.end()) return Status::exists;
+      ref.emplace(op.key, op.value);
+      return Status::ok;
+    case KvOp::Kind::upsert:
+      ref[op.key] = op.value;
+      return Status::ok;
+    case KvOp::Kind::update:
+      if (it == ref.end()) return Status::not_found;
+      it->second = op.value;
+      return Status::ok;
+    case KvOp::Kind::remove:
+      if (it == ref.end()) return Status::not_found;
+      ref.erase(it);
+      return Status::ok;
+  }
+  return Status::invalid_argument;
+}
+
+std::optional<Value> value_after(const RefMap& ref, const KvOp& op) {
+  RefMap one;
+  if (auto it = ref.find(op.key); it != ref.end()) one.emplace(it->first, it->second);
+  (void)apply_to_reference(one, op);
+  if (auto it = one.find(op.key); it != one.end()) return it->second;
+  return std::nullopt;
+}
+
+void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
+                    std::vector<Problem>* problems) {
+  const std::size_t start = problems->size();
+  auto add = [&](const char* kind, std::string detail) {
+    if (problems->size() - start < 4) problems->push_back({kind, std::move(detail)});
+  };
+  const auto seen = scan_all(ix, ex.acked->size() + 64);
+  RefMap scanned;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    if (i > 0 && !(seen[i - 1].first < seen[i].first))
+      add("EXTRA_KEY", "scan not strictly ascending: " + printable(seen[i - 1].first) +
+                           " then " + printable(seen[i].first));
+    scanned.emplace(seen[i].first, seen[i].second);
+  }
+  std::set<std::string> keys;
+  if (ex.touched) keys.insert(ex.touched->begin(), ex.touched->end());
+  for (const auto& kv : scanned) keys.insert(kv.first);
+  for (const auto& kv : *ex.acked) keys.insert(kv.first);
+
+  std::optional<Value> inflight_got;
+  for (const std::string& k : keys) {
+    const std::optional<Value> got = ix.lookup(as_key(k));
+    std::optional<Value> in_scan;
+    if (auto it = scanned.find(k); it != scanned.end()) in_scan = it->second;
+    if (ex.inflight && k == ex.inflight->key) {
+      auto allowed = [&](const std::optional<Value>& v) { return v == ex.before_v || v == ex.after_v; };
+      if (!allowed(got) || !allowed(in_scan) || got != in_scan)
+        add("NOT_ATOMIC", "in-flight " + describe(*ex.inflight) + ": lookup " + show(got) +
+                              ", scan " + show(in_scan) + ", want both " + show(ex.before_v) +
+                              " (before) or both " + show(ex.after_v) + " (after)");
+      inflight_got = got;
+      continue;
+    }
+    std::optional<Value> want;
+    if (auto it = ex.acked->find(k); it != ex.acked->end()) want = it->second;
+    if (got == want && in_scan == want) continue;
+    if (want)
+      add("LOST_ACK", "key " + printable(k) + ": lookup " + show(got) + ", scan " +
+                          show(in_scan) + ", acknowledged " + show(want));
+    else
+      add("EXTRA_KEY", "key " + printable(k) + " present (lookup " + show(got) + ", scan " +
+                           show(in_scan) + ") but never acknowledged");
+  }
+  if (observed == nullptr || problems->size() != start) return;
+  *observed = *ex.acked;
+  if (ex.inflight) {
+    if (inflight_got) (*observed)[ex.inflight->key] = *inflight_got;
+    else observed->erase(ex.inflight->key);
+  }
+}
+
+std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix) {
+  const pm::AuditReport r =
+      pool.allocator().audit([&](pm::BlockVisitor visit) { ix.visit_blocks(visit); });
+  if (r.ok()) return std::nullopt;
+  return r.describe();
+}
+
+std::optional<std::string> run_continuation(Pool& pool, Index& ix, RefMap ref,
+                                            const std::vector<std::string>& touched,
+                                            std::uint64_t seed, std::size_t n) {
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned r = static_cast<unsigned>(rng() % 100);
+    KvOp op;
+    if (ref.empty() || r < 30) {
+      op.kind = KvOp::Kind::insert;
+      op.key = new_key(rng, ref, touched);
+    } else {
+      auto it = ref.begin();
+      std::advance(it, static_cast<long>(rng() % ref.size()));
+      op.key = it->first;
+      if (r >= 85) {  // lookups: a present key and an absent one
+        const auto got = ix.lookup(as_key(op.key));
+        if (got != std::optional<Value>(it->second))
+          return "continuation " + std::to_string(i) + ": lookup " + printable(op.key) + " = " +
+                 show(got) + ", want " + std::to_string(it->second);
+        const std::string absent = new_key(rng, ref, touched);
+        if (auto g = ix.lookup(as_key(absent)))
+          return "continuation " + std::to_string(i) + ": lookup of absent " +
+                 printable(absent) + " = " + std::to_string(*g);
+        continue;
+      }
+      op.kind = r < 50 ? KvOp::Kind::upsert : r < 65 ? KvOp::Kind::update : KvOp::Kind::remove;
+    }
+    op.value = rng();
+    const Status want = apply_to_reference(ref, op);
+    if (const Status got = apply_op(ix, op); got != want)
+      return "continuation " + std::to_string(i) + ": " + describe(op) + " returned " +
+             std::string(to_string(got)) + ", want " + std::string(to_string(want));
+  }
+  if (auto s = compare_scan(ix, ref)) return "after continuation: " + *s;
+  for (const auto& [k, v] : ref)
+    if (ix.lookup(as_key(k)) != std::optional<Value>(v))
+      return "after continuation: lookup " + printable(k) + " wrong";
+  if (auto vr = ix.verify(); !vr) return "verify after continuation: " + vr.error().message;
+  if (auto a = audit_blocks(pool, ix)) return "audit after continuation: " + *a;
+  return std::nullopt;
+}
+
+std::optional<std::string> drain_and_compare(Pool& pool, Index& ix,
+                                             const pm::AllocatorStats& empty) {
+  for (;;) {
+    const auto batch = scan_all(ix, 256);
+    if (batch.empty()) break;
+    for (const auto& [k, v] : batch)
+      if (Status s = ix.remove(as_key(k)); s != Status::ok)
+        return "remove of scanned key " + printable(k) + " returned " +
+               std::string(to_string(s));
+  }
+  if (auto vr = ix.verify(); !vr) return "verify after removing every key: " + vr.error().message;
+  const pm::AllocatorStats s = pool.allocator().stats();
+  if (s.blocks_allocated > empty.blocks_allocated || s.bytes_allocated > empty.bytes_allocated)
+    return "after removing every key " + std::to_string(s.blocks_allocated) + " blocks (" +
+           std::to_string(s.bytes_allocated) + " bytes) are allocated; an empty index holds " +
+           std::to_string(empty.blocks_allocated) + " (" + std::to_string(empty.bytes_allocated) +
+           " bytes)";
+  return std::nullopt;
+}
+
+}  // namespace wort::crashsim

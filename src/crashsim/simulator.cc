@@ -1,0 +1,208 @@
+// crashsim/simulator.cc — event filtering, crash points, lints, image selection.
+#include "crashsim/simulator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace wort::crashsim {
+namespace {
+
+// Above this the UNTRACKED_STORE comparison stops at the model's extent instead of covering
+// the whole range at every fence.
+constexpr std::size_t kFullCompareLimit = 8u << 20;
+
+std::string hex(std::size_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%zx", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view lint_name(Lint l) noexcept {
+  switch (l) {
+    case Lint::missing_flush: return "MISSING_FLUSH";
+    case Lint::missing_fence: return "MISSING_FENCE";
+    case Lint::untracked_store: return "UNTRACKED_STORE";
+    case Lint::redundant_flush: return "REDUNDANT_FLUSH";
+    case Lint::redundant_fence: return "REDUNDANT_FENCE";
+  }
+  return "UNKNOWN";
+}
+
+void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent) {
+  base_ = base;
+  size_ = size;
+  model_.reset(base, size, extent);
+  compare_limit_ = size <= kFullCompareLimit ? size : 0;
+  exploring_ = false;
+}
+
+bool Simulator::offset_of(const void* p, std::size_t* off) const noexcept {
+  if (exploring_) return false;
+  const auto* b = static_cast<const std::byte*>(p);
+  if (b < base_ || b >= base_ + size_) return false;
+  *off = static_cast<std::size_t>(b - base_);
+  return true;
+}
+
+void Simulator::on_store(void* dst, const void* src, std::size_t len) {
+  std::size_t off;
+  if (offset_of(dst, &off)) model_.store(off, src, len);
+}
+
+void Simulator::on_nt_store(void* dst, std::uint64_t value) {
+  std::size_t off;
+  if (offset_of(dst, &off)) model_.nt_store(off, value);
+}
+
+void Simulator::on_flush(const void* addr, std::size_t len) {
+  std::size_t off;
+  if (!offset_of(addr, &off)) return;
+  const auto r = model_.flush(off, len);
+  if (r.redundant_lines > 0 && on_lint_) {
+    const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+    lint(Lint::redundant_flush, r.first_redundant, site,
+         std::to_string(r.redundant_lines) + " of " + std::to_string(r.lines) +
+             " flushed line(s) had no store since their last flush, first at offset " +
+             hex(r.first_redundant));
+  }
+}
+
+void Simulator::on_fence() {
+  if (exploring_ || base_ == nullptr) return;
+  const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+  if (on_lint_) {
+    check_untracked();
+    if (model_.unfenced_lines() == 0)
+      lint(Lint::redundant_fence, 0, site, "fence with no flushed line and no nt-store to order");
+  }
+  crash_point(false);
+  model_.fence();
+}
+
+void Simulator::acknowledge() {
+  if (base_ == nullptr) return;
+  if (on_lint_) {
+    check_untracked();
+    if (const std::size_t line = model_.first_unflushed(); line != SIZE_MAX)
+      lint(Lint::missing_flush, line, 0,
+           std::to_string(model_.unflushed_lines()) +
+               " line(s) hold stores never flushed at the acknowledgement, first at offset " +
+               hex(line));
+    if (const std::size_t line = model_.first_unfenced(); line != SIZE_MAX)
+      lint(Lint::missing_fence, line, 0,
+           std::to_string(model_.unfenced_lines()) +
+               " line(s) flushed but not fenced at the acknowledgement, first at offset " +
+               hex(line));
+  }
+  crash_point(true);
+}
+
+void Simulator::crash_point(bool at_ack) {
+  if (!on_point_) return;
+  exploring_ = true;
+  on_point_(at_ack);
+  exploring_ = false;
+}
+
+void Simulator::check_untracked() {
+  const std::size_t limit = std::max(compare_limit_, model_.extent());
+  constexpr std::size_t kBlock = 4096;
+  std::size_t first = SIZE_MAX, bytes = 0;
+  for (std::size_t b = 0; b < limit; b += kBlock) {
+    const std::size_t n = std::min(kBlock, limit - b);
+    if (std::memcmp(base_ + b, model_.shadow() + b, n) == 0) continue;
+    for (std::size_t i = b; i < b + n; ++i) {
+      if (base_[i] == model_.shadow()[i]) continue;
+      if (first == SIZE_MAX) first = i;
+      ++bytes;
+      model_.absorb(i, base_ + i, 1);
+    }
+  }
+  if (first != SIZE_MAX)
+    lint(Lint::untracked_store, first, 0,
+         std::to_string(bytes) + " byte(s) of pool memory changed without pm::store/copy/fill, "
+         "first at offset " + hex(first));
+}
+
+void ExtentTracker::note(void* dst, std::size_t len) noexcept {
+  const auto* b = static_cast<const std::byte*>(dst);
+  if (b < base_ || b >= base_ + size_) return;
+  end_ = std::max(end_, std::min(size_, static_cast<std::size_t>(b - base_) + len));
+}
+
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) noexcept {
+  std::uint64_t z = a * 0x9e3779b97f4a7c15ull + b + 0x632be59bd9b4e019ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+namespace {
+
+// Walks every choice vector in [0, limits] like an odometer.
+void enumerate_all(std::span<const std::uint32_t> limits,
+                   FunctionRef<void(std::span<const std::uint32_t>)> fn) {
+  std::vector<std::uint32_t> c(limits.size(), 0);
+  for (;;) {
+    fn(c);
+    std::size_t i = 0;
+    while (i < c.size() && c[i] == limits[i]) c[i++] = 0;
+    if (i == c.size()) return;
+    ++c[i];
+  }
+}
+
+}  // namespace
+
+void select_images(std::span<const std::uint32_t> limits, std::size_t cap,
+                   std::size_t random_samples, std::uint64_t seed,
+                   FunctionRef<void(std::span<const std::uint32_t>)> fn) {
+  std::uint64_t count = 1;
+  for (std::uint32_t l : limits) {
+    count *= l + 1u;
+    if (count > cap) break;
+  }
+  if (count <= cap) return enumerate_all(limits, fn);
+
+  std::set<std::vector<std::uint32_t>> seen;
+  auto emit = [&](std::vector<std::uint32_t> c) {
+    if (seen.insert(c).second) fn(c);
+  };
+  const std::size_t n = limits.size();
+  std::vector<std::uint32_t> none(n, 0), all(limits.begin(), limits.end());
+  emit(none);
+  emit(all);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = none;
+    c[i] = limits[i];
+    emit(std::move(c));
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<std::size_t> pick(n);
+  for (std::size_t i = 0; i < n; ++i) pick[i] = i;
+  if (n > 32) {
+    std::shuffle(pick.begin(), pick.end(), rng);
+    pick.resize(32);
+    std::sort(pick.begin(), pick.end());
+  }
+  for (std::size_t a = 0; a < pick.size(); ++a)
+    for (std::size_t b = a + 1; b < pick.size(); ++b) {
+      auto c = none;
+      c[pick[a]] = limits[pick[a]];
+      c[pick[b]] = limits[pick[b]];
+      emit(std::move(c));
+    }
+  for (std::size_t s = 0; s < random_samples; ++s) {
+    std::vector<std::uint32_t> c(n);
+    for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint32_t>(rng() % (limits[i] + 1u));
+    emit(std::move(c));
+  }
+}
+
+}  // namespace wort::crashsim

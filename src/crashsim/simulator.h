@@ -1,0 +1,122 @@
+// crashsim/simulator.h — the pm::Tracer that feeds the Px86 model, finds crash points and
+// runs the lints.
+//
+// A Simulator watches one address range (a pool). Events outside it are ignored, and so is
+// everything while the simulator is exploring: recovery of a crash image runs nested inside
+// on_fence, on a copy of the image in another buffer.
+//
+// Crash points: before every fence (inside on_fence, before the model applies it) and at
+// each acknowledgement (the caller calls acknowledge() after an operation returns). At each
+// the point handler is called; it asks the model for images (select_images below).
+//
+// Lints, on every event without enumeration:
+//   at an acknowledgement  MISSING_FLUSH (a store after its line's mark), MISSING_FENCE
+//                          (a mark not fenced), UNTRACKED_STORE (memory differs from the
+//                          shadow: a store that bypassed pm::store / pm::copy)
+//   at a fence             UNTRACKED_STORE, REDUNDANT_FENCE (no line had a mark)
+//   at a flush             REDUNDANT_FLUSH (a covered line had no store since its mark)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "crashsim/px86.h"
+#include "pm/tracer.h"
+#include "wort/function_ref.h"
+
+namespace wort::crashsim {
+
+enum class Lint : std::uint8_t {
+  missing_flush,
+  missing_fence,
+  untracked_store,
+  redundant_flush,
+  redundant_fence
+};
+//! "MISSING_FLUSH", ... (the finding kinds of harness.h).
+std::string_view lint_name(Lint l) noexcept;
+
+class Simulator final : public pm::Tracer {
+ public:
+  //! Called at each crash point; `at_ack` tells an acknowledgement from a fence.
+  using PointHandler = std::function<void(bool at_ack)>;
+  //! Called for each lint: kind, pool offset it concerns, code address of the flush or fence
+  //! (0 at an acknowledgement), a description.
+  using LintHandler =
+      std::function<void(Lint, std::size_t offset, std::uintptr_t site, const std::string&)>;
+
+  //! Starts watching [base, base+size); its current contents count as durable. Bytes from
+  //! `extent` on must be zero (a hint that saves copying; pass size if unsure).
+  void watch(std::byte* base, std::size_t size, std::size_t extent);
+  void set_point_handler(PointHandler h) { on_point_ = std::move(h); }
+  //! Without a handler no lint runs (the nested simulator of a recovery).
+  void set_lint_handler(LintHandler h) { on_lint_ = std::move(h); }
+
+  //! The operation in progress returned: ack lints, then a crash point.
+  void acknowledge();
+
+  const Px86Model& model() const noexcept { return model_; }
+  bool exploring() const noexcept { return exploring_; }
+  std::byte* base() const noexcept { return base_; }
+
+  void on_store(void* dst, const void* src, std::size_t len) override;
+  void on_nt_store(void* dst, std::uint64_t value) override;
+  void on_flush(const void* addr, std::size_t len) override;
+  void on_fence() override;
+
+ private:
+  bool offset_of(const void* p, std::size_t* off) const noexcept;
+  void crash_point(bool at_ack);
+  void check_untracked();
+  void lint(Lint l, std::size_t offset, std::uintptr_t site, const std::string& detail) {
+    if (on_lint_) on_lint_(l, offset, site, detail);
+  }
+
+  std::byte* base_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t compare_limit_ = 0;  // bytes compared against the shadow for UNTRACKED_STORE
+  Px86Model model_;
+  bool exploring_ = false;
+  PointHandler on_point_;
+  LintHandler on_lint_;
+};
+
+//! Records the end of the highest store into a range (for reusing image buffers without
+//! clearing them): the tracer installed while recovery runs on an image that is not watched
+//! by a nested Simulator.
+class ExtentTracker final : public pm::Tracer {
+ public:
+  void watch(std::byte* base, std::size_t size) noexcept {
+    base_ = base;
+    size_ = size;
+    end_ = 0;
+  }
+  std::size_t end() const noexcept { return end_; }
+  void on_store(void* dst, const void*, std::size_t len) override { note(dst, len); }
+  void on_nt_store(void* dst, std::uint64_t) override { note(dst, 8); }
+  void on_flush(const void*, std::size_t) override {}
+  void on_fence() override {}
+
+ private:
+  void note(void* dst, std::size_t len) noexcept;
+  std::byte* base_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t end_ = 0;
+};
+
+//! Which images of a crash point to check. If the point has at most `cap` images, every
+//! one; otherwise nothing-extra, everything, each dirty line alone fully applied, each pair
+//! of lines (among at most 32 lines, chosen by the seed), and `random_samples` seeded random
+//! choice vectors. Duplicates are skipped.
+void select_images(std::span<const std::uint32_t> limits, std::size_t cap,
+                   std::size_t random_samples, std::uint64_t seed,
+                   FunctionRef<void(std::span<const std::uint32_t>)> fn);
+
+//! A 64-bit mix of a few numbers (seeds derived from (seed, point, choice)).
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) noexcept;
+
+}  // namespace wort::crashsim
