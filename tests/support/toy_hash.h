@@ -1,0 +1,100 @@
+// tests/support/toy_hash.h — a small persistent chained hash table, correct and with
+// deliberate crash-consistency bugs, to prove the crash simulator catches each bug for the
+// right reason (layout and commit stores: toy_hash_layout.h).
+//
+// Variants (template parameter ToyBug, each registered under its own kind):
+//   none            correct
+//   missing_flush   insert never flushes the new node            -> MISSING_FLUSH, LOST_ACK
+//   missing_fence   insert's commit store is flushed, not fenced  -> MISSING_FENCE, LOST_ACK
+//   commit_first    insert publishes the node before writing it  -> LOST_ACK / EXTRA_KEY
+//   torn16          {head, count} written as two stores, read as one (walks `count` nodes;
+//                   recovery does not recompute counts)           -> LOST_ACK (line prefixes)
+//   leak_dead       remove marks the node dead, then unlinks; recovery never sweeps dead
+//                   nodes, so a crash in between keeps a dead block forever  -> DRAIN
+//   untracked       update writes the value with a plain store   -> UNTRACKED_STORE
+//   redundant       insert persists the bucket twice             -> REDUNDANT_FLUSH/FENCE
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string_view>
+
+#include "support/toy_hash_layout.h"
+#include "wort/index.h"
+
+namespace wort::test {
+
+enum class ToyBug : std::uint8_t {
+  none,
+  missing_flush,
+  missing_fence,
+  commit_first,
+  torn16,
+  leak_dead,
+  untracked,
+  redundant
+};
+
+constexpr std::string_view toy_kind(ToyBug b) {
+  switch (b) {
+    case ToyBug::none: return "toy_hash";
+    case ToyBug::missing_flush: return "toy_hash_missing_flush";
+    case ToyBug::missing_fence: return "toy_hash_missing_fence";
+    case ToyBug::commit_first: return "toy_hash_commit_first";
+    case ToyBug::torn16: return "toy_hash_torn16";
+    case ToyBug::leak_dead: return "toy_hash_leak_dead";
+    case ToyBug::untracked: return "toy_hash_untracked";
+    case ToyBug::redundant: return "toy_hash_redundant";
+  }
+  return "toy_hash_unknown";
+}
+
+template <ToyBug B>
+class ToyHash {
+ public:
+  static constexpr std::string_view kKind = toy_kind(B);
+
+  static Result<std::unique_ptr<ToyHash>> create(Pool& pool, const IndexOptions& opts);
+  static Result<std::unique_ptr<ToyHash>> open(Pool& pool);
+
+  Status insert(Key k, Value v);
+  Status upsert(Key k, Value v);
+  Status update(Key k, Value v);
+  std::optional<Value> lookup(Key k) const;
+  Status remove(Key k);
+  std::size_t scan(Key from, std::size_t max, Visitor v) const;
+  std::size_t range(Key lo, Key hi, Visitor v) const;
+  IndexStats stats() const;
+  Result<void> verify() const;
+  void dump(std::ostream& os) const;
+  void visit_blocks(BlockVisitorFn v) const;
+
+ private:
+  ToyHash(Pool& pool, std::uint64_t root) : pool_(pool), root_off_(root) {}
+
+  toy::Root* root() const { return pool_.at<toy::Root>(root_off_); }
+  toy::Bucket* bucket_of(Key k) const;
+  toy::NodeHeader* node(std::uint64_t off) const { return pool_.at<toy::NodeHeader>(off); }
+  //! True if `off` can be read as a node with its key (bounds only; garbage stays safe).
+  bool readable(std::uint64_t off) const;
+  //! Calls fn(link, node offset) along a bucket's chain as readers see it; fn returns false
+  //! to stop.
+  template <class Fn>
+  void walk(const toy::Bucket* b, Fn fn) const;
+  //! Offset of the live node holding `k` (and the link pointing at it), or 0.
+  std::uint64_t find(const toy::Bucket* b, Key k, std::uint64_t** link = nullptr) const;
+  Status add_node(toy::Bucket* b, Key k, Value v);
+  void commit_head(toy::Bucket* b, std::uint64_t head, std::uint64_t count);
+  void write_value(toy::NodeHeader* n, Value v);
+  //! Recovery: recompute each bucket's count from its chain (not in torn16).
+  void repair_counts();
+
+  Pool& pool_;
+  std::uint64_t root_off_;
+};
+
+using ToyHashCorrect = ToyHash<ToyBug::none>;
+
+}  // namespace wort::test
