@@ -162,6 +162,13 @@ class Run {
   std::vector<std::uint32_t> cur_choice_;
   std::uint64_t nested_point_ = 0;    // id of the next crash point inside this recovery
   bool image_failed_ = false;
+  //! SECOND_CRASH findings of the image being checked, as (site, finding): reported only if
+  //! the image passes with one crash (otherwise they repeat its finding).
+  struct PendingSecond {
+    std::string site;
+    Finding finding;
+  };
+  std::vector<PendingSecond> pending_second_;
 
   std::set<std::string> seen_;        // (kind, site) already reported
   std::map<std::string, std::size_t> per_kind_;
@@ -369,7 +376,7 @@ void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint6
   if (o_.continuation) {
     if (auto c = run_continuation(pool, ix, std::move(observed), touched_, seed,
                                   o_.continuation_ops))
-      problems->push_back({"CONTINUATION", *c});
+      problems->push_back(*c);
   }
   if (o_.drain && problems->size() == before) {
     if (auto d = drain_and_compare(pool, ix, empty_stats_)) problems->push_back({"DRAIN", *d});
@@ -388,6 +395,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   cur_choice_.assign(choice.begin(), choice.end());
   const std::uint64_t seed = mix_seed(mix_seed(o_.seed, cur_point_), hash_choice(choice));
   image_failed_ = false;
+  pending_second_.clear();
 
   const bool nested = o_.second_crash && !(rp_.active && !rp_.nested);
   pm::Tracer* prev = pm::tracer();
@@ -423,6 +431,12 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
                 p.detail + " [" + where() + ", crash point " + std::to_string(cur_point_) +
                     ", choice " + choice_str + "]",
                 replay_string(cur_point_, choice_str));
+  if (problems.empty()) {
+    for (PendingSecond& p : pending_second_)
+      add_finding(p.finding.kind, p.site, std::move(p.finding.detail), std::move(p.finding.replay));
+  } else {
+    rep_.suppressed += pending_second_.size();
+  }
   if (!problems.empty() || image_failed_) ++rep_.failed_images;
 }
 
@@ -478,12 +492,14 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
   const std::string outer = format_choice(cur_choice_);
   const std::string inner = format_choice(choice);
   for (const Problem& p : problems)
-    add_finding("SECOND_CRASH", "op" + std::to_string(op_) + ":" + p.kind,
+    pending_second_.push_back(PendingSecond{
+        "op" + std::to_string(op_) + ":" + p.kind,
+        Finding{"SECOND_CRASH",
                 p.kind + " after a crash at recovery point " + std::to_string(q) +
                     " (choice " + inner + ") of the image [" + where() + ", crash point " +
                     std::to_string(cur_point_) + ", choice " + outer + "]: " + p.detail,
                 replay_string(cur_point_, outer,
-                              "rpoint=" + std::to_string(q) + ",rchoice=" + inner));
+                              "rpoint=" + std::to_string(q) + ",rchoice=" + inner)}});
 }
 
 }  // namespace

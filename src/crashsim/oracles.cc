@@ -36,6 +36,8 @@ std::string new_key(std::mt19937_64& rng, const RefMap& ref,
   }
 }
 
+Problem cont(std::string detail) { return Problem{"CONTINUATION", std::move(detail)}; }
+
 std::optional<std::string> compare_scan(const Index& ix, const RefMap& ref) {
   const auto seen = scan_all(ix, ref.size() + 64);
   if (seen.size() != ref.size())
@@ -177,7 +179,7 @@ std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix) {
   return r.describe();
 }
 
-std::optional<std::string> run_continuation(Pool& pool, Index& ix, RefMap ref,
+std::optional<Problem> run_continuation(Pool& pool, Index& ix, RefMap ref,
                                             const std::vector<std::string>& touched,
                                             std::uint64_t seed, std::size_t n) {
   std::mt19937_64 rng(seed);
@@ -194,12 +196,12 @@ std::optional<std::string> run_continuation(Pool& pool, Index& ix, RefMap ref,
       if (r >= 85) {  // lookups: a present key and an absent one
         const auto got = ix.lookup(as_key(op.key));
         if (got != std::optional<Value>(it->second))
-          return "continuation " + std::to_string(i) + ": lookup " + printable(op.key) + " = " +
-                 show(got) + ", want " + std::to_string(it->second);
+          return cont("continuation " + std::to_string(i) + ": lookup " + printable(op.key) + " = " +
+                 show(got) + ", want " + std::to_string(it->second));
         const std::string absent = new_key(rng, ref, touched);
         if (auto g = ix.lookup(as_key(absent)))
-          return "continuation " + std::to_string(i) + ": lookup of absent " +
-                 printable(absent) + " = " + std::to_string(*g);
+          return cont("continuation " + std::to_string(i) + ": lookup of absent " +
+                 printable(absent) + " = " + std::to_string(*g));
         continue;
       }
       op.kind = r < 50 ? KvOp::Kind::upsert : r < 65 ? KvOp::Kind::update : KvOp::Kind::remove;
@@ -207,15 +209,15 @@ std::optional<std::string> run_continuation(Pool& pool, Index& ix, RefMap ref,
     op.value = rng();
     const Status want = apply_to_reference(ref, op);
     if (const Status got = apply_op(ix, op); got != want)
-      return "continuation " + std::to_string(i) + ": " + describe(op) + " returned " +
-             std::string(to_string(got)) + ", want " + std::string(to_string(want));
+      return cont("continuation " + std::to_string(i) + ": " + describe(op) + " returned " +
+             std::string(to_string(got)) + ", want " + std::string(to_string(want)));
   }
-  if (auto s = compare_scan(ix, ref)) return "after continuation: " + *s;
+  if (auto s = compare_scan(ix, ref)) return cont("after continuation: " + *s);
   for (const auto& [k, v] : ref)
     if (ix.lookup(as_key(k)) != std::optional<Value>(v))
-      return "after continuation: lookup " + printable(k) + " wrong";
-  if (auto vr = ix.verify(); !vr) return "verify after continuation: " + vr.error().message;
-  if (auto a = audit_blocks(pool, ix)) return "audit after continuation: " + *a;
+      return cont("after continuation: lookup " + printable(k) + " wrong");
+  if (auto vr = ix.verify(); !vr) return cont("verify after continuation: " + vr.error().message);
+  if (auto a = audit_blocks(pool, ix)) return Problem{"AUDIT", "after continuation: " + *a};
   return std::nullopt;
 }
 

@@ -162,6 +162,39 @@ TEST(ToyCrash, RedundantFlushAndFenceArePerformanceFindingsOnly) {
   EXPECT_FALSE(r.clean());
 }
 
+TEST(ToyCrash, LeakOfTheRunningProgramIsCaughtByTheAudit) {
+  const Report r = run<ToyBug::no_free>(mixed_ops(8, 24));
+  // Recovery's trace frees the unreachable node, so crash images look fine until the
+  // recovered table removes a key itself: the audit after continuation sees the leak, and
+  // so does the audit of the traced run.
+  EXPECT_TRUE(r.has("AUDIT")) << r.summary();
+  EXPECT_TRUE(r.has("LIVE")) << r.summary();
+  EXPECT_FALSE(r.has("LOST_ACK") || r.has("NOT_ATOMIC") || r.has("EXTRA_KEY")) << r.summary();
+}
+
+TEST(ToyCrash, RecoveryThatIsNotCrashSafeIsCaughtBySecondCrash) {
+  const Report r = run<ToyBug::unsafe_repair>(mixed_ops(9, 24));
+  EXPECT_TRUE(r.has("SECOND_CRASH")) << r.summary();
+  // One crash alone is always repaired correctly.
+  EXPECT_FALSE(r.has("LOST_ACK") || r.has("NOT_ATOMIC") || r.has("EXTRA_KEY")) << r.summary();
+  EXPECT_FALSE(has_lint(r)) << r.summary();
+  Options o = base_options();
+  o.second_crash = false;
+  EXPECT_TRUE(run<ToyBug::unsafe_repair>(mixed_ops(9, 24), o).correct());
+
+  // Its replay string names both crashes and reproduces the finding alone.
+  const Finding* second = nullptr;
+  for (const Finding& f : r.findings)
+    if (f.kind == "SECOND_CRASH") second = &f;
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second->replay.find("rpoint="), std::string::npos) << second->replay;
+  Options replay = base_options();
+  replay.replay = second->replay;
+  const Report again = run<ToyBug::unsafe_repair>(mixed_ops(9, 24), replay);
+  EXPECT_EQ(again.images, 2u);  // the image, and the one crashed during its recovery
+  EXPECT_TRUE(again.has("SECOND_CRASH")) << again.summary();
+}
+
 TEST(ToyCrash, ReplayReproducesAFindingFromItsString) {
   const auto ops = mixed_ops(3, 24);
   const Report r = run<ToyBug::missing_fence>(ops);

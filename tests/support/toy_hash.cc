@@ -197,7 +197,7 @@ Status ToyHash<B>::remove(Key k) {
   pm::flush(link, sizeof *link);
   if (!same_line(link, &b->count)) pm::flush(&b->count, sizeof b->count);
   pm::fence();
-  pool_.allocator().free(off);  // the unlink is durable: safe to reuse
+  if constexpr (B != ToyBug::no_free) pool_.allocator().free(off);  // unlink durable: reuse is safe
   return Status::ok;
 }
 
@@ -211,6 +211,14 @@ void ToyHash<B>::repair_counts() {
       return true;
     });
     if (n == b.count) continue;
+    if constexpr (B == ToyBug::unsafe_repair) {
+      // "Reset, then rebuild": correct only if nothing crashes in between.
+      const std::uint64_t head = b.head;
+      pm::store(&b.head, std::uint64_t{0});
+      pm::store(&b.count, std::uint64_t{0});
+      pm::persist(&b, sizeof b);
+      pm::store(&b.head, head);
+    }
     pm::store(&b.count, n);
     pm::flush(&b.count, sizeof n);
     repaired = true;
@@ -339,6 +347,8 @@ template class ToyHash<ToyBug::torn16>;
 template class ToyHash<ToyBug::leak_dead>;
 template class ToyHash<ToyBug::untracked>;
 template class ToyHash<ToyBug::redundant>;
+template class ToyHash<ToyBug::no_free>;
+template class ToyHash<ToyBug::unsafe_repair>;
 
 static_assert(IndexConcept<ToyHash<ToyBug::none>>);
 
@@ -350,5 +360,7 @@ WORT_REGISTER_INDEX(ToyHash<ToyBug::torn16>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::leak_dead>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::untracked>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::redundant>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::no_free>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::unsafe_repair>);
 
 }  // namespace wort::test

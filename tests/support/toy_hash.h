@@ -13,6 +13,10 @@
 //                   nodes, so a crash in between keeps a dead block forever  -> DRAIN
 //   untracked       update writes the value with a plain store   -> UNTRACKED_STORE
 //   redundant       insert persists the bucket twice             -> REDUNDANT_FLUSH/FENCE
+//   no_free         remove never frees the unlinked node: a leak of the running program,
+//                   not of a crash (recovery's trace frees it)    -> AUDIT after continuation
+//   unsafe_repair   recovery fixes a wrong count by emptying the bucket, persisting, then
+//                   relinking: a crash in between loses the chain -> SECOND_CRASH
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,9 @@ enum class ToyBug : std::uint8_t {
   torn16,
   leak_dead,
   untracked,
-  redundant
+  redundant,
+  no_free,
+  unsafe_repair
 };
 
 constexpr std::string_view toy_kind(ToyBug b) {
@@ -47,6 +53,8 @@ constexpr std::string_view toy_kind(ToyBug b) {
     case ToyBug::leak_dead: return "toy_hash_leak_dead";
     case ToyBug::untracked: return "toy_hash_untracked";
     case ToyBug::redundant: return "toy_hash_redundant";
+    case ToyBug::no_free: return "toy_hash_no_free";
+    case ToyBug::unsafe_repair: return "toy_hash_unsafe_repair";
   }
   return "toy_hash_unknown";
 }
