@@ -1,0 +1,93 @@
+// Pushes every ART+CoW node type across its grow and shrink thresholds, one key at a time,
+// checking the node type and the whole contents (against std::map) after every step:
+// 1 → NODE4 (2) → NODE16 (5) → NODE48 (17) → NODE256 (49) and back: NODE48 at 37,
+// NODE16 at 12, NODE4 at 3, merged away at 1. Also with an end-of-key leaf in the node, one
+// level below the root, and with the children inserted in descending order.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "index/artcow/artcow.h"
+#include "support/diff_harness.h"
+#include "support/keygen.h"
+
+namespace wort::test {
+namespace {
+
+using Tree = artcow::ArtCow;
+
+//! Type name of the node holding the children, or "" if there is none; `root_node4` says
+//! whether a NODE4 root above it (holding a sibling key) is to be discounted.
+std::string node_type_of(const Index& ix, bool root_node4) {
+  std::map<std::string, std::uint64_t> nodes = ix.stats().nodes;
+  if (root_node4) --nodes["node4"];
+  std::string found;
+  std::uint64_t total = 0;
+  for (const auto& [name, count] : nodes) {
+    total += count;
+    if (count > 0) found = name;
+  }
+  EXPECT_LE(total, 1u) << "unexpected inner nodes";
+  return found;
+}
+
+std::string expected_up(unsigned children, bool eok) {
+  const unsigned entries = children + (eok ? 1 : 0);
+  if (entries < 2) return "";
+  if (children <= 4) return "node4";
+  if (children <= 16) return "node16";
+  if (children <= 48) return "node48";
+  return "node256";
+}
+
+std::string expected_down(unsigned children, bool eok) {
+  const unsigned entries = children + (eok ? 1 : 0);
+  if (entries < 2) return "";
+  if (children >= 38) return "node256";
+  if (children >= 13) return "node48";
+  if (children >= 4) return "node16";
+  return "node4";
+}
+
+struct Scenario {
+  bool eok;         //!< the node also holds a key ending at its branch position
+  bool below_root;  //!< a sibling key makes the node a child of the root
+  bool descending;  //!< children inserted from 255 down
+};
+
+void run_scenario(const Scenario& sc) {
+  SCOPED_TRACE(std::string("eok=") + (sc.eok ? "1" : "0") + " below_root=" +
+               (sc.below_root ? "1" : "0") + " descending=" + (sc.descending ? "1" : "0"));
+  DiffChecker d(crashsim::factory_of<Tree>(), 16ull << 20);
+  const std::string stem = u64_str(0x4242424242424200ull).substr(0, 7);
+  auto child = [&](unsigned i) {
+    return stem + std::string(1, static_cast<char>(sc.descending ? 255 - i : i));
+  };
+  if (sc.below_root) d.insert(u64_str(0x0100000000000000ull), 1);
+  if (sc.eok) d.insert(stem, 99);
+  for (unsigned i = 0; i < 256; ++i) {
+    d.insert(child(i), i);
+    ASSERT_EQ(node_type_of(d.index(), sc.below_root), expected_up(i + 1, sc.eok)) << "after insert " << i;
+    ASSERT_TRUE(d.check(i, 4)) << "after insert " << i;
+  }
+  for (unsigned i = 0; i < 256; ++i) {
+    d.remove(child(i));
+    const unsigned left = 255 - i;
+    // with nothing left of the node's subtree the root NODE4 goes too
+    const bool root_node4 = sc.below_root && left + (sc.eok ? 1 : 0) >= 1;
+    ASSERT_EQ(node_type_of(d.index(), root_node4), expected_down(left, sc.eok))
+        << "after remove " << i;
+    ASSERT_TRUE(d.check(1000 + i, 4)) << "after remove " << i;
+  }
+}
+
+TEST(Nodes, GrowAndShrinkAcrossEveryThreshold) {
+  for (bool eok : {false, true})
+    for (bool below : {false, true})
+      for (bool desc : {false, true}) run_scenario({eok, below, desc});
+}
+
+}  // namespace
+}  // namespace wort::test
