@@ -418,9 +418,8 @@ bool Allocator::trace_pending() const noexcept {
 
 Result<void> Allocator::recover(BlockWalker walk) {
   Impl& m = *impl_;
-  if (!trace_pending())
-    return Error{Status::invalid_argument,
-                 "allocator recover(): nothing to trace (fresh pool, or recover() already ran)"};
+  // With no trace pending (a fresh pool, a pool reopened before any chunk was carved, or a
+  // second call) the walk is still checked the same way, but nothing changes.
   VisitedSet seen(m.count);
   std::string problem;
   walk([&](std::uint64_t off) {
@@ -441,6 +440,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
     if (!ci.frozen && !live) problem = "recovery reached block " + hex(off) + ", which is free";
   });
   if (!problem.empty()) return Error{Status::corrupt, problem};
+  if (!trace_pending()) return {};
 
   std::lock_guard lock(m.mu);
   for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {

@@ -65,7 +65,11 @@ class Allocator {
 
   //! Recovery: marks every block the walker reports as in use and frees the rest of the old
   //! chunks. Fails with corrupt if a visited offset is not a block start in an old or new
-  //! chunk, or is visited twice. Called once by Index::open.
+  //! chunk, or is visited twice (or, in a chunk carved since the open, is free). Called once
+  //! by Index::open. With no trace pending (fresh pool, second call) it only checks the
+  //! walk the same way and changes nothing. On failure nothing changes either. Before it
+  //! runs, free() of a block in an old chunk is ignored (the trace decides), and stats() and
+  //! audit() do not count or judge old chunks. Not concurrent with other allocator calls.
   Result<void> recover(BlockWalker walk);
   //! True until recover() has run on a reopened pool.
   bool trace_pending() const noexcept;

@@ -282,6 +282,58 @@ TEST(AllocatorTest, ThreadsAllocateAndFreeConcurrently) {
   EXPECT_EQ(a.stats().blocks_allocated, 0u);
 }
 
+TEST(AllocatorTest, BlocksFreedByAnotherThreadAreReusable) {
+  auto pool = make_pool(4 << 20);
+  Allocator& a = pool->allocator();
+  constexpr int kThreads = 3, kBlocks = 3000;
+  std::vector<std::vector<std::uint64_t>> made(kThreads);
+  auto run = [&](auto&& body) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; ++t) ts.emplace_back(body, t);
+    for (auto& th : ts) th.join();
+  };
+  run([&](int t) {
+    for (int i = 0; i < kBlocks; ++i) {
+      std::uint64_t o;
+      if (a.allocate(64 + (i % 4) * 64, &o) == Status::ok) made[t].push_back(o);
+    }
+  });
+  const std::uint64_t hwm = pool->header().chunk_hwm;
+  // Each thread frees its neighbour's blocks, then allocates as many again: all of them
+  // come from freed blocks (no new chunk), none is handed out twice.
+  std::vector<std::vector<std::uint64_t>> again(kThreads);
+  run([&](int t) {
+    for (std::uint64_t o : made[(t + 1) % kThreads]) a.free(o);
+    for (int i = 0; i < kBlocks; ++i) {
+      std::uint64_t o;
+      if (a.allocate(64 + (i % 4) * 64, &o) == Status::ok) again[t].push_back(o);
+    }
+  });
+  std::vector<std::uint64_t> all;
+  for (auto& v : again) {
+    EXPECT_EQ(v.size(), static_cast<std::size_t>(kBlocks));
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(std::set<std::uint64_t>(all.begin(), all.end()).size(), all.size());
+  EXPECT_LE(pool->header().chunk_hwm, hwm + kThreads * 4);  // at most a chunk per cache class
+  AuditReport rep = a.audit(walk_list(all));
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+}
+
+TEST(AllocatorTest, RecoverOnAFreshPoolOnlyChecksTheWalk) {
+  auto pool = make_pool();
+  Allocator& a = pool->allocator();
+  EXPECT_FALSE(a.trace_pending());
+  std::uint64_t x, y;
+  ASSERT_EQ(a.allocate(64, &x), Status::ok);
+  ASSERT_EQ(a.allocate(64, &y), Status::ok);
+  a.free(y);
+  std::vector<std::uint64_t> good = {x}, freed = {x, y};
+  EXPECT_TRUE(a.recover(walk_list(good)).ok());
+  EXPECT_EQ(a.recover(walk_list(freed)).status(), Status::corrupt);
+  EXPECT_EQ(a.stats().blocks_allocated, 1u);
+}
+
 // --- recovery by tracing ---------------------------------------------------------------
 
 struct Recovered {
@@ -332,7 +384,10 @@ TEST(AllocatorRecoveryTest, UnreachedBlocksBecomeFreeAndAllocationsBeforeRecover
   auto rec = a.recover(walk_list(reach));
   ASSERT_TRUE(rec.ok()) << rec.error().message;
   EXPECT_FALSE(a.trace_pending());
-  EXPECT_EQ(a.recover(walk_list(reach)).status(), Status::invalid_argument);  // once only
+  // A second call only checks the walk: fine for the same walk, corrupt for a freed block.
+  EXPECT_TRUE(a.recover(walk_list(reach)).ok());
+  std::vector<std::uint64_t> with_dead = {r.dead[1]};
+  EXPECT_EQ(a.recover(walk_list(with_dead)).status(), Status::corrupt);
 
   AuditReport rep = a.audit(walk_list(reach));
   EXPECT_TRUE(rep.ok()) << rep.describe();
