@@ -42,7 +42,9 @@ double LatencyHistogram::mean() const noexcept {
 double LatencyHistogram::percentile(double p) const noexcept {
   if (count_ == 0) return std::nan("");
   p = std::clamp(p, 0.0, 100.0);
-  auto rank = static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  // The epsilon keeps decimal percentiles exact: 99.9% of 10000 is rank 9990, not 9991.
+  auto rank = static_cast<std::uint64_t>(
+      std::ceil(p / 100.0 * static_cast<double>(count_) * (1 - 1e-12)));
   if (rank == 0) rank = 1;
   std::uint64_t seen = 0;
   for (std::size_t b = 0; b < kBuckets; ++b) {

@@ -47,7 +47,7 @@ std::string to_csv(const BenchReport& r) {
         os << head << csv_field(p.name) << "," << to_string(static_cast<OpType>(i)) << ","
            << s.ops << ",,,," << num(h.percentile(50)) << "," << num(h.percentile(90)) << ","
            << num(h.percentile(99)) << "," << num(h.percentile(99.9)) << ",,,," << s.misses
-           << ",," << tail;
+           << "," << tail;
       }
     }
   }

@@ -1,0 +1,416 @@
+// End-to-end runs of the benchmark, in-process on a small persistent test index (so the
+// runner, counters, recovery and reports are checked whatever indexes are ready), and of
+// the built `wort` binary on a registered index. Nothing here asserts wall-clock time.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "bench/json.h"
+#include "bench/report.h"
+#include "index/registry.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::bench {
+namespace {
+
+// A persistent log index for these tests: every write appends a record (next, value, key)
+// and commits it with one 8-byte store of the head; open replays the log (newest first
+// wins) into a DRAM map. Two flushes and two fences per write, by construction.
+class BenchLogIndex {
+ public:
+  static constexpr std::string_view kKind = "benchlog";
+  struct Root {
+    std::uint64_t head;
+  };
+  struct Record {
+    std::uint64_t next;
+    std::uint64_t value;
+    std::uint32_t len;      // key length; kTombstone bit set for a removal
+    std::uint32_t pad;
+  };
+  static constexpr std::uint32_t kTombstone = 1u << 31;
+
+  static Result<std::unique_ptr<BenchLogIndex>> create(Pool& pool, const IndexOptions&) {
+    std::uint64_t off = 0;
+    if (pool.allocator().allocate(sizeof(Root), &off) != Status::ok)
+      return Error{Status::out_of_space, "no room for the root"};
+    Root r{0};
+    pm::copy(pool.at<Root>(off), &r, sizeof r);
+    pm::persist(pool.at<Root>(off), sizeof r);
+    pool.set_root(off);
+    return std::unique_ptr<BenchLogIndex>(new BenchLogIndex(pool));
+  }
+  static Result<std::unique_ptr<BenchLogIndex>> open(Pool& pool) {
+    std::unique_ptr<BenchLogIndex> ix(new BenchLogIndex(pool));
+    std::map<std::string, bool> seen;
+    for (std::uint64_t off = ix->root()->head; off != 0; off = ix->rec(off)->next) {
+      const Record* r = ix->rec(off);
+      std::string k(reinterpret_cast<const char*>(r + 1), r->len & ~kTombstone);
+      if (seen.emplace(k, true).second && !(r->len & kTombstone)) ix->map_[k] = {r->value, off};
+      ix->pm_bytes_ += pool.allocator().block_size(off);
+    }
+    if (pool.allocator().trace_pending()) {
+      auto rc = pool.allocator().recover([&](pm::BlockVisitor v) { ix->visit_blocks(v); });
+      if (!rc) return rc.error();
+    }
+    return ix;
+  }
+
+  Status insert(Key k, Value v) {
+    if (map_.count(std::string(as_string(k)))) return Status::exists;
+    return append(k, v, 0);
+  }
+  Status upsert(Key k, Value v) { return append(k, v, 0); }
+  Status update(Key k, Value v) {
+    if (!map_.count(std::string(as_string(k)))) return Status::not_found;
+    return append(k, v, 0);
+  }
+  std::optional<Value> lookup(Key k) const {
+    auto it = map_.find(std::string(as_string(k)));
+    if (it == map_.end()) return std::nullopt;
+    return it->second.value;
+  }
+  Status remove(Key k) {
+    if (!map_.count(std::string(as_string(k)))) return Status::not_found;
+    return append(k, 0, kTombstone);
+  }
+  std::size_t scan(Key from, std::size_t max, Visitor v) const {
+    std::size_t n = 0;
+    for (auto it = map_.lower_bound(std::string(as_string(from))); it != map_.end() && n < max; ++it) {
+      ++n;
+      if (!v(as_key(it->first), it->second.value)) break;
+    }
+    return n;
+  }
+  std::size_t range(Key lo, Key hi, Visitor v) const {
+    std::size_t n = 0;
+    const std::string h(as_string(hi));
+    for (auto it = map_.lower_bound(std::string(as_string(lo))); it != map_.end() && it->first < h; ++it) {
+      ++n;
+      if (!v(as_key(it->first), it->second.value)) break;
+    }
+    return n;
+  }
+  IndexStats stats() const {
+    IndexStats s;
+    s.keys = map_.size();
+    s.avg_leaf_depth = 1;
+    s.max_leaf_depth = 1;
+    s.pm_bytes = pm_bytes_;
+    s.dram_bytes = map_.size() * 64;
+    s.nodes["record"] = map_.size();
+    return s;
+  }
+  Result<void> verify() const { return {}; }
+  void dump(std::ostream& os) const { os << map_.size() << " keys\n"; }
+  void visit_blocks(BlockVisitorFn v) const {
+    v(pool_.root());
+    for (std::uint64_t off = root()->head; off != 0; off = rec(off)->next) v(off);
+  }
+
+ private:
+  struct Entry {
+    Value value;
+    std::uint64_t off;
+  };
+  explicit BenchLogIndex(Pool& p) : pool_(p) {}
+  Root* root() const { return pool_.at<Root>(pool_.root()); }
+  Record* rec(std::uint64_t off) const { return pool_.at<Record>(off); }
+  Status append(Key k, Value v, std::uint32_t flags) {
+    std::uint64_t off = 0;
+    if (pool_.allocator().allocate(sizeof(Record) + k.size(), &off) != Status::ok)
+      return Status::out_of_space;
+    Record r{root()->head, v, static_cast<std::uint32_t>(k.size()) | flags, 0};
+    pm::copy(rec(off), &r, sizeof r);
+    pm::copy(rec(off) + 1, k.data(), k.size());
+    pm::persist(rec(off), sizeof r + k.size());
+    pm::store(&root()->head, off);  // the commit store
+    pm::persist(&root()->head, 8);
+    pm_bytes_ += pool_.allocator().block_size(off);
+    if (flags & kTombstone) map_.erase(std::string(as_string(k)));
+    else map_[std::string(as_string(k))] = {v, off};
+    return Status::ok;
+  }
+  Pool& pool_;
+  std::map<std::string, Entry> map_;
+  std::uint64_t pm_bytes_ = 0;
+};
+WORT_REGISTER_INDEX(BenchLogIndex);
+
+// Small runs: under the sanitizers everything is slower.
+std::size_t scaled(std::size_t n) {
+#if defined(__SANITIZE_ADDRESS__)
+  return n / 4;
+#else
+  return n;
+#endif
+}
+
+BenchOptions small_options() {
+  BenchOptions o;
+  o.indexes = {"benchlog"};
+  o.keys = scaled(4000);
+  o.range_queries = 50;
+  o.range_fractions = {0.001, 0.01};
+  o.pool_dir = ::testing::TempDir();
+  while (!o.pool_dir.empty() && o.pool_dir.back() == '/') o.pool_dir.pop_back();
+  o.progress = false;
+  o.pm.mode = pm::Mode::none;  // counters still count; no flush instructions needed
+  return o;
+}
+
+TEST(RunnerTest, PaperWorkloadMeasuresEveryPhase) {
+  BenchOptions o = small_options();
+  o.recovery = true;
+  ASSERT_TRUE(validate(o).ok());
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(to_string(c.dist)));
+    EXPECT_EQ(c.error, "");
+    EXPECT_EQ(c.keys, o.keys);
+    const PhaseResult* ins = c.phase("insert");
+    const PhaseResult* search = c.phase("search");
+    ASSERT_NE(ins, nullptr);
+    ASSERT_NE(search, nullptr);
+    EXPECT_EQ(ins->ops, o.keys);
+    EXPECT_EQ(ins->misses(), 0u);
+    EXPECT_EQ(search->ops, o.keys);
+    EXPECT_EQ(search->misses(), 0u) << "every inserted key must be found with its value";
+    // The test index persists the record and the head on every insert; the allocator adds
+    // a few persists when it carves a new chunk.
+    EXPECT_GE(ins->counters.flushes, 2 * o.keys);
+    EXPECT_LE(ins->counters.flushes, 2 * o.keys + 16);
+    EXPECT_GE(ins->counters.fences, 2 * o.keys);
+    EXPECT_LE(ins->counters.fences, 2 * o.keys + 16);
+    EXPECT_NEAR(ins->fences_per_op(), 2.0, 0.01);
+    EXPECT_GE(ins->lines_per_op(), 2.0);
+    EXPECT_EQ(search->counters.flushes, 0u);
+    // Latency samples: every 8th op.
+    const auto& lat = ins->per_type[static_cast<int>(OpType::insert)].latency;
+    EXPECT_EQ(lat.count(), (o.keys + 7) / 8);
+    EXPECT_LE(lat.percentile(50), lat.percentile(99));
+    // Range phases: exactly the requested number of keys per query.
+    for (double f : o.range_fractions) {
+      char name[48];
+      std::snprintf(name, sizeof name, "range%g%%", f * 100);
+      const PhaseResult* r = c.phase(name);
+      ASSERT_NE(r, nullptr) << name;
+      EXPECT_EQ(r->ops, o.range_queries);
+      EXPECT_EQ(r->misses(), 0u);
+      EXPECT_EQ(r->items, o.range_queries * static_cast<std::uint64_t>(f * o.keys + 0.5));
+    }
+    EXPECT_EQ(c.stats.keys, o.keys);
+    EXPECT_GT(c.pm_bytes_per_key(), 0);
+    // Recovery after kill -9 half-way.
+    EXPECT_TRUE(c.recovery.measured) << c.recovery.error;
+    EXPECT_EQ(c.recovery.error, "");
+    EXPECT_GE(c.recovery.acknowledged, o.keys / 2);
+    EXPECT_EQ(c.recovery.lost, 0u);
+    EXPECT_GE(c.recovery.reclaim_s, c.recovery.open_s);
+  }
+}
+
+TEST(RunnerTest, SameSeedSameCountersDifferentThreadsSameWork) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::sparse};
+  ASSERT_TRUE(validate(o).ok());
+  const auto a = run_all(o, nullptr);
+  o.threads = 2;
+  const auto b = run_all(o, nullptr);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].phase("insert")->counters.lines_flushed, b[0].phase("insert")->counters.lines_flushed);
+  EXPECT_EQ(b[0].phase("insert")->ops, o.keys);
+  EXPECT_EQ(b[0].phase("search")->misses(), 0u);
+}
+
+TEST(RunnerTest, MixRunsTheRatios) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::varbytes};
+  o.workload = "mix";
+  ASSERT_TRUE(parse_ratios("lookup=40,insert=20,update=20,remove=10,scan=10", o.mix).ok());
+  o.mix.ops = scaled(8000);
+  o.mix.scan_len = 10;
+  o.mix.choice = Choice::zipfian;
+  o.threads = 2;
+  ASSERT_TRUE(validate(o).ok());
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 1u);
+  const CaseResult& c = cases[0];
+  EXPECT_EQ(c.error, "");
+  const PhaseResult* load = c.phase("load");
+  const PhaseResult* run = c.phase("run");
+  ASSERT_NE(load, nullptr);
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(load->ops, o.keys);
+  EXPECT_EQ(load->misses(), 0u);
+  EXPECT_EQ(run->ops, o.mix.ops);
+  std::uint64_t sum = 0;
+  for (const auto& t : run->per_type) sum += t.ops;
+  EXPECT_EQ(sum, run->ops);
+  auto share = [&](OpType t) { return double(run->per_type[static_cast<int>(t)].ops) / run->ops; };
+  EXPECT_NEAR(share(OpType::lookup), 0.4, 0.05);
+  EXPECT_NEAR(share(OpType::insert), 0.2, 0.05);
+  EXPECT_NEAR(share(OpType::scan), 0.1, 0.05);
+  EXPECT_EQ(run->per_type[static_cast<int>(OpType::insert)].misses, 0u) << "fresh keys are new";
+  EXPECT_GT(run->items, 0u);
+}
+
+TEST(RunnerTest, UnknownIndexIsRejected) {
+  BenchOptions o = small_options();
+  o.indexes = {"no-such-index"};
+  auto v = validate(o);
+  EXPECT_FALSE(v.ok());
+  EXPECT_NE(v.error().message.find("no-such-index"), std::string::npos);
+}
+
+BenchReport small_report() {
+  BenchReport r;
+  r.options = small_options();
+  r.options.dists = {KeyDist::dense, KeyDist::clustered};
+  r.options.keys = scaled(2000);
+  EXPECT_TRUE(validate(r.options).ok());
+  r.env = gather_env(WORT_SOURCE_DIR, {"runner_test"});
+  r.cases = run_all(r.options, nullptr);
+  return r;
+}
+
+TEST(ReportTest, JsonHasTheSchema) {
+  const BenchReport r = small_report();
+  auto parsed = parse_json(to_json(r));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const JsonValue& j = parsed.value();
+  ASSERT_NE(j.get("schema"), nullptr);
+  EXPECT_EQ(j.get("schema")->str(), "wort-bench");
+  EXPECT_EQ(j.get("schema_version")->num(), kJsonSchemaVersion);
+  const JsonValue* opts = j.get("options");
+  ASSERT_NE(opts, nullptr);
+  EXPECT_EQ(opts->get("keys")->num(), r.options.keys);
+  EXPECT_EQ(opts->get("seed")->num(), 42);
+  for (const char* k : {"indexes", "dists", "workload", "mix", "range_fractions", "pm_mode",
+                        "flush_insn", "flush_latencies_ns", "threads", "llc", "pool_dir"})
+    EXPECT_NE(opts->get(k), nullptr) << k;
+  const JsonValue* env = j.get("env");
+  ASSERT_NE(env, nullptr);
+  for (const char* k : {"git_revision", "compiler", "build_flags", "build_type", "cpu_model",
+                        "flush_insn", "pm_mode", "hw_counters", "time_utc", "kernel"}) {
+    ASSERT_NE(env->get(k), nullptr) << k;
+    EXPECT_TRUE(env->get(k)->is_string()) << k;
+  }
+  EXPECT_FALSE(env->get("cpu_model")->str().empty());
+  const JsonValue* cases = j.get("cases");
+  ASSERT_NE(cases, nullptr);
+  ASSERT_EQ(cases->arr().size(), 2u);
+  for (const auto& c : cases->arr()) {
+    EXPECT_EQ(c.get("index")->str(), "benchlog");
+    EXPECT_EQ(c.get("keys")->num(), r.options.keys);
+    EXPECT_EQ(c.get("stats")->get("avg_leaf_depth")->num(), 1);
+    EXPECT_GT(c.get("stats")->get("pm_bytes_per_key")->num(), 0);
+    const auto& phases = c.get("phases")->arr();
+    ASSERT_EQ(phases.size(), 4u);  // insert, search, two range sizes
+    const JsonValue& ins = phases[0];
+    EXPECT_EQ(ins.get("name")->str(), "insert");
+    EXPECT_EQ(ins.get("ops")->num(), r.options.keys);
+    EXPECT_TRUE(ins.get("ns_per_op")->is_number());
+    EXPECT_NEAR(ins.get("counters")->get("fences_per_op")->num(), 2, 0.01);
+    EXPECT_TRUE(ins.get("latency_ns")->get("insert")->get("p99")->is_number());
+    EXPECT_TRUE(ins.get("latency_ns")->get("insert")->get("p99_9")->is_number());
+    EXPECT_TRUE(ins.get("cache")->get("llc_misses_per_op")->is_null()) << "not measured: null";
+    EXPECT_TRUE(ins.get("timeline")->is_array());
+  }
+}
+
+TEST(ReportTest, CsvAndTable) {
+  const BenchReport r = small_report();
+  const std::string csv = to_csv(r);
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.substr(0, 20), "index,dist,flush_lat");
+  std::size_t rows = 0, commas_header = std::count(header.begin(), header.end(), ',');
+  for (std::string line; std::getline(in, line); ++rows)
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), static_cast<long>(commas_header)) << line;
+  EXPECT_EQ(rows, 2u * 4u * 2u);  // 2 cases x 4 phases x (all + its op type)
+
+  std::ostringstream t;
+  write_table(r, t);
+  const std::string s = t.str();
+  EXPECT_NE(s.find("Table 1"), std::string::npos);
+  EXPECT_NE(s.find("benchlog"), std::string::npos);
+  EXPECT_NE(s.find("(b) lines flushed/insert"), std::string::npos);
+  EXPECT_NE(s.find("2.00"), std::string::npos) << "the log index flushes 2 lines per 8-byte insert";
+}
+
+// The built binary: help texts, errors, and a tiny real run with the JSON written.
+std::string run(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+  const int status = p ? ::pclose(p) : -1;
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+const std::string kWort = std::string(WORT_BINARY_DIR) + "/wort";
+
+TEST(CliTest, HelpAndErrors) {
+  if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
+  int rc = 0;
+  std::string out = run(kWort + " --help", &rc);
+  EXPECT_EQ(rc, 0);
+  for (const char* cmd : {"bench", "demo", "plot", "list"}) EXPECT_NE(out.find(cmd), std::string::npos) << cmd;
+  out = run(kWort + " bench --help", &rc);
+  EXPECT_EQ(rc, 0);
+  for (const char* opt : {"--index", "--dist", "--keys", "--seed", "--workload", "--mix", "--threads",
+                          "--pm-mode", "--write-latency", "--llc", "--json", "--csv", "--recovery"})
+    EXPECT_NE(out.find(opt), std::string::npos) << opt;
+  out = run(kWort + " bench --no-such-option", &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("no-such-option"), std::string::npos);
+  out = run(kWort + " frobnicate", &rc);
+  EXPECT_EQ(rc, 2);
+}
+
+TEST(CliTest, TinyRunWritesJson) {
+  if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
+  int rc = 0;
+  const std::string list = run(kWort + " list", &rc);
+  // The volatile ART baseline is the first index expected to be ready; use it if present.
+  std::string index;
+  for (const char* k : {"art", "wort", "woart", "artcow"})
+    if (list.find(std::string("  ") + k + "\n") != std::string::npos) {
+      index = k;
+      break;
+    }
+  if (index.empty()) GTEST_SKIP() << "no index registered in the wort binary yet";
+  const std::string json = ::testing::TempDir() + "/tiny.json";
+  const std::string csv = ::testing::TempDir() + "/tiny.csv";
+  const std::string out = run(kWort + " bench --index " + index + " --keys 3000 --range-queries 20 --json " +
+                                  json + " --csv " + csv + " --seed 7 --no-progress",
+                              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Table 1"), std::string::npos) << out;
+  std::ifstream f(json);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto parsed = parse_json(ss.str());
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed.value().get("options")->get("seed")->num(), 7);
+  const auto& cases = parsed.value().get("cases")->arr();
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& c : cases) {
+    EXPECT_EQ(c.get("error")->str(), "");
+    EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
+  }
+}
+
+}  // namespace
+}  // namespace wort::bench
