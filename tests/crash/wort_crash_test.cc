@@ -101,6 +101,10 @@ TEST(WortCrash, RemoveWithoutMerge) {
 }
 
 TEST(WortCrash, RemoveWithMerge) {
+  crashsim::Options drain;
+  drain.drain = true;
+  EXPECT_CLEAN(run({ins(u64_str(0x10)), ins(u64_str(0x20)), ins(u64_str(0x21))},
+                   {rem(u64_str(0x20)), rem(u64_str(0x10))}, drain));
   // survivor is a leaf: the node disappears
   EXPECT_CLEAN(run({ins(u64_str(0x10)), ins(u64_str(0x20))}, {rem(u64_str(0x10))}));
   // survivor is a node: it absorbs the removed node's prefix (header + parent slot)
@@ -145,6 +149,7 @@ TEST(WortCrash, SampledMixedOperations) {
       }
     }
     crashsim::Options o;
+    o.drain = true;  // after removing every key, no block beyond an empty tree's remains
     o.seed = 3;
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;

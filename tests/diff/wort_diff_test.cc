@@ -2,6 +2,7 @@
 // generator of tests/support/keygen.h and the WORT paper's Dense / Sparse / Clustered sets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -123,6 +124,25 @@ TEST(WortDiff, PrefixChainsUpToOneKiB) {
   c.reopen();
   for (std::size_t i = 1; i < keys.size(); i += 3) c.remove(keys[i]);
   ASSERT_TRUE(c.check(5));
+}
+
+// Through the registry and the type-erased handle, as the bench and the server use it.
+TEST(WortDiff, RegisteredUnderKindWort) {
+  const auto kinds = Index::kinds();
+  ASSERT_NE(std::find(kinds.begin(), kinds.end(), "wort"), kinds.end());
+  PoolOptions o;
+  o.size = 8u << 20;
+  o.kind = "wort";
+  auto pool = Pool::create_in_memory(o);
+  ASSERT_TRUE(pool) << pool.error().message;
+  auto ix = Index::create(**pool, "wort");
+  ASSERT_TRUE(ix) << ix.error().message;
+  EXPECT_EQ((*ix)->kind(), "wort");
+  EXPECT_EQ((*ix)->insert(as_key(std::string("k")), 1), Status::ok);
+  ix->reset();
+  auto again = Index::open(**pool);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ((*again)->lookup(as_key(std::string("k"))), std::optional<Value>(1));
 }
 
 TEST(WortDiff, RejectsOverlongKeys) {
