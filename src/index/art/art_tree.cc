@@ -73,7 +73,9 @@ Status ArtTree::put(Key k, Value v, PutMode mode) {
     const std::uint8_t b = byte_at(k, depth);
     Ref* child = find_child(n, b);
     if (child == nullptr) {
-      add_child_growing(slot, b, Ref::of(Leaf::make(k, v)));
+      LeafPtr fresh(Leaf::make(k, v));
+      add_child_growing(slot, b, fresh.get());
+      fresh.release();
       ++count_;
       return Status::ok;
     }
@@ -92,11 +94,11 @@ Status ArtTree::put_at_leaf(Ref* slot, std::size_t depth, Key k, Value v, PutMod
   }
   // Lazy expansion ends here: the two keys get a Node4 at their first difference.
   const std::size_t common = common_prefix(old->key(), k, depth);
-  Leaf* fresh = Leaf::make(k, v);
+  LeafPtr fresh(Leaf::make(k, v));
   Node* n = make_node4();
   set_prefix(n, k.data() + depth, common);
   place(n, old, depth + common);
-  place(n, fresh, depth + common);
+  place(n, fresh.release(), depth + common);
   *slot = Ref::of(n);
   ++count_;
   return Status::ok;
@@ -118,24 +120,24 @@ Status ArtTree::put_terminal(Node* n, Key k, Value v, PutMode mode) {
 void ArtTree::split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Key k, Value v) {
   Node* old = slot->node();
   const std::byte* full = full_prefix(old, depth);  // read before the old prefix changes
-  Leaf* fresh = Leaf::make(k, v);
+  LeafPtr fresh(Leaf::make(k, v));
   Node* n = make_node4();
   set_prefix(n, full, matched);
   const std::uint8_t old_byte = static_cast<std::uint8_t>(full[matched]);
   set_prefix(old, full + matched + 1, old->prefix_len - matched - 1);
   add_child(n, old_byte, Ref::of(old));
-  place(n, fresh, depth + matched);
+  place(n, fresh.release(), depth + matched);
   *slot = Ref::of(n);
   ++count_;
 }
 
-void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Ref child) {
+void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child) {
   Node* n = slot->node();
   if (is_full(n)) {
-    n = grow(n);
+    n = grow(n);  // may throw: the tree is unchanged then
     *slot = Ref::of(n);
   }
-  add_child(n, byte, child);
+  add_child(n, byte, Ref::of(child));
 }
 
 // ---- lookup and update -------------------------------------------------------------------

@@ -60,7 +60,7 @@ class ArtTree {
   Status put_at_leaf(Ref* slot, std::size_t depth, Key k, Value v, PutMode mode);
   Status put_terminal(Node* n, Key k, Value v, PutMode mode);
   void split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Key k, Value v);
-  void add_child_growing(Ref* slot, std::uint8_t byte, Ref child);
+  void add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child);
   Leaf* find_leaf(Key k) const noexcept;
   Status remove_terminal(Ref* slot, Key k);
   Status remove_leaf_child(Ref* slot, std::uint8_t byte, Key k);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "wort/key.h"
 
@@ -34,6 +35,13 @@ struct Leaf {
   //! DRAM bytes of this leaf (header + key).
   std::size_t bytes() const noexcept { return sizeof(Leaf) + key_len; }
 };
+
+//! Owns a leaf until it is linked into the tree (so a failed allocation later in the same
+//! operation does not leak it).
+struct LeafDeleter {
+  void operator()(Leaf* l) const noexcept { Leaf::destroy(l); }
+};
+using LeafPtr = std::unique_ptr<Leaf, LeafDeleter>;
 
 static_assert(sizeof(Leaf) == 16 && alignof(Leaf) == 8, "key bytes start at offset 16");
 
