@@ -396,9 +396,12 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
     c.verified = v.ok();
     if (!v) c.error = "verify: " + v.error().message;
   }
+  const bool volatile_index = cp.pool->root() == 0;  // e.g. the DRAM ART baseline
   idx_r.value().reset();
-  if (o.recovery && o.llc != LlcMode::callgrind_child)
-    c.recovery = measure_recovery(o, index, keys, c.keys);
+  if (o.recovery && o.llc != LlcMode::callgrind_child) {
+    if (volatile_index) c.recovery.error = "volatile index: keeps nothing in the pool";
+    else c.recovery = measure_recovery(o, index, keys, c.keys);
+  }
   return c;
 }
 
