@@ -67,6 +67,8 @@ class ArtTree {
   void after_remove(Ref* slot);
   void collapse(Ref* slot);
 
+  friend class ArtTreeTestPeer;  // tests corrupt the tree on purpose to prove verify() fails
+
   Ref root_;
   std::size_t count_ = 0;
 };
