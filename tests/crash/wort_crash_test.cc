@@ -158,6 +158,19 @@ TEST(WortCrash, SampledMixedOperations) {
   }
 }
 
+// Long keys (200..1100 bytes): leaves span many cache lines, prefixes far beyond the header.
+TEST(WortCrash, SampledLongKeys) {
+  auto keys = make_keys(Gen::long_keys, 48, 13);
+  std::vector<KvOp> setup, ops;
+  for (std::size_t i = 0; i < 32; ++i) setup.push_back(ins(keys[i], i));
+  for (std::size_t i = 28; i < 40; ++i) ops.push_back(i % 3 == 0 ? rem(keys[i]) : ins(keys[i], i));
+  crashsim::Options o;
+  o.pool_size = 4u << 20;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  EXPECT_CLEAN(run(setup, ops, o));
+}
+
 // --- reopen after a real process kill ----------------------------------------------------
 
 // Child: creates a file pool, inserts keys, and after each acknowledged insert writes its
