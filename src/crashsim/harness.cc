@@ -23,6 +23,7 @@
 #include "crashsim/simulator.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
+#include "pm/pool_layout.h"
 
 namespace wort::crashsim {
 
@@ -104,6 +105,14 @@ std::size_t used_extent(const std::byte* p, std::size_t n) {
   }
   if (end == 0 && n % 8 != 0) end = n;
   return std::min(n, (end + kLine - 1) & ~(kLine - 1));
+}
+
+//! Bytes of the pool in use: header, chunk table and the chunks carved so far (an index
+//! stores nowhere else).
+std::size_t carved_bytes(const Pool& pool) {
+  const pm::PoolHeader& h = pool.header();
+  const std::uint64_t end = h.first_chunk_offset + h.chunk_hwm * h.chunk_size;
+  return static_cast<std::size_t>(std::min<std::uint64_t>(end, pool.size()));
 }
 
 class Run {
@@ -238,6 +247,7 @@ void Run::run_traced_ops() {
     sim_.set_lint_handler([this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
       on_lint(l, site, d);
     });
+  sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
   pm::Tracer* prev = pm::set_tracer(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {

@@ -111,7 +111,8 @@ void Simulator::crash_point(bool at_ack) {
 }
 
 void Simulator::check_untracked() {
-  const std::size_t limit = std::max(compare_limit_, model_.extent());
+  const std::size_t limit = std::min(
+      size_, std::max(compare_limit_fn_ ? compare_limit_fn_() : compare_limit_, model_.extent()));
   constexpr std::size_t kBlock = 4096;
   std::size_t first = SIZE_MAX, bytes = 0;
   for (std::size_t b = 0; b < limit; b += kBlock) {

@@ -55,6 +55,9 @@ class Simulator final : public pm::Tracer {
   void set_point_handler(PointHandler h) { on_point_ = std::move(h); }
   //! Without a handler no lint runs (the nested simulator of a recovery).
   void set_lint_handler(LintHandler h) { on_lint_ = std::move(h); }
+  //! Bytes of the range the UNTRACKED_STORE lint compares (at least the written extent);
+  //! by default the whole range up to 8 MiB. The harness passes the pool's carved area.
+  void set_compare_limit(std::function<std::size_t()> f) { compare_limit_fn_ = std::move(f); }
 
   //! The operation in progress returned: ack lints, then a crash point.
   void acknowledge();
@@ -83,6 +86,7 @@ class Simulator final : public pm::Tracer {
   bool exploring_ = false;
   PointHandler on_point_;
   LintHandler on_lint_;
+  std::function<std::size_t()> compare_limit_fn_;
 };
 
 //! Records the end of the highest store into a range (for reusing image buffers without
