@@ -59,13 +59,29 @@ SlotIds& slot_ids() {
   return *ids;
 }
 
-struct ThreadSlot {
-  int id = slot_ids().acquire();
-  ~ThreadSlot() {
-    if (id >= 0) slot_ids().release(id);
+// The id is a trivially initialised thread_local (one %fs-relative load on the fast path);
+// the object that gives it back at thread exit is created only when the id is taken.
+constexpr int kNoSlot = -2;
+thread_local int tls_slot_id = kNoSlot;
+
+struct SlotReleaser {
+  ~SlotReleaser() {
+    if (tls_slot_id >= 0) slot_ids().release(tls_slot_id);
+    tls_slot_id = -1;  // a late allocation during thread exit takes the locked path
   }
 };
-thread_local ThreadSlot tls_slot;
+
+[[gnu::noinline]] int acquire_thread_slot() {
+  thread_local SlotReleaser releaser;
+  tls_slot_id = slot_ids().acquire();
+  (void)releaser;
+  return tls_slot_id;
+}
+
+inline int thread_slot() {
+  const int id = tls_slot_id;
+  return id != kNoSlot ? id : acquire_thread_slot();
+}
 
 enum class ChunkKind : std::uint8_t { uncarved, small, large_head, interior };
 
@@ -132,6 +148,7 @@ struct Allocator::Impl {
   std::uint64_t count;  // chunks in the pool
   SizeClasses classes;
   std::vector<std::uint32_t> batch;  // blocks moved between a thread cache and global
+  std::vector<std::uint64_t> recip;  // ceil(2^64 / class size), for block_index
   std::unique_ptr<ChunkInfo[]> chunks;
 
   std::mutex mu;
@@ -144,6 +161,11 @@ struct Allocator::Impl {
   std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
 
   std::uint64_t chunk_offset(std::uint64_t c) const { return first + (c << chunk_shift); }
+  //! in_chunk / size(cls) without a division: exact because in_chunk < 2^30 and
+  //! size < 2^28, so in_chunk * size < 2^64 (the usual multiply-by-reciprocal bound).
+  std::uint64_t block_index(std::uint64_t in_chunk, std::size_t cls) const {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(in_chunk) * recip[cls]) >> 64);
+  }
   ThreadCache* my_cache();
   BlockRef locate(std::uint64_t off) const;
   std::uint64_t blocks_in(std::uint64_t c) const {
@@ -174,6 +196,9 @@ Allocator::Impl::Impl(Pool& p, bool fresh)
   batch.resize(classes.count());
   for (std::size_t c = 0; c < classes.count(); ++c)
     batch[c] = std::clamp<std::uint32_t>(16384 / classes.size(c), 2, 64);
+  recip.resize(classes.count());
+  for (std::size_t c = 0; c < classes.count(); ++c)
+    recip[c] = ~0ull / classes.size(c) + 1;  // ceil(2^64 / size); sizes are never 1
   global_free.resize(classes.count());
   hwm = hdr->chunk_hwm;
   if (!fresh && hwm > 0) {
@@ -306,7 +331,7 @@ void Allocator::Impl::free_large(std::uint64_t c) {
 }
 
 ThreadCache* Allocator::Impl::my_cache() {
-  const int id = tls_slot.id;
+  const int id = thread_slot();
   if (id < 0) return nullptr;
   auto& slot = caches[id];
   if (!slot) [[unlikely]] {
@@ -333,7 +358,7 @@ BlockRef Allocator::Impl::locate(std::uint64_t off) const {
       break;
     case ChunkKind::small: {
       const std::uint32_t size = classes.size(ci.cls);
-      r.block = in_chunk / size;
+      r.block = block_index(in_chunk, ci.cls);
       if (in_chunk % size != 0) r.error = "not at a block start";
       else if (r.block >= classes.blocks_per_chunk(ci.cls)) r.error = "in a chunk's unused tail";
       break;
@@ -364,7 +389,7 @@ Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
     return s;
   }
   const std::uint64_t c = (off - m.first) >> m.chunk_shift;
-  const std::uint64_t i = (off - m.chunk_offset(c)) / m.classes.size(cls);
+  const std::uint64_t i = m.block_index(off - m.chunk_offset(c), cls);
   m.chunks[c].requested[i].store(static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
   *offset = off;
   return Status::ok;
@@ -380,7 +405,7 @@ void Allocator::free(std::uint64_t offset) noexcept {
   if (ci.kind == ChunkKind::large_head) return m.free_large(c);
   assert(ci.kind == ChunkKind::small);
   const std::uint32_t cls = ci.cls;
-  const std::uint64_t i = (offset - m.chunk_offset(c)) / m.classes.size(cls);
+  const std::uint64_t i = m.block_index(offset - m.chunk_offset(c), cls);
   assert(ci.requested[i].load(std::memory_order_relaxed) != 0 && "double free");
   ci.requested[i].store(0, std::memory_order_relaxed);
   ThreadCache* tc = m.my_cache();
