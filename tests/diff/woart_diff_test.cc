@@ -108,7 +108,7 @@ TEST_P(PaperKeys, BuildWithRemovesThenRemoveHalf) {
     d.insert(test::u64_str(ints[i]), ints[i] ^ i);
     if (i % 8 == 7) d.remove(test::u64_str(ints[rng() % (i + 1)]));
   }
-  ASSERT_TRUE(d.check(7, 64));
+  ASSERT_TRUE(d.check(7, 16));
   const IndexStats s = d.index().stats();
   EXPECT_EQ(s.keys, d.reference().size());
   std::printf("[%s %s n=%zu] avg leaf depth %.3f, max %llu, %.1f PM bytes/key\n",
@@ -116,7 +116,7 @@ TEST_P(PaperKeys, BuildWithRemovesThenRemoveHalf) {
               n, s.avg_leaf_depth, static_cast<unsigned long long>(s.max_leaf_depth),
               static_cast<double>(s.pm_bytes) / static_cast<double>(s.keys));
   for (std::size_t i = 0; i < ints.size(); i += 2) d.remove(test::u64_str(ints[i]));
-  ASSERT_TRUE(d.check(8, 64));
+  ASSERT_TRUE(d.check(8, 16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dists, PaperKeys,

@@ -1,15 +1,14 @@
 #include "index/artcommon/leaf.h"
 
+#include "index/wort/wort_key.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 
 namespace wort::artcommon {
 
+// WORT's partial-key helper, with 8-bit partial keys: compares 8 bytes at a time.
 std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept {
-  const std::size_t n = a.size() < b.size() ? a.size() : b.size();
-  std::size_t i = from;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
+  return radix::Partials<8>::mismatch(a, b, from);
 }
 
 Status make_leaf(Pool& pool, Key k, Value v, Ref* out) noexcept {

@@ -30,7 +30,8 @@ inline std::uint8_t key_byte(Key k, std::size_t i) noexcept {
   return static_cast<std::uint8_t>(k[i]);
 }
 
-//! Length of the common prefix of a and b, counting from `from` (both agree before it).
+//! Length of the common prefix of a and b, counting from `from` (both agree before it);
+//! the shorter length if one is a prefix of the other.
 std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept;
 
 //! Allocates and writes a leaf, writes it back (no fence: the publishing store's fence
