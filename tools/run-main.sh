@@ -1,6 +1,52 @@
 #!/usr/bin/env bash
-# The main job of `make run`. Until `wort bench` lands this is the demo: create a pool,
-# insert and look up keys, print the flush/fence counters.
+# The main job of `make run`: the demo, then the default benchmark — every registered index
+# on the WORT paper's Dense, Sparse and Clustered keys (insert, search, range), printing the
+# Table-1-style comparison, with JSON, CSV and plots under results/.
+#
+# Environment:
+#   WORT_KEYS        keys of the main benchmark (default 1000000)
+#   WORT_SWEEP_KEYS  keys of the write-latency sweep, Fig. 8 (default 200000; 0 skips it)
+#   WORT_LLC_KEYS    keys of the callgrind cache-simulation pass (default 100000; 0 skips it)
+#   WORT_MIX_OPS     operations of the YCSB-A mix on Sparse keys (default 1000000; 0 skips it)
+#   WORT_RESULTS     output folder (default results)
 set -euo pipefail
 build=${1:-build}
-exec "$build/wort" demo
+keys=${WORT_KEYS:-1000000}
+sweep_keys=${WORT_SWEEP_KEYS:-200000}
+llc_keys=${WORT_LLC_KEYS:-100000}
+mix_ops=${WORT_MIX_OPS:-1000000}
+out=${WORT_RESULTS:-results}
+wort="$build/wort"
+mkdir -p "$out"
+
+echo "== wort demo"
+"$wort" demo --keys 100000
+
+llc=()
+if [ "$llc_keys" != 0 ]; then llc=(--llc callgrind --llc-keys "$llc_keys"); fi
+echo
+echo "== wort bench: every index, Dense/Sparse/Clustered, $keys keys"
+"$wort" bench --keys "$keys" --recovery "${llc[@]}" \
+  --json "$out/bench.json" --csv "$out/bench.csv" | tee "$out/bench.txt"
+"$wort" plot "$out/bench.json" --out "$out" >/dev/null
+
+if [ "$sweep_keys" != 0 ]; then
+  echo
+  echo "== wort bench: insert time against emulated PM write latency (Fig. 8), $sweep_keys keys"
+  "$wort" bench --keys "$sweep_keys" --write-latency 0,100,300,500 --range none \
+    --json "$out/latency.json" --csv "$out/latency.csv" > "$out/latency.txt"
+  sed -n '/^Insert ns\/op against emulated/,/^$/p' "$out/latency.txt"
+  "$wort" plot "$out/latency.json" --out "$out/latency" >/dev/null
+  [ -f "$out/latency/fig8_latency.png" ] && mv "$out/latency/fig8_latency.png" "$out/" && rm -rf "$out/latency"
+fi
+
+if [ "$mix_ops" != 0 ]; then
+  echo
+  echo "== wort bench: YCSB A (50% read, 50% update, zipfian 0.99) on Sparse keys, $mix_ops operations"
+  "$wort" bench --keys "$keys" --dist sparse --workload ycsb-a --ops "$mix_ops" \
+    --json "$out/mix.json" --csv "$out/mix.csv" | sed -n '/^Phases/,/^$/p' | tee "$out/mix.txt"
+  "$wort" plot "$out/mix.json" --out "$out" >/dev/null
+fi
+
+echo
+echo "results: $out/ (bench.json, bench.csv, bench.txt, *.png); docs: tools/results_doc.py $out"

@@ -55,6 +55,7 @@ void write_options(JsonWriter& w, const BenchOptions& o) {
   w.field("recovery", o.recovery);
   w.field("llc", to_string(o.llc));
   w.field("llc_keys", std::uint64_t{o.llc_keys});
+  w.field("llc_size", o.llc_size);
   w.end_object();
 }
 

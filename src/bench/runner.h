@@ -44,6 +44,7 @@ struct BenchOptions {
   bool recovery = false;                         //!< measure recovery after kill -9 mid-load
   LlcMode llc = LlcMode::off;
   std::size_t llc_keys = 0;                      //!< key count of the callgrind pass (0 = keys)
+  std::uint64_t llc_size = 0;                    //!< simulated LL bytes (0 = callgrind's default)
   bool progress = true;                          //!< progress bar on stderr
 };
 

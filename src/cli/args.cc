@@ -43,6 +43,19 @@ std::uint64_t parse_count(const std::string& s, const std::string& what) {
   return static_cast<std::uint64_t>(v * mult + 0.5);
 }
 
+std::uint64_t parse_bytes(const std::string& s, const std::string& what) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  const std::string suffix(end);
+  double mult = 1;
+  if (suffix == "k" || suffix == "K" || suffix == "KiB") mult = 1024.0;
+  else if (suffix == "m" || suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "g" || suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) throw UsageError(what + ": not a size: '" + s + "'");
+  if (s.empty() || end == s.c_str() || v < 0) throw UsageError(what + ": not a size: '" + s + "'");
+  return static_cast<std::uint64_t>(v * mult + 0.5);
+}
+
 double parse_number(const std::string& s, const std::string& what) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);

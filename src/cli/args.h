@@ -32,6 +32,8 @@ class ArgReader {
 
 //! "1000", "100k", "1M", "2G" (decimal multipliers); throws UsageError.
 std::uint64_t parse_count(const std::string& s, const std::string& what);
+//! Bytes: "4096", "64K", "1M", "2G" (binary multipliers); throws UsageError.
+std::uint64_t parse_bytes(const std::string& s, const std::string& what);
 //! A non-negative decimal number; throws UsageError.
 double parse_number(const std::string& s, const std::string& what);
 //! Splits "a,b,c" (empty items dropped).

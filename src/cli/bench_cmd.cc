@@ -60,7 +60,7 @@ workload:
   --theta X            zipfian skew (default 0.99) or self-similar h (default 0.2)
   --scan-len N         keys per scan (default 100)
   --range PERCENTS     paper range queries, percent of the keys each covers
-                       (default 0.001,0.01 as the paper's Fig. 10)
+                       (default 0.001,0.01 as the paper's Fig. 10; 'none' skips them)
   --range-queries N    range queries per size (default 10000)
 
 conditions:
@@ -71,7 +71,7 @@ conditions:
                        paper's Fig. 8: 0,100,300,500); non-zero implies --pm-mode emulated
   --fence-latency NS   extra ns per fence in emulated mode
   --pool-dir DIR       where pool files go (default /dev/shm); 'memory' for anonymous DRAM
-  --pool-size BYTES    pool size (default: from the key count and key size)
+  --pool-size BYTES    pool size, e.g. 512M (default: from the key count and key size)
   --threads N          worker threads (default 1). The indexes are single-threaded for
                        now, so every index call takes one lock when N > 1; the load phase
                        of a mix always runs on one thread so it is deterministic
@@ -89,6 +89,10 @@ extra measurements:
                        else callgrind)
   --llc-keys N         key count of the callgrind pass (default --keys; it runs ~50x
                        slower, so a smaller N keeps it short)
+  --llc-size BYTES     size of the simulated last-level cache, a power of two such as 1M
+                       (16-way, 64-byte lines;
+                       default: callgrind's detection of this CPU's). A smaller cache
+                       keeps the tree-to-cache ratio of a large run in a small pass
   --sample-every N     time every Nth operation for the percentiles (default 8)
 
 output:
@@ -155,7 +159,9 @@ BenchOptions parse_bench_args(const Args& args, Outputs& out) {
     else if (r.is("--scan-len")) o.mix.scan_len = parse_count(r.value(), "--scan-len");
     else if (r.is("--range")) {
       o.range_fractions.clear();
-      for (const auto& p : split_list(r.value())) o.range_fractions.push_back(parse_number(p, "--range") / 100);
+      const std::string v = r.value();
+      if (v != "none")
+        for (const auto& p : split_list(v)) o.range_fractions.push_back(parse_number(p, "--range") / 100);
     } else if (r.is("--range-queries")) o.range_queries = parse_count(r.value(), "--range-queries");
     else if (r.is("--pm-mode")) {
       if (!pm::parse(r.value(), o.pm.mode) || o.pm.mode == pm::Mode::trace)
@@ -168,7 +174,7 @@ BenchOptions parse_bench_args(const Args& args, Outputs& out) {
     else if (r.is("--pool-dir")) {
       o.pool_dir = r.value();
       if (o.pool_dir == "memory") o.pool_dir.clear();
-    } else if (r.is("--pool-size")) o.pool_size = parse_count(r.value(), "--pool-size");
+    } else if (r.is("--pool-size")) o.pool_size = parse_bytes(r.value(), "--pool-size");
     else if (r.is("--threads")) o.threads = static_cast<unsigned>(parse_count(r.value(), "--threads"));
     else if (r.is("--sample-every")) o.sample_every = static_cast<unsigned>(parse_count(r.value(), "--sample-every"));
     else if (r.is("--verify")) o.verify = true;
@@ -183,6 +189,12 @@ BenchOptions parse_bench_args(const Args& args, Outputs& out) {
       else if (m == "auto") o.llc = bench::hw_counters_available(nullptr) ? bench::LlcMode::perf : bench::LlcMode::callgrind;
       else throw UsageError("--llc: off, perf, callgrind or auto");
     } else if (r.is("--llc-keys")) o.llc_keys = parse_count(r.value(), "--llc-keys");
+    else if (r.is("--llc-size")) {
+      o.llc_size = parse_bytes(r.value(), "--llc-size");
+      // callgrind needs a power-of-two number of sets (size / (16 ways * 64 bytes)).
+      if (o.llc_size < 16 * 64 || (o.llc_size & (o.llc_size - 1)) != 0)
+        throw UsageError("--llc-size must be a power of two of at least 1K");
+    }
     else if (r.is("--json")) out.json = r.value();
     else if (r.is("--csv")) out.csv = r.value();
     else if (r.is("--quiet")) out.quiet = true;
@@ -265,6 +277,7 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv) {
                                "--instr-atstart=no", "--callgrind-out-file=" + dir + "/cg.%p",
                                "--log-file=" + dir + "/valgrind.log",
                                std::filesystem::read_symlink("/proc/self/exe").string()};
+  if (o.llc_size) cmd.insert(cmd.end() - 1, "--LL=" + std::to_string(o.llc_size) + ",16,64");
   cmd.insert(cmd.end(), full_argv.begin() + 1, full_argv.end());
   // Later options win: same workload, fewer keys if asked, no extras, first latency only.
   const std::vector<std::string> extra{"--llc=callgrind-child", "--keys=" + std::to_string(o.llc_keys),
@@ -294,9 +307,16 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv) {
   if (!dumps) return "LLC: " + dumps.error().message;
   auto n = bench::attach_callgrind(report, dumps.value(), ss.str());
   if (!n) return "LLC: " + n.error().message;
+  std::string ll = "this CPU's cache sizes";
+  {
+    std::ifstream log(dir + "/valgrind.log");
+    for (std::string line; std::getline(log, line);)
+      if (line.find("LL") != std::string::npos && line.find("cache") != std::string::npos) ll = line;
+  }
   std::filesystem::remove_all(dir);
   return "LLC misses per op from callgrind's cache simulation (" + std::to_string(o.llc_keys) +
-         " keys, " + std::to_string(n.value()) + " phases; simulated caches of this CPU's sizes)";
+         " keys, " + std::to_string(n.value()) + " phases; " +
+         (o.llc_size ? "simulated LL " + std::to_string(o.llc_size) + " bytes, 16-way" : ll) + ")";
 }
 
 bool write_file(const std::string& path, const std::string& text) {
