@@ -1,12 +1,17 @@
 // tests/crash/px86_test.cc — the Px86 model on its own: store logs per line, flush marks,
-// fences, non-temporal stores, crash images as per-line prefixes, image counts.
+// fences, non-temporal stores, crash images as per-line prefixes, image counts; then the
+// image selection of a crash point and the replay text.
 #include "crashsim/px86.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <vector>
+
+#include "crashsim/replay.h"
+#include "crashsim/simulator.h"
 
 namespace wort::crashsim {
 namespace {
@@ -191,6 +196,83 @@ TEST_F(ModelTest, AbsorbTakesUntrackedBytesAsDurable) {
   EXPECT_EQ(m.shadow()[100], b);
   EXPECT_EQ(m.durable()[100], b);
   EXPECT_EQ(m.dirty_lines(), 0u);
+}
+
+}  // namespace
+}  // namespace wort::crashsim
+
+// ---- image selection and replay text (simulator.h, replay.h) --------------------------
+
+namespace wort::crashsim {
+namespace {
+
+std::vector<std::vector<std::uint32_t>> selected(std::vector<std::uint32_t> limits,
+                                                 std::size_t cap, std::size_t samples) {
+  std::vector<std::vector<std::uint32_t>> out;
+  select_images(limits, cap, samples, 7, [&](std::span<const std::uint32_t> c) {
+    out.emplace_back(c.begin(), c.end());
+  });
+  return out;
+}
+
+TEST(SelectImages, EnumeratesEveryImageUpToTheCap) {
+  const auto all = selected({2, 1, 3}, 64, 8);
+  EXPECT_EQ(all.size(), 3u * 2u * 4u);
+  std::set<std::vector<std::uint32_t>> distinct(all.begin(), all.end());
+  EXPECT_EQ(distinct.size(), all.size());
+  for (const auto& c : all) {
+    EXPECT_LE(c[0], 2u);
+    EXPECT_LE(c[1], 1u);
+    EXPECT_LE(c[2], 3u);
+  }
+  // No dirty line: the one image of the durable state.
+  EXPECT_EQ(selected({}, 64, 8).size(), 1u);
+}
+
+TEST(SelectImages, AboveTheCapPicksStructuredAndRandomImages) {
+  const std::vector<std::uint32_t> limits{3, 3, 3, 3, 3};  // 1024 images
+  const auto picked = selected(limits, 64, 0);
+  std::set<std::vector<std::uint32_t>> got(picked.begin(), picked.end());
+  EXPECT_EQ(got.size(), picked.size()) << "duplicates are skipped";
+  // nothing extra, everything, 5 singles, 10 pairs
+  EXPECT_EQ(picked.size(), 1u + 1u + 5u + 10u);
+  EXPECT_TRUE(got.count({0, 0, 0, 0, 0}));
+  EXPECT_TRUE(got.count({3, 3, 3, 3, 3}));
+  EXPECT_TRUE(got.count({0, 0, 3, 0, 0}));
+  EXPECT_TRUE(got.count({3, 0, 0, 0, 3}));
+  // Random picks come on top, seeded: the same seed gives the same images.
+  const auto with_random = selected(limits, 64, 8);
+  EXPECT_GT(with_random.size(), picked.size());
+  EXPECT_LE(with_random.size(), picked.size() + 8);
+  EXPECT_EQ(with_random, selected(limits, 64, 8));
+}
+
+TEST(Replay, RoundTripsAndRejectsMalformedStrings) {
+  ReplaySpec r;
+  std::string err;
+  ASSERT_TRUE(parse_replay("seed=9,op=3,point=41,choice=0.2.1,rpoint=2,rchoice=none", &r, &err))
+      << err;
+  EXPECT_EQ(r.seed, 9u);
+  EXPECT_EQ(r.point, 41u);
+  EXPECT_TRUE(r.nested);
+  EXPECT_EQ(r.rpoint, 2u);
+  std::vector<std::uint32_t> limits{1, 2, 3}, c;
+  ASSERT_TRUE(resolve_choice(r.choice, limits, &c));
+  EXPECT_EQ(c, (std::vector<std::uint32_t>{0, 2, 1}));
+  EXPECT_EQ(format_choice(c), "0.2.1");
+  ASSERT_TRUE(resolve_choice("all", limits, &c));
+  EXPECT_EQ(c, limits);
+  ASSERT_TRUE(resolve_choice("none", limits, &c));
+  EXPECT_EQ(c, (std::vector<std::uint32_t>{0, 0, 0}));
+  EXPECT_TRUE(resolve_choice("-", {}, &c));
+  EXPECT_EQ(format_choice(c), "-");
+  EXPECT_FALSE(resolve_choice("0.3.0", limits, &c)) << "3 exceeds the second line's log";
+  EXPECT_FALSE(resolve_choice("0.1", limits, &c)) << "wrong number of lines";
+
+  EXPECT_FALSE(parse_replay("point=1", &r, &err));
+  EXPECT_FALSE(parse_replay("point=x,choice=0", &r, &err));
+  EXPECT_FALSE(parse_replay("point=1,choice=0,bogus=2", &r, &err));
+  EXPECT_FALSE(parse_replay("point=1,choice=0,rpoint=1", &r, &err));
 }
 
 }  // namespace
