@@ -61,7 +61,7 @@ struct Options {
   bool drain = false;                  //!< opt-in DRAIN oracle
   bool lints = true;
   bool explore = true;                 //!< false: lints only, no crash images
-  std::size_t max_crash_points = 0;    //!< 0 = every crash point
+  std::size_t max_crash_points = 0;    //!< explore only the first N crash points; 0 = all
   std::string replay;                  //!< non-empty: only the crash image it names
 };
 
@@ -74,7 +74,7 @@ struct Finding {
 struct Report {
   std::uint64_t ops = 0;            //!< traced operations
   std::uint64_t crash_points = 0;   //!< points at which images were built
-  std::uint64_t images = 0;         //!< crash images recovered and checked
+  std::uint64_t images = 0;         //!< crash images recovered and checked (second crashes included)
   double seconds = 0;
   std::vector<Finding> findings;    //!< de-duplicated by (kind, crash site); capped
   std::uint64_t failed_images = 0;  //!< images with at least one correctness finding
