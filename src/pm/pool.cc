@@ -124,7 +124,8 @@ Result<void> check_geometry(const PoolHeader& h, const std::string& name) {
   if (!std::has_single_bit(h.chunk_size) || h.chunk_size < pm::kMinChunkSize ||
       h.chunk_size > pm::kMaxChunkSize)
     return bad(Status::corrupt, name, "chunk size " + std::to_string(h.chunk_size) + " is invalid");
-  if (h.chunk_count == 0 || h.chunk_count > (1ull << 40) ||
+  // Bound the count before any arithmetic on it (a crafted header must not overflow).
+  if (h.chunk_count == 0 || h.chunk_count > (1ull << 50) / h.chunk_size ||
       h.chunk_table_offset != pm::kHeaderSize ||
       h.first_chunk_offset != pm::first_chunk_offset_for(h.chunk_count) ||
       h.pool_size != h.first_chunk_offset + h.chunk_count * h.chunk_size)
