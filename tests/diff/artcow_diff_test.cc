@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <vector>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -142,6 +144,65 @@ TEST(Index, KeyLongerThanTheLimitIsRejected) {
   const std::string huge(70'000, 'x');
   EXPECT_EQ(d.index().insert(as_key(huge), 1), Status::invalid_argument);
   EXPECT_FALSE(d.index().lookup(as_key(huge)).has_value());
+}
+
+// Keys far longer than 4 KiB sharing long prefixes: compressed paths of thousands of bytes
+// (16-bit depth and path length), end-of-key slots, splits deep inside a path.
+TEST(Index, VeryLongKeysWithLongSharedPaths) {
+  DiffChecker d = make_checker(64ull << 20);
+  std::mt19937_64 rng(99);
+  const std::string base(9000, 'p');
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i) {
+    std::string k = base.substr(0, 1000 + rng() % 8000);
+    const std::size_t tail = rng() % 3000;
+    for (std::size_t j = 0; j < tail; ++j) k.push_back(static_cast<char>(rng() % 3));
+    keys.push_back(std::move(k));
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) d.upsert(keys[i], i);
+  ASSERT_TRUE(d.check(1, 32));
+  for (std::size_t i = 0; i < keys.size(); i += 3) d.remove(keys[i]);
+  ASSERT_TRUE(d.check(2, 32));
+  d.reopen();
+  ASSERT_TRUE(d.check(3, 32));
+}
+
+// Running out of pool space is a Status; the tree stays consistent and keeps every
+// acknowledged key, and works again once space is freed.
+TEST(Index, OutOfSpaceLeavesTheTreeConsistent) {
+  DiffChecker d(crashsim::factory_of<Tree>(), 2ull << 20, 64u << 10);
+  std::map<std::string, Value> acked;
+  std::mt19937_64 rng(5);
+  Status s = Status::ok;
+  std::size_t failures = 0;
+  for (int i = 0; i < 200'000 && failures < 50; ++i) {
+    std::string k = test::u64_str(rng());
+    if (i % 3 == 0) k += std::string(rng() % 300, 'v');
+    s = d.index().insert(as_key(k), i);
+    if (s == Status::ok) {
+      acked[k] = i;
+    } else {
+      ASSERT_EQ(s, Status::out_of_space) << "insert " << i;
+      ++failures;
+    }
+  }
+  ASSERT_GT(failures, 0u) << "the pool never filled up";
+  auto v = d.index().verify();
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  for (const auto& [k, val] : acked) ASSERT_EQ(d.index().lookup(as_key(k)), std::optional<Value>(val));
+  const auto audit =
+      d.pool().allocator().audit([&](pm::BlockVisitor bv) { d.index().visit_blocks(bv); });
+  EXPECT_TRUE(audit.ok()) << audit.describe();
+  std::size_t removed = 0;
+  const std::size_t half = acked.size() / 2;
+  for (auto it = acked.begin(); it != acked.end() && removed < half; ++removed) {
+    ASSERT_EQ(d.index().remove(as_key(it->first)), Status::ok);
+    it = acked.erase(it);
+  }
+  EXPECT_EQ(d.index().insert(as_key(std::string("fits-again")), 1), Status::ok);
+  v = d.index().verify();
+  EXPECT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(d.index().stats().keys, acked.size() + 1);
 }
 
 }  // namespace
