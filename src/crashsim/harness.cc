@@ -81,6 +81,19 @@ struct ImageBuffer {
 
 //! Sets the process-wide persistence mode to `trace` for the run (no flush instructions on
 //! DRAM) and restores the previous configuration after.
+//! Installs a tracer for a scope and puts the previous one back, also on an exception
+//! (a dangling tracer would outlive the Simulator it points to).
+class TracerGuard {
+ public:
+  explicit TracerGuard(pm::Tracer* t) : prev_(pm::set_tracer(t)) {}
+  ~TracerGuard() { pm::set_tracer(prev_); }
+  TracerGuard(const TracerGuard&) = delete;
+  TracerGuard& operator=(const TracerGuard&) = delete;
+
+ private:
+  pm::Tracer* prev_;
+};
+
 class TraceModeGuard {
  public:
   TraceModeGuard() : saved_(pm::config()) {
@@ -236,7 +249,7 @@ bool Run::prepare() {
   for (const KvOp& op : ops_) keys.insert(op.key);
   touched_.assign(keys.begin(), keys.end());
   img1_.allocate(pool_->size());
-  if (o_.second_crash) img2_.allocate(pool_->size());
+  if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
   return true;
 }
 
@@ -249,10 +262,9 @@ void Run::run_traced_ops() {
     });
   sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
-  pm::Tracer* prev = pm::set_tracer(&sim_);
+  TracerGuard restore(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {
     const KvOp& op = ops_[op_];
-    RefMap::const_iterator it;
     after_v_ = value_after(ref_, op);
     in_flight_ = true;
     const Status got = apply_op(*index_, op);
@@ -267,7 +279,9 @@ void Run::run_traced_ops() {
     sim_.acknowledge();
     if (!rep_.error.empty()) break;
   }
-  pm::set_tracer(prev);
+  if (rp_.active && rep_.crash_points == 0 && rep_.error.empty())
+    rep_.error = "replay: crash point " + std::to_string(rp_.point) + " never came (the run had " +
+                 std::to_string(point_) + ")";
 }
 
 //! The traced run itself, after the last operation: contents, verify, audit.
@@ -407,16 +421,13 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   image_failed_ = false;
   pending_second_.clear();
 
-  const bool nested = o_.second_crash && !(rp_.active && !rp_.nested);
-  pm::Tracer* prev = pm::tracer();
+  const bool nested = rp_.active ? rp_.nested : o_.second_crash;
+  track1_.watch(img1_.data(), img1_.size);
   if (nested) {
     nested_.watch(img1_.data(), img1_.size, model.extent());
     nested_point_ = 0;
-    pm::set_tracer(&nested_);
-  } else {
-    track1_.watch(img1_.data(), img1_.size);
-    pm::set_tracer(&track1_);
   }
+  TracerGuard restore(nested ? static_cast<pm::Tracer*>(&nested_) : &track1_);
   std::vector<Problem> problems;
   {
     std::unique_ptr<Pool> pool;
@@ -425,15 +436,13 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
     if (nested) {
       if (ok) nested_.acknowledge();  // a crash point at the end of recovery
       img1_.dirty_end = std::max(img1_.dirty_end, nested_.model().extent());
-      track1_.watch(img1_.data(), img1_.size);
-      pm::set_tracer(&track1_);
+      pm::set_tracer(&track1_);  // continuation and drain: only the extent matters
     }
     if (ok) oracles(*pool, *ix, expect(), true, seed, &problems);
     ix.reset();
     pool.reset();
   }
   img1_.dirty_end = std::max(img1_.dirty_end, track1_.end());
-  pm::set_tracer(prev);
 
   const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
@@ -485,8 +494,8 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
   img2_.dirty_end = model.extent();
   ++rep_.images;
   const std::uint64_t q = nested_point_ - 1;
-  pm::Tracer* prev = pm::set_tracer(&track2_);
   track2_.watch(img2_.data(), img2_.size);
+  TracerGuard restore(&track2_);
   std::vector<Problem> problems;
   {
     std::unique_ptr<Pool> pool;
@@ -496,7 +505,6 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
     pool.reset();
   }
   img2_.dirty_end = std::max(img2_.dirty_end, track2_.end());
-  pm::set_tracer(prev);
   if (problems.empty()) return;
   image_failed_ = true;
   const std::string outer = format_choice(cur_choice_);

@@ -224,6 +224,14 @@ TEST(ToyCrash, BadReplayStringIsAnError) {
   const Report r = run_kv<ToyHash<ToyBug::none>>(setup, ops, o);
   EXPECT_FALSE(r.error.empty());
   EXPECT_FALSE(r.correct());
+
+  o.replay = "seed=1,point=100000,choice=none";  // far past the last crash point
+  const Report never = run_kv<ToyHash<ToyBug::none>>(setup, ops, o);
+  EXPECT_NE(never.error.find("never came"), std::string::npos) << never.error;
+
+  o.replay = "seed=1,point=0,choice=0.0.0.0.0.0.0.0.0";  // more lines than are dirty
+  const Report misfit = run_kv<ToyHash<ToyBug::none>>(setup, ops, o);
+  EXPECT_NE(misfit.error.find("does not fit"), std::string::npos) << misfit.error;
 }
 
 TEST(ToyCrash, LintsOnlyModeBuildsNoImages) {
