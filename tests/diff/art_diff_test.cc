@@ -3,6 +3,7 @@
 // (100k under ASan or with WORT_TEST_SCALE=small).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,14 +102,19 @@ TEST_P(ArtPaperKeys, BuildCheckRemoveHalf) {
   const IndexStats s = d.index().stats();
   ASSERT_EQ(s.keys, n);
   auto& tree = static_cast<IndexAdapter<ArtTree>&>(d.index()).impl();
-  std::uint64_t hits = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::uint64_t k : ints) {
-    const auto b = u64_key(k);
-    hits += tree.lookup({b.data(), b.size()}).has_value() ? 1 : 0;
+  double best_ns = 0;  // best of three passes: the machine is shared, the minimum is least noisy
+  for (int pass = 0; pass < 3; ++pass) {
+    std::uint64_t hits = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint64_t k : ints) {
+      const auto b = u64_key(k);
+      hits += tree.lookup({b.data(), b.size()}).has_value() ? 1 : 0;
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_EQ(hits, n);
+    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+    best_ns = pass == 0 ? ns : std::min(best_ns, ns);
   }
-  const auto t1 = std::chrono::steady_clock::now();
-  ASSERT_EQ(hits, n);
   std::printf("[art %s n=%zu] avg leaf depth %.3f, max %llu, node4 %llu node16 %llu node48 %llu "
               "node256 %llu, %.1f DRAM bytes/key, lookup %.1f ns/op\n",
               std::string(test::to_string(GetParam())).c_str(), n, s.avg_leaf_depth,
@@ -118,7 +124,7 @@ TEST_P(ArtPaperKeys, BuildCheckRemoveHalf) {
               static_cast<unsigned long long>(s.nodes.at("node48")),
               static_cast<unsigned long long>(s.nodes.at("node256")),
               static_cast<double>(s.dram_bytes) / static_cast<double>(n),
-              std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n));
+              best_ns);
   for (std::size_t i = 0; i < ints.size(); i += 2) d.remove(test::u64_str(ints[i]));
   ASSERT_TRUE(d.check(8, 64));
 }
