@@ -15,7 +15,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdio>
-#include <cassert>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -82,6 +82,15 @@ inline int thread_slot() {
   const int id = tls_slot_id;
   return id != kNoSlot ? id : acquire_thread_slot();
 }
+
+// free() of something that is not a live block is a programmer error that would corrupt
+// the free lists (a block handed out twice). Checked in debug and sanitizer builds (where
+// the tests run), not in the Release fast path.
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckFrees = true;
+#else
+constexpr bool kCheckFrees = false;
+#endif
 
 enum class ChunkKind : std::uint8_t { uncarved, small, large_head, interior };
 
@@ -168,6 +177,8 @@ struct Allocator::Impl {
   }
   ThreadCache* my_cache();
   BlockRef locate(std::uint64_t off) const;
+  bool is_live(const BlockRef& r) const;
+  void check_free(std::uint64_t off) const;
   std::uint64_t blocks_in(std::uint64_t c) const {
     return chunks[c].kind == ChunkKind::small ? classes.blocks_per_chunk(chunks[c].cls) : 1;
   }
@@ -325,7 +336,6 @@ Status Allocator::Impl::allocate_large(std::size_t bytes, std::uint64_t* off) {
 
 void Allocator::Impl::free_large(std::uint64_t c) {
   std::lock_guard lock(mu);
-  assert(chunks[c].large_requested.load(std::memory_order_relaxed) != 0 && "double free");
   chunks[c].large_requested.store(0, std::memory_order_relaxed);
   free_spans.emplace(chunks[c].span, c);
 }
@@ -367,6 +377,21 @@ BlockRef Allocator::Impl::locate(std::uint64_t off) const {
   return r;
 }
 
+bool Allocator::Impl::is_live(const BlockRef& r) const {
+  const ChunkInfo& ci = chunks[r.chunk];
+  return ci.kind == ChunkKind::small ? ci.requested[r.block].load(std::memory_order_relaxed) != 0
+                                     : ci.large_requested.load(std::memory_order_relaxed) != 0;
+}
+
+void Allocator::Impl::check_free(std::uint64_t off) const {
+  const BlockRef r = locate(off);
+  const char* why = r.error;
+  if (!why && !chunks[r.chunk].frozen && !is_live(r)) why = "the block is free (double free?)";
+  if (!why) return;
+  std::fprintf(stderr, "wort allocator: free(%s): %s\n", hex(off).c_str(), why);
+  std::abort();
+}
+
 // ---------------------------------------------------------------------------------------
 
 Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
@@ -397,16 +422,14 @@ Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
 
 void Allocator::free(std::uint64_t offset) noexcept {
   Impl& m = *impl_;
+  if constexpr (kCheckFrees) m.check_free(offset);
   const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
-  assert(offset >= m.first && c < m.count && "free of an offset outside the chunk area");
   ChunkInfo& ci = m.chunks[c];
   // A block of a chunk not yet traced: recover() decides (it is free unless reachable).
   if (ci.frozen) return;
   if (ci.kind == ChunkKind::large_head) return m.free_large(c);
-  assert(ci.kind == ChunkKind::small);
   const std::uint32_t cls = ci.cls;
   const std::uint64_t i = m.block_index(offset - m.chunk_offset(c), cls);
-  assert(ci.requested[i].load(std::memory_order_relaxed) != 0 && "double free");
   ci.requested[i].store(0, std::memory_order_relaxed);
   ThreadCache* tc = m.my_cache();
   if (!tc) [[unlikely]] {
@@ -454,15 +477,11 @@ Result<void> Allocator::recover(BlockWalker walk) {
       problem = "recovery reached offset " + hex(off) + ", " + r.error;
       return;
     }
-    const ChunkInfo& ci = m.chunks[r.chunk];
     if (!seen.mark(r.chunk, r.block, m.blocks_in(r.chunk))) {
       problem = "recovery reached block " + hex(off) + " twice";
       return;
     }
-    const bool live = ci.kind == ChunkKind::small
-                          ? ci.requested[r.block].load(std::memory_order_relaxed) != 0
-                          : ci.large_requested.load(std::memory_order_relaxed) != 0;
-    if (!ci.frozen && !live) problem = "recovery reached block " + hex(off) + ", which is free";
+    if (!m.chunks[r.chunk].frozen && !m.is_live(r)) problem = "recovery reached block " + hex(off) + ", which is free";
   });
   if (!problem.empty()) return Error{Status::corrupt, problem};
   if (!trace_pending()) return {};
@@ -505,11 +524,7 @@ AuditReport Allocator::audit(BlockWalker walk) const {
       rep.doubly_used.push_back(off);
       return;
     }
-    const ChunkInfo& ci = m.chunks[r.chunk];
-    const bool live = ci.kind == ChunkKind::small
-                          ? ci.requested[r.block].load(std::memory_order_relaxed) != 0
-                          : ci.large_requested.load(std::memory_order_relaxed) != 0;
-    if (!ci.frozen && !live) rep.not_allocated.push_back(off);
+    if (!m.chunks[r.chunk].frozen && !m.is_live(r)) rep.not_allocated.push_back(off);
   });
   // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
   // of their blocks are live is exactly what the pending trace will decide.

@@ -73,7 +73,9 @@ TEST(SizeClassesTest, ClassesGrowByAQuarterAndCoverEveryRequest) {
     for (std::size_t b = 1; b <= sc.max_small(); ++b) {
       const std::size_t c = sc.class_of(b);
       ASSERT_GE(sc.size(c), b) << b;
-      if (c > 0) ASSERT_LT(sc.size(c - 1), b) << b;  // the smallest class that fits
+      if (c > 0) {
+        ASSERT_LT(sc.size(c - 1), b) << b;  // the smallest class that fits
+      }
     }
   }
 }
@@ -334,6 +336,23 @@ TEST(AllocatorTest, RecoverOnAFreshPoolOnlyChecksTheWalk) {
   EXPECT_EQ(a.stats().blocks_allocated, 1u);
 }
 
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
+TEST(AllocatorDeathTest, BadFreesAbortInCheckedBuilds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto pool = make_pool();
+  Allocator& a = pool->allocator();
+  std::uint64_t x, big;
+  ASSERT_EQ(a.allocate(64, &x), Status::ok);
+  ASSERT_EQ(a.allocate(2 * kChunk, &big), Status::ok);
+  a.free(x);
+  EXPECT_DEATH(a.free(x), "double free");
+  EXPECT_DEATH(a.free(big + 64), "not at its start");
+  EXPECT_DEATH(a.free(16), "outside the chunk area");
+  a.free(big);
+  EXPECT_DEATH(a.free(big), "double free");
+}
+#endif
+
 // --- recovery by tracing ---------------------------------------------------------------
 
 struct Recovered {
@@ -404,8 +423,9 @@ TEST(AllocatorRecoveryTest, UnreachedBlocksBecomeFreeAndAllocationsBeforeRecover
   }
   EXPECT_FALSE(dead_got.empty());
   for (std::uint64_t d : r.dead)  // every unreached block of that class came back
-    if (r.src->allocator().block_size(d) == r.src->allocator().block_size(r.dead[1]))
+    if (r.src->allocator().block_size(d) == r.src->allocator().block_size(r.dead[1])) {
       EXPECT_EQ(dead_got.count(d), 1u) << d;
+    }
 }
 
 TEST(AllocatorRecoveryTest, BadWalksAreCorruptAndLeaveTheTracePending) {
