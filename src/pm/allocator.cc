@@ -170,8 +170,8 @@ struct Allocator::Impl {
   std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
 
   std::uint64_t chunk_offset(std::uint64_t c) const { return first + (c << chunk_shift); }
-  //! in_chunk / size(cls) without a division: exact because in_chunk < 2^30 and
-  //! size < 2^28, so in_chunk * size < 2^64 (the usual multiply-by-reciprocal bound).
+  //! in_chunk / size(cls) without a division. With m = ceil(2^64 / d), floor(x * m / 2^64)
+  //! equals floor(x / d) whenever x * d <= 2^64; here x < 2^30 (chunk) and d < 2^28.
   std::uint64_t block_index(std::uint64_t in_chunk, std::size_t cls) const {
     return static_cast<std::uint64_t>((static_cast<unsigned __int128>(in_chunk) * recip[cls]) >> 64);
   }

@@ -11,7 +11,7 @@
 //
 // The header (all integers little-endian, offsets in bytes):
 //
-//   line 0 and 1: written once at create, covered by `checksum`
+//   bytes 0..143: written once at create, covered by `checksum` (except magic, see below)
 //     0   magic               u64   "WORTPOOL"; written and persisted LAST at create
 //     8   layout_version      u32   kLayoutVersion
 //     12  header_size         u32   4096
@@ -24,7 +24,8 @@
 //     120 chunk_table_offset  u64   4096
 //     128 first_chunk_offset  u64   4096 + chunk table rounded up to 4 KiB
 //     136 checksum            u64   FNV-1a over bytes [8, 136)
-//   line 3: mutable words, each changed by one 8-byte pm::store and persisted
+//   bytes 192..223 (cache line 3): mutable words, each changed by one 8-byte pm::store and
+//   persisted
 //     192 root                u64   index root offset, 0 = none
 //     200 chunk_hwm           u64   chunks [0, hwm) are carved (see chunk_table.h)
 //     208 generation          u64   bumped on every open
