@@ -172,6 +172,7 @@ def fig_table1(data, out, written):
         if all(value(i, d) is None for i in data.indexes for d in data.dists):
             ax.text(0.5, 0.5, "not measured\n(run with --llc perf or --llc callgrind)",
                     ha="center", va="center", transform=ax.transAxes, fontsize=9, color="gray")
+            ax.set_yticks([])
         ax.set_title(title, fontsize=10)
     axes.flat[1].legend(fontsize=8)
     src = sorted({p["cache"]["source"] for c in data.cases for p in c["phases"] if p["cache"]["source"]})

@@ -7,6 +7,8 @@
 #   WORT_KEYS        keys of the main benchmark (default 1000000)
 #   WORT_SWEEP_KEYS  keys of the write-latency sweep, Fig. 8 (default 200000; 0 skips it)
 #   WORT_LLC_KEYS    keys of the callgrind cache-simulation pass (default 100000; 0 skips it)
+#   WORT_LLC_SIZE    simulated last-level cache of that pass (default 1M: this VM reports a
+#                    bogus 320 MB L3, and a small cache keeps a small tree larger than it)
 #   WORT_MIX_OPS     operations of the YCSB-A mix on Sparse keys (default 1000000; 0 skips it)
 #   WORT_RESULTS     output folder (default results)
 set -euo pipefail
@@ -14,6 +16,7 @@ build=${1:-build}
 keys=${WORT_KEYS:-1000000}
 sweep_keys=${WORT_SWEEP_KEYS:-200000}
 llc_keys=${WORT_LLC_KEYS:-100000}
+llc_size=${WORT_LLC_SIZE:-1M}
 mix_ops=${WORT_MIX_OPS:-1000000}
 out=${WORT_RESULTS:-results}
 wort="$build/wort"
@@ -23,7 +26,7 @@ echo "== wort demo"
 "$wort" demo --keys 100000
 
 llc=()
-if [ "$llc_keys" != 0 ]; then llc=(--llc callgrind --llc-keys "$llc_keys"); fi
+if [ "$llc_keys" != 0 ]; then llc=(--llc callgrind --llc-keys "$llc_keys" --llc-size "$llc_size"); fi
 echo
 echo "== wort bench: every index, Dense/Sparse/Clustered, $keys keys"
 "$wort" bench --keys "$keys" --recovery "${llc[@]}" \

@@ -95,6 +95,8 @@ struct PhaseResult {
   std::string name;
   std::uint64_t ops = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  //!< CPU time of the worker threads (summed): on a shared machine
+                           //!< wall time includes time the threads were not running
   pm::Counters counters;  //!< summed over the threads
   std::array<OpStats, kOpTypes> per_type{};
   std::uint64_t items = 0;  //!< keys visited by scans and ranges
@@ -104,6 +106,7 @@ struct PhaseResult {
 
   double throughput() const noexcept { return seconds > 0 ? static_cast<double>(ops) / seconds : std::nan(""); }
   double ns_per_op() const noexcept { return per_op(seconds * 1e9, ops); }
+  double cpu_ns_per_op() const noexcept { return per_op(cpu_seconds * 1e9, ops); }
   double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
   double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
   double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }

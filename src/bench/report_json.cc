@@ -114,6 +114,8 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
   w.field("seconds", p.seconds);
   w.field("throughput_ops_s", p.throughput());
   w.field("ns_per_op", p.ns_per_op());
+  w.field("cpu_seconds", p.cpu_seconds);
+  w.field("cpu_ns_per_op", p.cpu_ns_per_op());
   w.field("items", p.items);
   w.field("misses", p.misses());
   w.key("counters");

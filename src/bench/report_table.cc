@@ -117,6 +117,10 @@ void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   }
   os << "Table 1 (layout of the WORT paper's Table 1; D=Dense S=Sparse C=Clustered):\n";
   t.print(os);
+  bool llc = false;
+  for (const auto& c : r.cases)
+    for (const auto& p : c.phases) llc |= std::isfinite(p.cache.llc_misses);
+  if (!llc) os << "(LLC columns: run with --llc perf, or --llc callgrind where the machine has no counters)\n";
 }
 
 // Time per operation (Figures 7, 9, 10 of the paper).
@@ -168,8 +172,8 @@ void write_latency_sweep(const BenchReport& r, std::ostream& os) {
 
 void write_phases(const BenchReport& r, std::ostream& os) {
   Table t;
-  t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "p50", "p90", "p99", "p99.9",
-         "lines/op", "flush/op", "fence/op", "misses"});
+  t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "cpu ns/op", "p50", "p90", "p99",
+         "p99.9", "lines/op", "flush/op", "fence/op", "misses"});
   t.rule();
   for (const auto& c : r.cases) {
     std::string name = c.index + "/" + std::string(to_string(c.dist));
@@ -183,7 +187,7 @@ void write_phases(const BenchReport& r, std::ostream& os) {
         const auto& h = s.latency;
         t.row({name, p.name, std::string(to_string(static_cast<OpType>(i))), std::to_string(s.ops),
                whole ? fmt(p.throughput() / 1e6, "%.3f") : "", whole ? fmt(p.ns_per_op(), "%.0f") : "",
-               fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
+               whole ? fmt(p.cpu_ns_per_op(), "%.0f") : "", fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
                fmt(h.percentile(99), "%.0f"), fmt(h.percentile(99.9), "%.0f"),
                whole ? fmt(p.lines_per_op(), "%.2f") : "", whole ? fmt(p.flushes_per_op(), "%.2f") : "",
                whole ? fmt(p.fences_per_op(), "%.2f") : "", std::to_string(s.misses)});
@@ -191,11 +195,13 @@ void write_phases(const BenchReport& r, std::ostream& os) {
       if (p.ops > 0 &&
           std::count_if(p.per_type.begin(), p.per_type.end(), [&](const OpStats& s) { return s.ops == p.ops; }) == 0)
         t.row({name, p.name, "all", std::to_string(p.ops), fmt(p.throughput() / 1e6, "%.3f"),
-               fmt(p.ns_per_op(), "%.0f"), "", "", "", "", fmt(p.lines_per_op(), "%.2f"),
+               fmt(p.ns_per_op(), "%.0f"), fmt(p.cpu_ns_per_op(), "%.0f"), "", "", "", "",
+               fmt(p.lines_per_op(), "%.2f"),
                fmt(p.flushes_per_op(), "%.2f"), fmt(p.fences_per_op(), "%.2f"), std::to_string(p.misses())});
     }
   }
-  os << "Phases (latency percentiles in ns, sampled):\n";
+  os << "Phases (ns/op is wall time; cpu ns/op is the threads' CPU time, lower when the machine is\n"
+        "shared; latency percentiles in ns, sampled):\n";
   t.print(os);
 }
 

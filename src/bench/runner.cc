@@ -1,5 +1,6 @@
 #include "bench/runner.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +31,14 @@ struct WorkerStats {
   std::uint64_t ops = 0;
   std::uint64_t items = 0;
   pm::Counters counters;
+  double cpu_seconds = 0;
 };
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 // Shared state of a running phase.
 struct PhaseCtx {
@@ -100,7 +108,9 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
   std::vector<WorkerStats> stats(n);
   auto worker = [&](unsigned t) {
     pm::reset_counters();
+    const double cpu0 = thread_cpu_seconds();
     body(ctx, t, stats[t]);
+    stats[t].cpu_seconds = thread_cpu_seconds() - cpu0;
     stats[t].counters = pm::counters();
   };
   HwCounter hw;
@@ -125,6 +135,7 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
   for (const auto& w : stats) {
     p.ops += w.ops;
     p.items += w.items;
+    p.cpu_seconds += w.cpu_seconds;
     p.counters = p.counters + w.counters;
     for (std::size_t i = 0; i < kOpTypes; ++i) p.per_type[i].merge(w.per_type[i]);
   }
