@@ -83,12 +83,26 @@ TEST(Crash, GrowEachNodeType) {
 // Removal down to a shrink threshold: 16→4 at 3, 48→16 at 12, 256→48 at 37; and removal
 // above it (in place).
 TEST(Crash, ShrinkEachNodeType) {
-  for (unsigned n : {4u, 13u, 38u}) {
-    SCOPED_TRACE("shrink a node of " + std::to_string(n));
-    std::vector<KvOp> setup = node_with(n + 1 == 5 ? 5 : n + 1);  // grow past first
-    setup.push_back(rem(child_key(n)));                            // back to n children
+  // {children to grow to (reaching the type), children to come back down to}
+  for (auto [grow, n] : {std::pair{5u, 4u}, std::pair{17u, 13u}, std::pair{49u, 38u}}) {
+    SCOPED_TRACE("shrink a node of " + std::to_string(n) + " grown to " + std::to_string(grow));
+    std::vector<KvOp> setup = node_with(grow);
+    for (unsigned i = grow; i-- > n;) setup.push_back(rem(child_key(i)));
     EXPECT_CLEAN(run(setup, {rem(child_key(0)), rem(child_key(2))}));
   }
+}
+
+// One node taken through every type and back, every step traced: leaf split, adds,
+// 4→16→48→256, in-place removes, 256→48→16→4, the final merge and the empty tree.
+TEST(Crash, WholeLifeOfOneNode) {
+  std::vector<KvOp> up, down;
+  for (unsigned i = 0; i < 60; ++i) up.push_back(ins(child_key(i, 3), i));
+  for (unsigned i = 0; i < 60; ++i) down.push_back(rem(child_key((i * 7) % 60, 3)));
+  crashsim::Options o;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  EXPECT_CLEAN(run({}, up, o));
+  EXPECT_CLEAN(run(up, down, o));
 }
 
 TEST(Crash, RemoveInPlaceFromEachNodeType) {
@@ -168,13 +182,13 @@ TEST(Crash, RecoveryOfInterruptedSplitAndMerge) {
 
 // Larger trees, sampled: a mixed batch of operations over keys of several generators.
 TEST(Crash, SampledMixedOperations) {
-  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains}) {
+  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains, Gen::long_keys}) {
     SCOPED_TRACE(std::string(to_string(g)));
     auto keys = make_keys(g, 160, 11);
     std::vector<KvOp> setup, ops;
     for (std::size_t i = 0; i < 120; ++i) setup.push_back(ins(keys[i], i));
     std::mt19937_64 rng(5);
-    for (std::size_t i = 0; i < 24; ++i) {
+    for (std::size_t i = 0; i < 48; ++i) {
       const std::string& k = keys[rng() % keys.size()];
       switch (rng() % 4) {
         case 0: ops.push_back(ins(k, i)); break;

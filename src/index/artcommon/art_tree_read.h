@@ -87,7 +87,7 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
   int bound_byte = -1;  // the child that stays bounded
   if (bounded) {
     // Compare the lower bound with the node's compressed path (bytes from any leaf).
-    const Key w = leaf_key(min_leaf(node_ref(pool_.offset_of(n))));
+    const Key w = pos > depth ? leaf_key(min_leaf(node_ref(pool_.offset_of(n)))) : Key{};
     for (unsigned i = depth; i < pos; ++i) {
       if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
       if (st.lo[i] != w[i]) {
