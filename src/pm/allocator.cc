@@ -188,6 +188,9 @@ struct Allocator::Impl {
   void set_large(std::uint64_t c, std::uint64_t span, bool frozen);
   Status take_chunks(std::uint64_t k, std::uint64_t entry, std::uint64_t* head);
   void push_chunk_blocks(std::uint64_t c);
+  std::uint64_t reclaim_free_chunks();
+  std::uint64_t coalesce_free_spans();
+  void drain_my_cache();
   Status refill(std::size_t cls, std::vector<std::uint64_t>& out);
   Status allocate_small_locked(std::size_t cls, std::uint64_t* off);
   Status allocate_large(std::size_t bytes, std::uint64_t* off);
@@ -274,7 +277,13 @@ Status Allocator::Impl::take_chunks(std::uint64_t k, std::uint64_t entry, std::u
     *head = h;
     return Status::ok;
   }
-  if (k > count - hwm) return Status::out_of_space;
+  if (k > count - hwm) {
+    // Near exhaustion: turn wholly free small chunks back into free spans, merge neighbours,
+    // and try the spans once more.
+    if (reclaim_free_chunks() + coalesce_free_spans() == 0) return Status::out_of_space;
+    if (free_spans.lower_bound(k) == free_spans.end()) return Status::out_of_space;
+    return take_chunks(k, entry, head);
+  }
   const std::uint64_t h = hwm;
   store_persist(&table[h], entry);        // the entry is durable before
   hwm += k;
@@ -293,14 +302,73 @@ void Allocator::Impl::push_chunk_blocks(std::uint64_t c) {
   for (std::uint32_t i = n; i-- > 0;) list.push_back(chunk_offset(c) + std::uint64_t{i} * size);
 }
 
+//! Small chunks all of whose blocks sit on the global free lists become free one-chunk
+//! spans (in DRAM only: the persistent entry is rewritten when the chunk is taken again, and
+//! until then a crash finds a small chunk with nothing reachable in it, which is free too).
+//! Blocks held in thread caches keep their chunk. Needs mu. Returns chunks reclaimed.
+std::uint64_t Allocator::Impl::reclaim_free_chunks() {
+  std::vector<std::uint32_t> listed(hwm, 0);
+  for (const auto& list : global_free)
+    for (std::uint64_t off : list) ++listed[(off - first) >> chunk_shift];
+  auto whole = [&](std::uint64_t c) {
+    return chunks[c].kind == ChunkKind::small && !chunks[c].frozen &&
+           listed[c] == classes.blocks_per_chunk(chunks[c].cls);
+  };
+  std::uint64_t n = 0;
+  for (auto& list : global_free)
+    std::erase_if(list, [&](std::uint64_t off) { return whole((off - first) >> chunk_shift); });
+  for (std::uint64_t c = 0; c < hwm; ++c) {
+    if (!whole(c)) continue;
+    set_large(c, 1, false);
+    free_spans.emplace(1, c);
+    ++n;
+  }
+  return n;
+}
+
+//! Merges free spans that touch into one (DRAM only; see chunk_table.h for why taking
+//! part of a merged span later is still crash-consistent: the remainder's head is written
+//! first, the taken head last). Needs mu. Returns the number of merges.
+std::uint64_t Allocator::Impl::coalesce_free_spans() {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // head, length
+  for (auto [len, head] : free_spans) spans.emplace_back(head, len);
+  std::sort(spans.begin(), spans.end());
+  free_spans.clear();
+  std::uint64_t merges = 0;
+  for (std::size_t i = 0; i < spans.size();) {
+    auto [head, len] = spans[i++];
+    while (i < spans.size() && spans[i].first == head + len) {
+      len += spans[i++].second;
+      ++merges;
+    }
+    set_large(head, len, false);
+    free_spans.emplace(len, head);
+  }
+  return merges;
+}
+
+//! Returns every block in this thread's cache to the global lists. Needs mu.
+void Allocator::Impl::drain_my_cache() {
+  ThreadCache* tc = my_cache();
+  if (!tc) return;
+  for (std::size_t cls = 0; cls < tc->free.size(); ++cls) {
+    auto& stack = tc->free[cls];
+    global_free[cls].insert(global_free[cls].end(), stack.rbegin(), stack.rend());
+    stack.clear();
+  }
+}
+
 Status Allocator::Impl::refill(std::size_t cls, std::vector<std::uint64_t>& out) {
   std::lock_guard lock(mu);
   auto& list = global_free[cls];
   if (list.empty()) {
     std::uint64_t c;
-    if (Status s = take_chunks(1, chunk_entry_small(static_cast<std::uint32_t>(cls)), &c);
-        s != Status::ok)
-      return s;
+    const std::uint64_t entry = chunk_entry_small(static_cast<std::uint32_t>(cls));
+    if (Status s = take_chunks(1, entry, &c); s != Status::ok) {
+      // This thread's other classes may hold whole chunks' worth of free blocks.
+      drain_my_cache();
+      if (s = take_chunks(1, entry, &c); s != Status::ok) return s;
+    }
     set_small(c, static_cast<std::uint32_t>(cls), false);
     push_chunk_blocks(c);
   }
@@ -327,7 +395,10 @@ Status Allocator::Impl::allocate_large(std::size_t bytes, std::uint64_t* off) {
   const std::uint64_t k = (bytes + chunk_size - 1) >> chunk_shift;
   std::lock_guard lock(mu);
   std::uint64_t h;
-  if (Status s = take_chunks(k, chunk_entry_large(k), &h); s != Status::ok) return s;
+  if (Status s = take_chunks(k, chunk_entry_large(k), &h); s != Status::ok) {
+    drain_my_cache();
+    if (s = take_chunks(k, chunk_entry_large(k), &h); s != Status::ok) return s;
+  }
   set_large(h, k, false);
   chunks[h].large_requested.store(bytes, std::memory_order_relaxed);
   *off = chunk_offset(h);
