@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,44 @@ TEST(Nodes, GrowAndShrinkAcrossEveryThreshold) {
   for (bool eok : {false, true})
     for (bool below : {false, true})
       for (bool desc : {false, true}) run_scenario({eok, below, desc});
+}
+
+// dump() draws the tree: node types with depth and path, the end-of-key slot, leaves.
+TEST(Nodes, DumpShowsNodesSlotsAndLeaves) {
+  DiffChecker d(crashsim::factory_of<Tree>(), 8ull << 20);
+  d.insert("abc", 1);
+  d.insert("abd", 2);
+  d.insert("ab", 3);
+  d.insert("xyz", 4);
+  std::ostringstream os;
+  d.index().dump(os);
+  const std::string out = os.str();
+  EXPECT_NE(out.find("node4 depth=0 prefix_len=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("node4 depth=1 prefix_len=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("[eok] leaf \"ab\" = 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("[100] leaf \"abd\" = 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("[120] leaf \"xyz\" = 4"), std::string::npos) << out;
+}
+
+// Made and reopened through the registry's type-erased handle, by kind name.
+TEST(Nodes, CreateAndOpenThroughTheRegistry) {
+  PoolOptions o;
+  o.size = 8ull << 20;
+  o.kind = std::string(Tree::kKind);
+  auto pool = Pool::create_in_memory(o);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  {
+    auto ix = Index::create(**pool, Tree::kKind);
+    ASSERT_TRUE(ix.ok()) << ix.error().message;
+    EXPECT_EQ((*ix)->kind(), Tree::kKind);
+    for (unsigned i = 0; i < 100; ++i) ASSERT_EQ((*ix)->insert(as_key(u64_str(i * 977)), i), Status::ok);
+  }
+  auto again = Index::open(**pool);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ((*again)->kind(), Tree::kKind);
+  for (unsigned i = 0; i < 100; ++i)
+    EXPECT_EQ((*again)->lookup(as_key(u64_str(i * 977))), std::optional<Value>(i));
+  EXPECT_TRUE((*again)->verify().ok());
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ class ArtTree {
   Status rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e);
   Status remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b, Ref victim);
   Status remove_eok(Ref* slot, NodeBase* n, unsigned depth);
-  Status merge(Ref* slot, NodeBase* n, unsigned depth, Ref survivor);
+  Status merge(Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);
   void publish_ref(Ref* slot, Ref r);

@@ -62,7 +62,7 @@ Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uin
         return survivor == kNull;
       });
     }
-    if (Status s = merge(slot, n, depth, survivor); s != Status::ok) return s;
+    if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
     free_ref(victim);
     return Status::ok;
   }
@@ -94,7 +94,7 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
       survivor = r;
       return false;
     });
-    if (Status s = merge(slot, n, depth, survivor); s != Status::ok) return s;
+    if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
   } else {
     swap_ref(&n->eok, kNull);
   }
@@ -102,15 +102,14 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
   return Status::ok;
 }
 
-//! Replaces n (at slot, depth) by its only remaining entry `survivor`. An inner survivor
+//! Replaces the node at slot (reached at depth) by its only remaining entry `survivor`. An inner survivor
 //! takes over n's depth and a path extended by n's path and branch byte:
 //!   WOART:   its header is rewritten in place, then the pointer swapped (recovery repairs
 //!            a survivor whose swap was lost: its depth is then too small);
 //!   ART+CoW: it is copied with the new header and the copy published.
 template <class F>
-Status ArtTree<F>::merge(Ref* slot, NodeBase* n, unsigned depth, Ref survivor) {
+Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
   const Ref old = *slot;
-  (void)n;
   if (is_leaf(survivor)) {
     swap_ref(slot, survivor);
     free_ref(old);
