@@ -16,6 +16,10 @@
 // (re-carving a free span). When a free span is split, the remainder's head is written and
 // persisted first and the taken part's head last: a crash in between leaves the old,
 // larger span, which is consistent because none of its blocks was handed out yet.
+// The allocator may also, in DRAM only, treat a wholly free small chunk as a free span and
+// merge neighbouring free spans; their persistent entries stay as they were (a crash finds
+// chunks with nothing reachable in them: free either way) until part of the span is taken,
+// which writes heads in the order above, so every head walk stays consistent.
 #pragma once
 
 #include <cstdint>
