@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -312,7 +313,9 @@ Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& opts) {
 
 Result<std::unique_ptr<Pool>> Pool::attach(std::span<std::byte> image,
                                            std::string_view expected_kind) {
-  const std::string name = "<image at " + std::to_string(reinterpret_cast<std::uintptr_t>(image.data())) + ">";
+  char name_buf[48];
+  std::snprintf(name_buf, sizeof name_buf, "<image at %p>", static_cast<void*>(image.data()));
+  const std::string name = name_buf;
   if (reinterpret_cast<std::uintptr_t>(image.data()) % pm::kCacheLine != 0)
     return bad(Status::invalid_argument, name, "image buffer is not 64-byte aligned");
   if (auto r = check_header(image.data(), image.size(), name, expected_kind); !r) return r.error();
