@@ -13,6 +13,7 @@
 
 #include "pm/allocator.h"
 #include "pm/chunk_table.h"
+#include "pm/persist.h"
 #include "pm/pool_layout.h"
 #include "wort/pool.h"
 
@@ -203,6 +204,46 @@ TEST_F(PoolTest, CreateRefusesAnExistingFileAndBadOptions) {
   o.kind = "";
   EXPECT_EQ(Pool::create_in_memory(o).status(), Status::invalid_argument);
   EXPECT_FALSE(fs::exists(path("c1")));  // nothing left behind
+}
+
+TEST_F(PoolTest, CreateWritesTheMagicLastAfterPersistingTheRest) {
+  // Record every persistence event of create (through the tracer hook) and check the
+  // order: all header stores, a flush of the header, a fence, then the magic store, its
+  // flush and a fence, and nothing after.
+  struct Recorder : pm::Tracer {
+    void on_store(void* d, const void*, std::size_t n) override { ev.push_back({'s', d, n}); }
+    void on_nt_store(void* d, std::uint64_t) override { ev.push_back({'n', d, 8}); }
+    void on_flush(const void* a, std::size_t n) override { ev.push_back({'f', a, n}); }
+    void on_fence() override { ev.push_back({'F', nullptr, 0}); }
+    struct E {
+      char k;
+      const void* a;
+      std::size_t n;
+    };
+    std::vector<E> ev;
+  } rec;
+  pm::set_tracer(&rec);
+  auto pool = Pool::create(path("traced"), small_options());
+  pm::set_tracer(nullptr);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  const std::byte* base = (*pool)->base();
+  auto& ev = rec.ev;
+  ASSERT_GE(ev.size(), 6u);
+  const std::size_t n = ev.size();
+  EXPECT_EQ(ev[n - 3].k, 's');
+  EXPECT_EQ(ev[n - 3].a, base);  // the magic, at offset 0
+  EXPECT_EQ(ev[n - 3].n, 8u);
+  EXPECT_EQ(ev[n - 2].k, 'f');
+  EXPECT_EQ(ev[n - 1].k, 'F');
+  EXPECT_EQ(ev[n - 4].k, 'F');
+  EXPECT_EQ(ev[n - 5].k, 'f');  // the whole header
+  EXPECT_EQ(ev[n - 5].a, base);
+  EXPECT_EQ(ev[n - 5].n, pm::kHeaderSize);
+  for (std::size_t i = 0; i + 5 < n; ++i) {
+    EXPECT_EQ(ev[i].k, 's') << i;
+    const auto off = static_cast<const std::byte*>(ev[i].a) - base;
+    EXPECT_TRUE(off > 0 && off < pm::kHeaderSize) << "store at " << off;
+  }
 }
 
 // --- bookkeeping ----------------------------------------------------------------------------
