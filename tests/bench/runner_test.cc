@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -409,6 +410,20 @@ TEST(CliTest, TinyRunWritesJson) {
   for (const auto& c : cases) {
     EXPECT_EQ(c.get("error")->str(), "");
     EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
+  }
+
+  // The plots drawn from that JSON (needs Debian's matplotlib, which install-deps installs).
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "matplotlib not installed";
+  const std::string dir = ::testing::TempDir() + "/tiny_plots";
+  const std::string plot = run(kWort + " plot " + json + " --out " + dir, &rc);
+  ASSERT_EQ(rc, 0) << plot;
+  for (const char* png : {"fig7_insert.png", "fig9_search.png", "fig10_range.png", "table1.png"}) {
+    std::ifstream f(dir + "/" + png, std::ios::binary);
+    ASSERT_TRUE(f.good()) << png << " not written; " << plot;
+    char magic[4] = {};
+    f.read(magic, 4);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG") << png;
   }
 }
 
