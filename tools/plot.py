@@ -208,7 +208,7 @@ def fig_mix(data, out, written):
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for c, p in runs:
-        tl = p.get("timeline") or []
+        tl = [(0.0, 0)] + [tuple(x) for x in (p.get("timeline") or [])]
         if len(tl) < 2:
             continue
         xs, ys = [], []
@@ -219,6 +219,7 @@ def fig_mix(data, out, written):
         ax.plot(xs, ys, label=f"{c['index']}/{c['dist']}")
     ax.set_xlabel("seconds")
     ax.set_ylabel("Mops/s")
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("Throughput over time (run phase)", fontsize=9)

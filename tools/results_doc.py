@@ -120,7 +120,7 @@ def paper_side_by_side(doc):
     return table(head, rows)
 
 
-def times_section(doc):
+def times_section(doc, key="ns_per_op"):
     by = cases_by(doc)
     names = []
     for c in doc["cases"]:
@@ -134,7 +134,7 @@ def times_section(doc):
             for d in DISTS:
                 c = by.get((idx, d))
                 p = phase(c, n) if c else None
-                r.append(fmt(p["ns_per_op"] if p else None, "{:.0f}"))
+                r.append(fmt(p.get(key) if p else None, "{:.0f}"))
         rows.append(r)
     head = ["index"] + [f"{n} {d[0].upper()}" for n in names for d in DISTS]
     return table(head, rows)
@@ -213,7 +213,13 @@ def main():
         if name.endswith(".png"):
             shutil.copy(os.path.join(args.results, name), os.path.join(img_dir, name))
             imgs.append(name)
-    cmd = bench["env"]["command_line"]
+    res_abs = os.path.abspath(args.results) + "/"
+
+    def command(d):
+        words = d["env"]["command_line"].replace(res_abs, "results/").split(" ")
+        return " ".join(["build/wort"] + words[1:])
+
+    cmd = command(bench)
     keys = bench["options"]["keys"]
     out = [
         "# Results",
@@ -234,12 +240,12 @@ def main():
         "",
         "```sh",
         f"WORT_KEYS={keys} make run          # or: tools/run-main.sh build",
-        f"{cmd.replace(bench['env']['command_line'].split(' ')[0], 'build/wort', 1)}",
+        cmd,
     ]
     if sweep:
-        out.append(sweep["env"]["command_line"].replace(sweep["env"]["command_line"].split(" ")[0], "build/wort", 1))
+        out.append(command(sweep))
     if mix:
-        out.append(mix["env"]["command_line"].replace(mix["env"]["command_line"].split(" ")[0], "build/wort", 1))
+        out.append(command(mix))
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines flushed per insert, (c) LLC misses per search,",
@@ -257,6 +263,9 @@ def main():
             paper_side_by_side(bench), "",
             "## Time per operation (ns; Fig. 7 insert, Fig. 9 search, Fig. 10 range)", "",
             times_section(bench), "",
+            "The same phases in CPU time of the benchmark thread (ns/op): steadier than wall time on",
+            "a VM whose cores other jobs share.", "",
+            times_section(bench, "cpu_ns_per_op"), "",
             "## Latency percentiles and persistence cost per operation", "",
             latency_section(bench), "",
             "## Space and recovery", "",
