@@ -205,6 +205,27 @@ void write_phases(const BenchReport& r, std::ostream& os) {
   t.print(os);
 }
 
+// Cache figures per phase, where measured (perf or callgrind).
+void write_cache(const BenchReport& r, std::ostream& os) {
+  Table t;
+  t.row({"case", "phase", "source", "at keys", "LLC miss/op", "D1 miss/op", "instr/op"});
+  t.rule();
+  bool any = false;
+  for (const auto& c : r.cases)
+    for (const auto& p : c.phases) {
+      if (!std::isfinite(p.cache.llc_misses)) continue;
+      any = true;
+      t.row({c.index + "/" + std::string(to_string(c.dist)), p.name, p.cache.source,
+             std::to_string(p.cache.at_keys), fmt(per_op(p.cache.llc_misses, p.cache.ops), "%.2f"),
+             fmt(per_op(p.cache.d1_misses, p.cache.ops), "%.2f"),
+             fmt(per_op(p.cache.instructions, p.cache.ops), "%.0f")});
+    }
+  if (!any) return;
+  os << "Cache misses and instructions per operation:\n";
+  t.print(os);
+  os << "\n";
+}
+
 void write_space(const BenchReport& r, std::ostream& os) {
   Table t;
   t.row({"case", "keys", "key bytes", "PM B/key", "DRAM B/key", "alloc B/key", "avg depth",
@@ -262,6 +283,7 @@ void write_table(const BenchReport& r, std::ostream& os) {
   }
   write_phases(r, os);
   os << "\n";
+  write_cache(r, os);
   write_space(r, os);
   if (o.recovery) {
     os << "\n";
