@@ -176,7 +176,13 @@ def fig_table1(data, out, written):
         ax.set_title(title, fontsize=10)
     axes.flat[1].legend(fontsize=8)
     src = sorted({p["cache"]["source"] for c in data.cases for p in c["phases"] if p["cache"]["source"]})
+    at = sorted({p["cache"]["at_keys"] for c in data.cases for p in c["phases"] if p["cache"]["source"] == "callgrind"})
+    llc_size = data.doc["options"].get("llc_size") or 0
     note = f"; LLC from {', '.join(src)}" if src else ""
+    if at:
+        note += f" at {', '.join(f'{k:,}' for k in at)} keys"
+        if llc_size:
+            note += f", simulated LL {llc_size // 1024} KiB"
     fig.suptitle("Table 1 of the WORT paper, measured here\n" + subtitle(data.doc) + note, fontsize=9)
     fig.tight_layout()
     save(fig, out, "table1.png", written)

@@ -121,6 +121,14 @@ void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   for (const auto& c : r.cases)
     for (const auto& p : c.phases) llc |= std::isfinite(p.cache.llc_misses);
   if (!llc) os << "(LLC columns: run with --llc perf, or --llc callgrind where the machine has no counters)\n";
+  std::uint64_t at_keys = 0;
+  std::string source;
+  for (const auto& c : r.cases)
+    for (const auto& p : c.phases)
+      if (std::isfinite(p.cache.llc_misses)) at_keys = p.cache.at_keys, source = p.cache.source;
+  if (llc && at_keys != r.options.keys)
+    os << "(LLC columns measured by a " << at_keys << "-key " << source << " pass" << (r.options.llc_size ? " with a " + std::to_string(r.options.llc_size >> 10) + " KiB LL" : "")
+       << "; the other columns at " << r.options.keys << " keys)\n";
 }
 
 // Time per operation (Figures 7, 9, 10 of the paper).
