@@ -213,6 +213,7 @@ def fig_mix(data, out, written):
     save(fig, out, "mix_latency.png", written)
 
     fig, ax = plt.subplots(figsize=(8, 4))
+    lines = 0
     for c, p in runs:
         tl = [(0.0, 0)] + [tuple(x) for x in (p.get("timeline") or [])]
         if len(tl) < 2:
@@ -223,6 +224,10 @@ def fig_mix(data, out, written):
                 xs.append(t1)
                 ys.append((n1 - n0) / (t1 - t0) / 1e6)
         ax.plot(xs, ys, label=f"{c['index']}/{c['dist']}")
+        lines += 1
+    if lines == 0:  # runs shorter than the 100 ms sampling interval: no time series
+        plt.close(fig)
+        return
     ax.set_xlabel("seconds")
     ax.set_ylabel("Mops/s")
     ax.set_ylim(bottom=0)

@@ -21,6 +21,15 @@ mix_ops=${WORT_MIX_OPS:-1000000}
 out=${WORT_RESULTS:-results}
 wort="$build/wort"
 mkdir -p "$out"
+failed=0
+
+# Runs `wort bench "$@"`: exit 1 (some case failed: its ERROR row and JSON say why) is
+# reported at the end; anything else non-zero (bad usage, crash) stops the job.
+bench() {
+  local rc=0
+  "$wort" bench "$@" || rc=$?
+  if [ "$rc" -eq 1 ]; then failed=1; elif [ "$rc" -ne 0 ]; then exit "$rc"; fi
+}
 
 echo "== wort demo"
 "$wort" demo --keys 100000
@@ -29,27 +38,31 @@ llc=()
 if [ "$llc_keys" != 0 ]; then llc=(--llc callgrind --llc-keys "$llc_keys" --llc-size "$llc_size"); fi
 echo
 echo "== wort bench: every index, Dense/Sparse/Clustered, $keys keys"
-"$wort" bench --keys "$keys" --recovery "${llc[@]}" \
-  --json "$out/bench.json" --csv "$out/bench.csv" | tee "$out/bench.txt"
+bench --keys "$keys" --recovery "${llc[@]}" \
+  --json "$out/bench.json" --csv "$out/bench.csv" > "$out/bench.txt"
+cat "$out/bench.txt"
 "$wort" plot "$out/bench.json" --out "$out" >/dev/null
 
 if [ "$sweep_keys" != 0 ]; then
   echo
   echo "== wort bench: insert time against emulated PM write latency (Fig. 8), $sweep_keys keys"
-  "$wort" bench --keys "$sweep_keys" --write-latency 0,100,300,500 --range none \
+  bench --keys "$sweep_keys" --write-latency 0,100,300,500 --range none \
     --json "$out/latency.json" --csv "$out/latency.csv" > "$out/latency.txt"
   sed -n '/^Insert ns\/op against emulated/,/^$/p' "$out/latency.txt"
   "$wort" plot "$out/latency.json" --out "$out/latency" >/dev/null
-  [ -f "$out/latency/fig8_latency.png" ] && mv "$out/latency/fig8_latency.png" "$out/" && rm -rf "$out/latency"
+  if [ -f "$out/latency/fig8_latency.png" ]; then mv "$out/latency/fig8_latency.png" "$out/"; fi
+  rm -rf "$out/latency"
 fi
 
 if [ "$mix_ops" != 0 ]; then
   echo
   echo "== wort bench: YCSB A (50% read, 50% update, zipfian 0.99) on Sparse keys, $mix_ops operations"
-  "$wort" bench --keys "$keys" --dist sparse --workload ycsb-a --ops "$mix_ops" \
-    --json "$out/mix.json" --csv "$out/mix.csv" | sed -n '/^Phases/,/^$/p' | tee "$out/mix.txt"
+  bench --keys "$keys" --dist sparse --workload ycsb-a --ops "$mix_ops" \
+    --json "$out/mix.json" --csv "$out/mix.csv" > "$out/mix.txt"
+  sed -n '/^Phases/,/^$/p' "$out/mix.txt"
   "$wort" plot "$out/mix.json" --out "$out" >/dev/null
 fi
 
 echo
+[ "$failed" -eq 0 ] || echo "warning: some benchmark cases failed: see the ERROR rows above and 'error' in the JSON"
 echo "results: $out/ (bench.json, bench.csv, bench.txt, *.png); docs: tools/results_doc.py $out"
