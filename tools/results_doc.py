@@ -25,6 +25,7 @@ PAPER_TABLE1 = {
     "wbtree": {"flush": (6.0, 6.0, 6.0), "depth": (4.0, 4.0, 4.0), "llc_ins": (22.3, 22.4, 22.4), "llc_search": (22.9, 22.8, 23.3)},
 }
 DISTS = ("dense", "sparse", "clustered")
+VAR_DISTS = ("varbytes", "words", "fixed20")
 
 
 def load(path):
@@ -120,7 +121,7 @@ def paper_side_by_side(doc):
     return table(head, rows)
 
 
-def times_section(doc, key="ns_per_op"):
+def times_section(doc, key="ns_per_op", dists=DISTS):
     by = cases_by(doc)
     names = []
     for c in doc["cases"]:
@@ -131,12 +132,13 @@ def times_section(doc, key="ns_per_op"):
     for idx in indexes(doc):
         r = [idx]
         for n in names:
-            for d in DISTS:
+            for d in dists:
                 c = by.get((idx, d))
                 p = phase(c, n) if c else None
                 r.append(fmt(p.get(key) if p else None, "{:.0f}"))
         rows.append(r)
-    head = ["index"] + [f"{n} {d[0].upper()}" for n in names for d in DISTS]
+    short = (lambda d: d[0].upper()) if dists == DISTS else (lambda d: d)
+    head = ["index"] + [f"{n} {short(d)}" for n in names for d in dists]
     return table(head, rows)
 
 
@@ -205,6 +207,7 @@ def main():
         raise SystemExit(f"{args.results}/bench.json not found: run tools/run-main.sh first")
     sweep = load(os.path.join(args.results, "latency.json"))
     mix = load(os.path.join(args.results, "mix.json"))
+    var = load(os.path.join(args.results, "varkeys.json"))
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     img_dir = os.path.join(doc_dir, "results")
     os.makedirs(img_dir, exist_ok=True)
@@ -246,6 +249,8 @@ def main():
         out.append(command(sweep))
     if mix:
         out.append(command(mix))
+    if var:
+        out.append(command(var))
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines flushed per insert, (c) LLC misses per search,",
@@ -280,6 +285,19 @@ def main():
     if mix:
         out += [f"## Mixed workload: {mix['options']['workload']} ({mix['options']['mix']['ratios']}, {mix['options']['mix']['choice']})", "",
                 mix_section(mix), ""]
+    if var:
+        by = cases_by(var)
+        srcs = sorted({f"{c['dist']}: {c['key_source']}, {c['keys']:,} keys of {c['avg_key_len']:.1f} bytes on average" for c in var["cases"]})
+        out += ["## Variable-size keys (ns/op)", "",
+                "ROART's random byte strings of 4 to 128 bytes (varbytes), a real word list (words),",
+                "and the WORT paper's 20-byte Memcached keys (fixed20):", ""]
+        out += [f"- {s}" for s in srcs]
+        out += ["", times_section(var, dists=VAR_DISTS), "",
+                "Lines flushed per insert and PM bytes per key:", "",
+                table(["index"] + [f"lines/insert {d}" for d in VAR_DISTS] + [f"PM B/key {d}" for d in VAR_DISTS],
+                      [[idx] + [fmt((phase(by[(idx, d)], "insert") or {}).get("counters", {}).get("lines_per_op") if (idx, d) in by else None) for d in VAR_DISTS]
+                       + [fmt(by[(idx, d)]["stats"]["pm_bytes_per_key"] if (idx, d) in by else None, "{:.1f}") for d in VAR_DISTS]
+                       for idx in indexes(var)]), ""]
     if imgs:
         out += ["## Plots", ""]
         for name in imgs:

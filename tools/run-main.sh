@@ -10,6 +10,9 @@
 #   WORT_LLC_SIZE    simulated last-level cache of that pass (default 1M: this VM reports a
 #                    bogus 320 MB L3, and a small cache keeps a small tree larger than it)
 #   WORT_MIX_OPS     operations of the YCSB-A mix on Sparse keys (default 1000000; 0 skips it)
+#   WORT_VAR_KEYS    keys of the variable-size key run: ROART's 4-128 random bytes, the
+#                    words of /usr/share/dict/words, WORT's 20-byte keys (default 100000;
+#                    0 skips it)
 #   WORT_RESULTS     output folder (default results)
 set -euo pipefail
 build=${1:-build}
@@ -18,6 +21,7 @@ sweep_keys=${WORT_SWEEP_KEYS:-200000}
 llc_keys=${WORT_LLC_KEYS:-100000}
 llc_size=${WORT_LLC_SIZE:-1M}
 mix_ops=${WORT_MIX_OPS:-1000000}
+var_keys=${WORT_VAR_KEYS:-100000}
 out=${WORT_RESULTS:-results}
 wort="$build/wort"
 mkdir -p "$out"
@@ -61,6 +65,14 @@ if [ "$mix_ops" != 0 ]; then
     --json "$out/mix.json" --csv "$out/mix.csv" > "$out/mix.txt"
   sed -n '/^Phases/,/^$/p' "$out/mix.txt"
   "$wort" plot "$out/mix.json" --out "$out" >/dev/null
+fi
+
+if [ "$var_keys" != 0 ]; then
+  echo
+  echo "== wort bench: variable-size keys (random 4-128 bytes, words, 20-byte), $var_keys keys"
+  bench --keys "$var_keys" --dist varbytes,words,fixed20 \
+    --json "$out/varkeys.json" --csv "$out/varkeys.csv" > "$out/varkeys.txt"
+  sed -n '/^Time per operation/,/^$/p' "$out/varkeys.txt"
 fi
 
 echo
