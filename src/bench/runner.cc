@@ -221,16 +221,22 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
   std::iota(order.begin(), order.end(), 0u);
   Rng rng(Rng::derive(o.seed, 10));
   shuffle(order, rng);
+  // The keys copied in search order: the phase reads them sequentially, as the insert phase
+  // does, so random reads of the key table are neither timed nor counted as cache misses.
+  KeySet search_keys;
+  search_keys.reserve(n, keys.total_bytes());
+  for (std::uint64_t i = 0; i < n; ++i) search_keys.push(as_string(keys[order[i]]));
   c.phases.push_back(run_phase(o, "search", tag("search"), n, progress, label,
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
     for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
       const std::uint32_t k = order[i];
       timed(ctx, w, OpType::lookup, i, [&]() -> long {
-        auto v = idx.lookup(keys[k]);
+        auto v = idx.lookup(search_keys[i]);
         return v && *v == k + 1u ? 0 : -1;
       });
     });
   }));
+  search_keys = KeySet{};
 
   // Ranks in key order, so that [sorted[s], sorted[s+count]) holds exactly `count` keys.
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -260,6 +266,96 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
   }
 }
 
+// One step of a mix: the operation and its key (an insert's key is a fresh one, `fresh` its
+// index in the key set; kExhausted when a duration run has used them all).
+struct Step {
+  MixOp op = MixOp::lookup;
+  Key key;
+  std::uint64_t fresh = 0;
+};
+constexpr std::uint64_t kExhausted = ~std::uint64_t{0};
+
+// Draws steps for one thread: the operation by the ratios, the key by the chooser.
+class StepDrawer {
+ public:
+  StepDrawer(const BenchOptions& o, unsigned t, std::uint64_t loaded, const KeySet& keys,
+             std::atomic<std::uint64_t>& next_fresh)
+      : m_(o.mix), keys_(keys), next_fresh_(next_fresh), rng_(Rng::derive(o.seed, 100 + t)),
+        chooser_(o.mix.choice, loaded, o.mix.choice_param) {}
+  Step next() {
+    Step s;
+    s.op = pick_op(m_, rng_.real());
+    const std::uint64_t rank = chooser_.next(rng_);
+    if (s.op != MixOp::insert) {
+      s.key = keys_[rank];
+      return s;
+    }
+    s.fresh = next_fresh_.fetch_add(1, std::memory_order_relaxed);
+    if (s.fresh >= keys_.size()) s.fresh = kExhausted;
+    else s.key = keys_[s.fresh];
+    return s;
+  }
+
+ private:
+  const MixSpec& m_;
+  const KeySet& keys_;
+  std::atomic<std::uint64_t>& next_fresh_;
+  Rng rng_;
+  KeyChooser chooser_;
+};
+
+// A thread's steps drawn in advance, keys copied in order: the measured loop reads them
+// sequentially, so neither the generators nor random reads of the key table are timed.
+class StepPlan {
+ public:
+  void add(const Step& s) {
+    ops_.push_back({s.op, s.fresh});
+    keys_.push(as_string(s.key));
+  }
+  Step operator[](std::size_t j) const { return {ops_[j].op, keys_[j], ops_[j].fresh}; }
+
+ private:
+  struct Op {
+    MixOp op;
+    std::uint64_t fresh;
+  };
+  std::vector<Op> ops_;
+  KeySet keys_;
+};
+
+// Runs one step, timed (sampled) by its operation type.
+void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
+              std::size_t scan_len) {
+  const Key k = st.key;
+  switch (st.op) {
+    case MixOp::lookup:
+      timed(ctx, w, OpType::lookup, i, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
+      break;
+    case MixOp::update:
+      timed(ctx, w, OpType::update, i, [&]() -> long {
+        return idx.update(k, i + 7) == Status::ok ? 0 : -1;
+      });
+      break;
+    case MixOp::remove:
+      timed(ctx, w, OpType::remove, i, [&]() -> long { return idx.remove(k) == Status::ok ? 0 : -1; });
+      break;
+    case MixOp::scan:
+      timed(ctx, w, OpType::scan, i, [&]() -> long {
+        return static_cast<long>(idx.scan(k, scan_len, [](Key, Value) { return true; }));
+      });
+      break;
+    case MixOp::insert:
+      if (st.fresh == kExhausted) {  // a duration run used every fresh key: count a miss
+        timed(ctx, w, OpType::insert, i, []() -> long { return -1; });
+        break;
+      }
+      timed(ctx, w, OpType::insert, i, [&]() -> long {
+        return idx.insert(k, st.fresh + 1) == Status::ok ? 0 : -1;
+      });
+      break;
+  }
+}
+
 // A PiBench/YCSB-style mix: load the first `loaded` keys in order (one thread, so the load
 // is deterministic), then run the mix; inserts take the remaining keys in order.
 void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_t loaded,
@@ -278,51 +374,31 @@ void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_
   c.stats = idx.stats();
 
   const MixSpec& m = o.mix;
+  const unsigned threads = std::max(1u, o.threads);
   std::atomic<std::uint64_t> next_fresh{loaded};
   const std::uint64_t run_ops = m.ops;
+  // With an operation count, every thread's steps are drawn before the phase (thread by
+  // thread, so fresh insert keys are assigned deterministically).
+  std::vector<StepPlan> plans(run_ops ? threads : 0);
+  for (unsigned t = 0; t < plans.size(); ++t) {
+    StepDrawer draw(o, t, loaded, keys, next_fresh);
+    for (std::uint64_t i = t; i < run_ops; i += threads) plans[t].add(draw.next());
+  }
   c.phases.push_back(run_phase(o, "run", tag("run"), run_ops, progress, label,
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-    Rng rng(Rng::derive(o.seed, 100 + t));
-    KeyChooser chooser(m.choice, loaded, m.choice_param);
-    const unsigned step = std::max(1u, o.threads);
+    StepDrawer draw(o, t, loaded, keys, next_fresh);  // duration runs draw as they go
     std::uint64_t local = 0;
-    for (std::uint64_t i = t;; i += step) {
-      if (run_ops ? i >= run_ops : ((local & 255) == 0 && seconds_since(ctx.t0) >= m.duration_s)) break;
-      const MixOp op = pick_op(m, rng.real());
-      const std::uint64_t rank = chooser.next(rng);
-      const Key k = keys[rank];
-      switch (op) {
-        case MixOp::lookup:
-          timed(ctx, w, OpType::lookup, i, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
-          break;
-        case MixOp::update:
-          timed(ctx, w, OpType::update, i, [&]() -> long {
-            return idx.update(k, i + 7) == Status::ok ? 0 : -1;
-          });
-          break;
-        case MixOp::remove:
-          timed(ctx, w, OpType::remove, i, [&]() -> long {
-            return idx.remove(k) == Status::ok ? 0 : -1;
-          });
-          break;
-        case MixOp::scan:
-          timed(ctx, w, OpType::scan, i, [&]() -> long {
-            return static_cast<long>(idx.scan(k, m.scan_len, [](Key, Value) { return true; }));
-          });
-          break;
-        case MixOp::insert: {
-          const std::uint64_t f = next_fresh.fetch_add(1, std::memory_order_relaxed);
-          if (f >= keys.size()) {  // fresh keys exhausted (duration runs): count a miss
-            timed(ctx, w, OpType::insert, i, [&]() -> long { return -1; });
-            break;
-          }
-          timed(ctx, w, OpType::insert, i, [&]() -> long {
-            return idx.insert(keys[f], f + 1) == Status::ok ? 0 : -1;
-          });
-          break;
-        }
+    for (std::uint64_t i = t;; i += threads, ++local) {
+      Step st;
+      if (run_ops) {
+        if (i >= run_ops) break;
+        st = plans[t][local];
+      } else {
+        if ((local & 255) == 0 && seconds_since(ctx.t0) >= m.duration_s) break;
+        st = draw.next();
       }
-      tick(ctx, t, ++local);
+      run_step(ctx, w, idx, st, i, m.scan_len);
+      tick(ctx, t, local + 1);
     }
   }));
 }
