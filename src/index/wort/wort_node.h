@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "index/wort/wort_key.h"
+#include "index/common/radix_key.h"
 #include "index/wort/wort_layout.h"
 #include "index/wort/wort_leaf.h"
 #include "wort/pool.h"

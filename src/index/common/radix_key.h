@@ -1,11 +1,13 @@
-// index/wort/wort_key.h — partial keys of arbitrary byte-string keys, for radix trees.
+// index/common/radix_key.h — partial keys of arbitrary byte-string keys, for radix trees.
 //
 // A key of n bytes is a string of n * 8 / Bits partial keys, most significant first (so the
 // order of partial-key strings is the byte order of keys, and 8-byte big-endian integer keys
 // sort numerically). Position count(k) is "the key ends here": a radix tree that lets one
 // key be a prefix of another gives it its own slot, sorting before every partial key.
 //
-// Header-only and free of WORT's layout so WOART / ART+CoW can use it with Bits = 8.
+// Header-only and free of any index's layout: WORT uses it with Bits = 4, the ART folders
+// (artcommon, for WOART / ART+CoW) with Bits = 8. src/index/common/ has no .cc files, so it
+// is no index library; indexes include it without depending on each other.
 #pragma once
 
 #include <cstddef>
