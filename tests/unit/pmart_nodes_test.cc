@@ -1,5 +1,6 @@
-// Pushes every ART+CoW node type across its grow and shrink thresholds, one key at a time,
-// checking the node type and the whole contents (against std::map) after every step:
+// Pushes every node type of WOART and ART+CoW (one typed test over both, named by kind:
+// PmartNodes/woart.*, PmartNodes/artcow.*) across its grow and shrink thresholds, one key at
+// a time, checking the node type and the whole contents (against std::map) after every step:
 // 1 → NODE4 (2) → NODE16 (5) → NODE48 (17) → NODE256 (49) and back: NODE48 at 37,
 // NODE16 at 12, NODE4 at 3, merged away at 1. Also with an end-of-key leaf in the node, one
 // level below the root, and with the children inserted in descending order.
@@ -10,14 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "index/artcow/artcow.h"
 #include "support/diff_harness.h"
 #include "support/keygen.h"
+#include "support/pmart_trees.h"
 
 namespace wort::test {
 namespace {
 
-using Tree = artcow::ArtCow;
+template <class Tree>
+class PmartNodes : public ::testing::Test {};
+TYPED_TEST_SUITE(PmartNodes, PmartTrees, KindName);
 
 //! Type name of the node holding the children, or "" if there is none; `root_node4` says
 //! whether a NODE4 root above it (holding a sibling key) is to be discounted.
@@ -58,10 +61,10 @@ struct Scenario {
   bool descending;  //!< children inserted from 255 down
 };
 
-void run_scenario(const Scenario& sc) {
+void run_scenario(const crashsim::Factory& factory, const Scenario& sc) {
   SCOPED_TRACE(std::string("eok=") + (sc.eok ? "1" : "0") + " below_root=" +
                (sc.below_root ? "1" : "0") + " descending=" + (sc.descending ? "1" : "0"));
-  DiffChecker d(crashsim::factory_of<Tree>(), 16ull << 20);
+  DiffChecker d(factory, 16ull << 20);
   const std::string stem = u64_str(0x4242424242424200ull).substr(0, 7);
   auto child = [&](unsigned i) {
     return stem + std::string(1, static_cast<char>(sc.descending ? 255 - i : i));
@@ -84,15 +87,16 @@ void run_scenario(const Scenario& sc) {
   }
 }
 
-TEST(Nodes, GrowAndShrinkAcrossEveryThreshold) {
+TYPED_TEST(PmartNodes, GrowAndShrinkAcrossEveryThreshold) {
+  const auto factory = crashsim::factory_of<TypeParam>();
   for (bool eok : {false, true})
     for (bool below : {false, true})
-      for (bool desc : {false, true}) run_scenario({eok, below, desc});
+      for (bool desc : {false, true}) run_scenario(factory, {eok, below, desc});
 }
 
 // dump() draws the tree: node types with depth and path, the end-of-key slot, leaves.
-TEST(Nodes, DumpShowsNodesSlotsAndLeaves) {
-  DiffChecker d(crashsim::factory_of<Tree>(), 8ull << 20);
+TYPED_TEST(PmartNodes, DumpShowsNodesSlotsAndLeaves) {
+  DiffChecker d(crashsim::factory_of<TypeParam>(), 8ull << 20);
   d.insert("abc", 1);
   d.insert("abd", 2);
   d.insert("ab", 3);
@@ -108,7 +112,8 @@ TEST(Nodes, DumpShowsNodesSlotsAndLeaves) {
 }
 
 // Made and reopened through the registry's type-erased handle, by kind name.
-TEST(Nodes, CreateAndOpenThroughTheRegistry) {
+TYPED_TEST(PmartNodes, CreateAndOpenThroughTheRegistry) {
+  using Tree = TypeParam;
   PoolOptions o;
   o.size = 8ull << 20;
   o.kind = std::string(Tree::kKind);
