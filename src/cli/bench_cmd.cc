@@ -81,6 +81,7 @@ extra measurements:
   --recovery           fork a child that loads into a file pool, kill -9 it half-way,
                        then time Pool::open + Index::open + first lookup, and the
                        allocator's reclaim, and count acknowledged keys lost
+                       (--no-recovery turns it off again)
   --llc MODE           LLC misses per operation: off (default), perf (hardware counters;
                        reported unavailable where perf_event_open fails), callgrind
                        (re-runs the workload under valgrind's cache simulation, with

@@ -3,6 +3,7 @@
 #include "bench/keygen.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -131,7 +132,7 @@ TEST(KeygenTest, WordsComeFromTheFileOrFallBackToEmails) {
   for (std::size_t i = 0; i < 500; ++i)
     EXPECT_NE(as_string(fb.value()[i]).find('@'), std::string_view::npos);
 
-  const std::string path = ::testing::TempDir() + "/bench_words.txt";
+  const std::string path = ::testing::TempDir() + "/wort-bench-words-" + std::to_string(::getpid()) + ".txt";
   {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);

@@ -392,8 +392,10 @@ TEST(CliTest, TinyRunWritesJson) {
       break;
     }
   if (index.empty()) GTEST_SKIP() << "no index registered in the wort binary yet";
-  const std::string json = ::testing::TempDir() + "/tiny.json";
-  const std::string csv = ::testing::TempDir() + "/tiny.csv";
+  // Per-process names: the Release and ASan builds may run this test at the same time.
+  const std::string stem = ::testing::TempDir() + "/wort-bench-tiny-" + std::to_string(::getpid());
+  const std::string json = stem + ".json";
+  const std::string csv = stem + ".csv";
   const std::string out = run(kWort + " bench --index " + index + " --keys 3000 --range-queries 20 --json " +
                                   json + " --csv " + csv + " --seed 7 --no-progress",
                               &rc);
@@ -415,7 +417,7 @@ TEST(CliTest, TinyRunWritesJson) {
   // The plots drawn from that JSON (needs Debian's matplotlib, which install-deps installs).
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "matplotlib not installed";
-  const std::string dir = ::testing::TempDir() + "/tiny_plots";
+  const std::string dir = stem + "-plots";
   const std::string plot = run(kWort + " plot " + json + " --out " + dir, &rc);
   ASSERT_EQ(rc, 0) << plot;
   for (const char* png : {"fig7_insert.png", "fig9_search.png", "fig10_range.png", "table1.png"}) {
