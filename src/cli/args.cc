@@ -1,5 +1,6 @@
 #include "cli/args.h"
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace wort::cli {
@@ -31,6 +32,13 @@ std::string ArgReader::value() {
 
 std::uint64_t parse_count(const std::string& s, const std::string& what) {
   if (s.empty()) throw UsageError(what + ": empty value");
+  // Plain integers exactly (a seed may exceed a double's 53 bits); suffixed counts via double.
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    errno = 0;
+    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+    if (errno == ERANGE) throw UsageError(what + ": too large: '" + s + "'");
+    return v;
+  }
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   double mult = 1;
