@@ -4,21 +4,16 @@
 // trees, sampled on larger ones; each asserts report.correct() and no lint (report.clean()).
 // Plus reopen after a real kill -9 of a process inserting into a file pool.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "crashsim/harness.h"
 #include "index/wort/wort_tree.h"
-#include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/kill_reopen.h"
 
 namespace wort::test {
 namespace {
@@ -171,74 +166,15 @@ TEST(WortCrash, SampledLongKeys) {
   EXPECT_CLEAN(run(setup, ops, o));
 }
 
-// --- reopen after a real process kill ----------------------------------------------------
+// --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 
-// Child: creates a file pool, inserts keys, and after each acknowledged insert writes its
-// index to the pipe. The parent kills it with SIGKILL mid-run.
-[[noreturn]] void child_inserts(const std::string& path, int fd, const std::vector<std::string>& keys) {
-  PoolOptions o;
-  o.size = 64ull << 20;
-  o.kind = "wort";
-  auto pool = Pool::create(path, o);
-  if (!pool) _exit(2);
-  auto tree = WortTree::create(**pool, {});
-  if (!tree) _exit(3);
-  for (std::uint32_t i = 0;; i = (i + 1) % keys.size()) {
-    const Status s = (*tree)->upsert(as_key(keys[i]), i);
-    if (s != Status::ok) _exit(4);
-    if (write(fd, &i, sizeof i) != sizeof i) _exit(5);
-  }
-}
-
+// The child upserts each of 20000 keys in turn (value: its index); killed after 15000
+// acknowledged inserts.
 TEST(WortCrash, ReopenAfterKill9) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("wort_kill_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "pool").string();
-  const auto keys = make_keys(Gen::random_bytes, 20000, 17);
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
-    child_inserts(path, fds[1], keys);
-  }
-  close(fds[1]);
-  std::vector<bool> acked(keys.size(), false);
-  std::size_t count = 0;
-  std::uint32_t i = 0;
-  while (count < 15000 && read(fds[0], &i, sizeof i) == sizeof i) {
-    acked[i] = true;
-    ++count;
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(fds[0]);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited on its own, status " << status;
-  ASSERT_EQ(count, 15000u) << "child stopped early";
-  std::cout << "[wort crash] killed the child after " << count << " acknowledged inserts\n";
-
-  auto pool = Pool::open(path, "wort");
-  ASSERT_TRUE(pool) << pool.error().message;
-  auto tree = WortTree::open(**pool);
-  ASSERT_TRUE(tree) << tree.error().message;
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    if (acked[k]) {
-      EXPECT_EQ((*tree)->lookup(as_key(keys[k])), std::optional<Value>(k)) << k;
-    }
-  }
-  EXPECT_TRUE((*tree)->verify());
-  auto audit = (*pool)->allocator().audit(
-      [&](pm::BlockVisitor v) { (*tree)->visit_blocks(v); });
-  EXPECT_TRUE(audit.ok()) << audit.describe();
-  // and it keeps working
-  EXPECT_EQ((*tree)->insert(as_key(std::string("after-the-crash")), 1), Status::ok);
-  EXPECT_TRUE((*tree)->verify());
-  tree->reset();
-  pool->reset();
-  std::filesystem::remove_all(dir);
+  KillReopenSpec spec{crashsim::factory_of<WortTree>(), make_keys(Gen::random_bytes, 20000, 17),
+                      upsert_each_key_in_turn(20000)};
+  spec.kill_after = 15000;
+  kill_and_reopen(spec);
 }
 
 }  // namespace
