@@ -311,8 +311,10 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv) {
   std::string ll = "this CPU's cache sizes";
   {
     std::ifstream log(dir + "/valgrind.log");
+    // valgrind logs e.g. "--123-- warning: simulated LL cache: line_size 64  assoc 1  total_size 268,435,456"
     for (std::string line; std::getline(log, line);)
-      if (line.find("LL") != std::string::npos && line.find("cache") != std::string::npos) ll = line;
+      if (auto at = line.find("simulated LL cache: "); at != std::string::npos)
+        ll = "callgrind's own choice of LL: " + line.substr(at + 20);
   }
   std::filesystem::remove_all(dir);
   return "LLC misses per op from callgrind's cache simulation (" + std::to_string(o.llc_keys) +
