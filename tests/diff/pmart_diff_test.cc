@@ -1,10 +1,13 @@
-// WOART against std::map (tests/support/diff_harness.h): every key generator, random
-// operation mixes with reopen (recovery on a copy of the pool), and the WORT paper's Dense,
-// Sparse and Clustered sets at 1M keys with removes mixed in (100k under ASan or with
-// WORT_TEST_SCALE=small).
+// WOART and ART+CoW (one test file over both trees, tests/support/pmart_trees.h) against
+// std::map (tests/support/diff_harness.h): every key generator, random operation mixes with
+// reopen (recovery on a copy of the pool), and the WORT paper's Dense, Sparse and Clustered
+// sets at 1M keys with removes mixed in (100k under ASan or with WORT_TEST_SCALE=small).
+// Test names carry the tree: AllGenerators/DiffGen.*/woart_random_u64, PmartIndex/artcow.*.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <ostream>
 #include <map>
 #include <vector>
 #include <cstdlib>
@@ -12,20 +15,43 @@
 #include <string>
 
 #include "crashsim/harness.h"
-#include "index/woart/woart.h"
 #include "pm/allocator.h"
 #include "support/diff_harness.h"
 #include "support/keygen.h"
+#include "support/pmart_trees.h"
 
 namespace wort {
 namespace {
 
-using Tree = woart::Woart;
 using test::DiffChecker;
 using test::Gen;
 
-DiffChecker make_checker(std::uint64_t pool = 256ull << 20) {
-  return DiffChecker(crashsim::factory_of<Tree>(), pool);
+//! One tree and one key source: the parameter of the value-parameterised tests below.
+template <class Source>
+struct TreeCase {
+  crashsim::Factory tree;
+  Source source;
+  friend void PrintTo(const TreeCase& c, std::ostream* os) {
+    *os << c.tree.kind << "/" << test::to_string(c.source);
+  }
+};
+
+//! Every pmart tree crossed with every source, trees outermost.
+template <class Source>
+std::vector<TreeCase<Source>> cases(const std::vector<Source>& sources) {
+  std::vector<TreeCase<Source>> out;
+  for (const auto& f : test::pmart_factories())
+    for (Source s : sources) out.push_back({f, s});
+  return out;
+}
+
+template <class Source>
+std::string case_name(const ::testing::TestParamInfo<TreeCase<Source>>& info) {
+  return info.param.tree.kind + "_" + std::string(test::to_string(info.param.source));
+}
+
+DiffChecker make_checker(const crashsim::Factory& tree, std::uint64_t pool = 256ull << 20) {
+  return DiffChecker(tree, pool);
 }
 
 std::size_t paper_key_count() {
@@ -37,13 +63,13 @@ std::size_t paper_key_count() {
 #endif
 }
 
-class DiffGen : public ::testing::TestWithParam<Gen> {};
+class DiffGen : public ::testing::TestWithParam<TreeCase<Gen>> {};
 
 TEST_P(DiffGen, InsertUpsertUpdateRemoveEverything) {
   const std::uint64_t seed = 42;
-  SCOPED_TRACE("generator " + std::string(test::to_string(GetParam())) + " seed 42");
-  const auto keys = test::make_keys(GetParam(), 3000, seed);
-  DiffChecker d = make_checker(64ull << 20);
+  SCOPED_TRACE("generator " + std::string(test::to_string(GetParam().source)) + " seed 42");
+  const auto keys = test::make_keys(GetParam().source, 3000, seed);
+  DiffChecker d = make_checker(GetParam().tree, 64ull << 20);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     d.insert(keys[i], i);
     if (i % 1000 == 999) {
@@ -70,13 +96,13 @@ TEST_P(DiffGen, InsertUpsertUpdateRemoveEverything) {
 }
 
 TEST_P(DiffGen, RandomOperationMixWithReopen) {
-  const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(GetParam());
-  SCOPED_TRACE("generator " + std::string(test::to_string(GetParam())) + " seed " +
+  const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(GetParam().source);
+  SCOPED_TRACE("generator " + std::string(test::to_string(GetParam().source)) + " seed " +
                std::to_string(seed));
   // A small key universe, so inserts, updates and removes keep hitting present keys.
-  const auto keys = test::make_keys(GetParam(), 400, seed);
+  const auto keys = test::make_keys(GetParam().source, 400, seed);
   std::mt19937_64 rng(seed);
-  DiffChecker d = make_checker(64ull << 20);
+  DiffChecker d = make_checker(GetParam().tree, 64ull << 20);
   for (int step = 0; step < 20'000; ++step) {
     const std::string& k = keys[rng() % keys.size()];
     switch (rng() % 8) {
@@ -94,18 +120,20 @@ TEST_P(DiffGen, RandomOperationMixWithReopen) {
   ASSERT_TRUE(d.check(seed, 200));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllGenerators, DiffGen, ::testing::ValuesIn(test::kAllGens),
-                         [](const auto& info) { return std::string(test::to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(AllGenerators, DiffGen,
+                         ::testing::ValuesIn(cases(std::vector<Gen>(std::begin(test::kAllGens),
+                                                                    std::end(test::kAllGens)))),
+                         case_name<Gen>);
 
-class PaperKeys : public ::testing::TestWithParam<test::Dist> {};
+class PaperKeys : public ::testing::TestWithParam<TreeCase<test::Dist>> {};
 
 // The paper's set in random order with a remove after every 8th insert, full comparison,
 // then half removed and compared again.
 TEST_P(PaperKeys, BuildWithRemovesThenRemoveHalf) {
   const std::size_t n = paper_key_count();
-  const auto ints = test::paper_keys(GetParam(), n, 7);
+  const auto ints = test::paper_keys(GetParam().source, n, 7);
   std::mt19937_64 rng(7);
-  DiffChecker d = make_checker();
+  DiffChecker d = make_checker(GetParam().tree);
   for (std::size_t i = 0; i < ints.size(); ++i) {
     d.insert(test::u64_str(ints[i]), ints[i] ^ i);
     if (i % 8 == 7) d.remove(test::u64_str(ints[rng() % (i + 1)]));
@@ -114,19 +142,25 @@ TEST_P(PaperKeys, BuildWithRemovesThenRemoveHalf) {
   const IndexStats s = d.index().stats();
   EXPECT_EQ(s.keys, d.reference().size());
   std::printf("[%s %s n=%zu] avg leaf depth %.3f, max %llu, %.1f PM bytes/key\n",
-              std::string(Tree::kKind).c_str(), std::string(test::to_string(GetParam())).c_str(),
-              n, s.avg_leaf_depth, static_cast<unsigned long long>(s.max_leaf_depth),
+              GetParam().tree.kind.c_str(),
+              std::string(test::to_string(GetParam().source)).c_str(), n, s.avg_leaf_depth,
+              static_cast<unsigned long long>(s.max_leaf_depth),
               static_cast<double>(s.pm_bytes) / static_cast<double>(s.keys));
   for (std::size_t i = 0; i < ints.size(); i += 2) d.remove(test::u64_str(ints[i]));
   ASSERT_TRUE(d.check(8, 16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dists, PaperKeys,
-                         ::testing::Values(test::Dist::dense, test::Dist::sparse,
-                                           test::Dist::clustered),
-                         [](const auto& info) { return std::string(test::to_string(info.param)); });
+                         ::testing::ValuesIn(cases<test::Dist>(
+                             {test::Dist::dense, test::Dist::sparse, test::Dist::clustered})),
+                         case_name<test::Dist>);
 
-TEST(Index, RegisteredAndRefusesAnotherKind) {
+template <class Tree>
+class PmartIndex : public ::testing::Test {};
+TYPED_TEST_SUITE(PmartIndex, test::PmartTrees, test::KindName);
+
+TYPED_TEST(PmartIndex, RegisteredAndRefusesAnotherKind) {
+  using Tree = TypeParam;
   const auto kinds = Index::kinds();
   EXPECT_NE(std::find(kinds.begin(), kinds.end(), std::string(Tree::kKind)), kinds.end());
   PoolOptions o;
@@ -139,8 +173,8 @@ TEST(Index, RegisteredAndRefusesAnotherKind) {
   EXPECT_EQ(t.status(), Status::wrong_kind);
 }
 
-TEST(Index, KeyLongerThanTheLimitIsRejected) {
-  DiffChecker d = make_checker(8ull << 20);
+TYPED_TEST(PmartIndex, KeyLongerThanTheLimitIsRejected) {
+  DiffChecker d = make_checker(crashsim::factory_of<TypeParam>(), 8ull << 20);
   const std::string huge(70'000, 'x');
   EXPECT_EQ(d.index().insert(as_key(huge), 1), Status::invalid_argument);
   EXPECT_FALSE(d.index().lookup(as_key(huge)).has_value());
@@ -148,8 +182,8 @@ TEST(Index, KeyLongerThanTheLimitIsRejected) {
 
 // Keys far longer than 4 KiB sharing long prefixes: compressed paths of thousands of bytes
 // (16-bit depth and path length), end-of-key slots, splits deep inside a path.
-TEST(Index, VeryLongKeysWithLongSharedPaths) {
-  DiffChecker d = make_checker(64ull << 20);
+TYPED_TEST(PmartIndex, VeryLongKeysWithLongSharedPaths) {
+  DiffChecker d = make_checker(crashsim::factory_of<TypeParam>(), 64ull << 20);
   std::mt19937_64 rng(99);
   const std::string base(9000, 'p');
   std::vector<std::string> keys;
@@ -169,8 +203,8 @@ TEST(Index, VeryLongKeysWithLongSharedPaths) {
 
 // Running out of pool space is a Status; the tree stays consistent and keeps every
 // acknowledged key, and works again once space is freed.
-TEST(Index, OutOfSpaceLeavesTheTreeConsistent) {
-  DiffChecker d(crashsim::factory_of<Tree>(), 2ull << 20, 64u << 10);
+TYPED_TEST(PmartIndex, OutOfSpaceLeavesTheTreeConsistent) {
+  DiffChecker d(crashsim::factory_of<TypeParam>(), 2ull << 20, 64u << 10);
   std::map<std::string, Value> acked;
   std::mt19937_64 rng(5);
   Status s = Status::ok;
