@@ -344,8 +344,9 @@ int bench_main(const Args& args, const Args& full_argv) {
   if (o.llc == bench::LlcMode::perf && report.env.hw_counters != "available")
     report.notes.push_back("LLC: hardware counters " + report.env.hw_counters + "; try --llc callgrind");
 
-  ProgressBar bar(out.progress && o.llc != bench::LlcMode::callgrind_child);
-  report.cases = bench::run_all(o, [&](const std::string& l, double f) { bar.update(l, f); });
+  ProgressBar bar(out.progress);
+  const std::string pass = o.llc == bench::LlcMode::callgrind_child ? "callgrind pass: " : "";
+  report.cases = bench::run_all(o, [&](const std::string& l, double f) { bar.update(pass + l, f); });
   bar.finish();
   for (const auto& c : report.cases)
     if (!c.error.empty()) report.notes.push_back(c.index + "/" + std::string(bench::to_string(c.dist)) + ": " + c.error);
