@@ -264,6 +264,25 @@ TEST(RunnerTest, MixRunsTheRatios) {
   EXPECT_GT(run->items, 0u);
 }
 
+TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::fixed20};
+  o.workload = "read-intensive";
+  o.mix = find_preset("read-intensive")->mix;
+  o.mix.duration_s = 0.05;
+  ASSERT_TRUE(validate(o).ok());
+  EXPECT_EQ(o.mix.ops, 0u) << "a duration run has no operation count";
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 1u);
+  const PhaseResult* run = cases[0].phase("run");
+  ASSERT_NE(run, nullptr);
+  EXPECT_GT(run->ops, 0u);
+  std::uint64_t sum = 0;
+  for (const auto& t : run->per_type) sum += t.ops;
+  EXPECT_EQ(sum, run->ops);
+  EXPECT_EQ(run->per_type[static_cast<int>(OpType::lookup)].misses, 0u) << "nothing is removed";
+}
+
 TEST(RunnerTest, UnknownIndexIsRejected) {
   BenchOptions o = small_options();
   o.indexes = {"no-such-index"};
@@ -413,6 +432,18 @@ TEST(CliTest, TinyRunWritesJson) {
     EXPECT_EQ(c.get("error")->str(), "");
     EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
   }
+
+  // --range none: only insert and search.
+  const std::string json2 = stem + "-norange.json";
+  run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --quiet --no-progress --json " + json2, &rc);
+  ASSERT_EQ(rc, 0);
+  std::ifstream f2(json2);
+  std::stringstream ss2;
+  ss2 << f2.rdbuf();
+  auto p2 = parse_json(ss2.str());
+  ASSERT_TRUE(p2.ok());
+  ASSERT_EQ(p2.value().get("cases")->arr().size(), 1u);
+  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 2u);
 
   // The plots drawn from that JSON (needs Debian's matplotlib, which install-deps installs).
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
