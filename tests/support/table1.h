@@ -1,0 +1,48 @@
+// tests/support/table1.h — the WORT paper's Table 1(b) and 1(d) measurement, for any index:
+// the n paper keys of one distribution (Dense / Sparse / Clustered 8-byte keys, random
+// order) inserted into a fresh in-memory pool, counting cache lines flushed, flush calls and
+// fences per insert (pm::counters), then the tree's stats (average leaf depth, node counts).
+// Correctness is asserted (every insert ok, key count, verify, sampled lookups); the numbers
+// are only printed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "crashsim/harness.h"
+#include "support/keygen.h"
+#include "wort/index.h"
+
+namespace wort::test {
+
+//! What the measurement needs to know about one tree.
+struct Table1Tree {
+  crashsim::Factory tree;
+  std::uint64_t (*pool_size)(std::size_t n);  //!< bytes of pool for n keys
+  std::vector<std::string> node_types;        //!< stats().nodes entries printed, in order
+};
+
+struct Table1Row {
+  std::string kind;
+  Dist dist;
+  std::size_t n = 0;
+  double lines_flushed = 0;  //!< per insert
+  double flush_calls = 0;    //!< per insert
+  double fences = 0;         //!< per insert
+  IndexStats stats;
+};
+
+//! WORT_TABLE1_KEYS if set, else 1M (100k under ASan).
+std::size_t table1_key_count();
+
+//! Runs the measurement, filling `row`; reports correctness failures through gtest (wrap the
+//! call in ASSERT_NO_FATAL_FAILURE).
+void measure_table1(const Table1Tree& t, Dist d, std::size_t n, Table1Row& row);
+
+//! One line: "[<kind> table1] <dist> n=... lines flushed/insert ... fences/insert ... avg
+//! leaf depth ... max ... <node type> <count>... PM bytes/key ...".
+std::string format_table1_row(const Table1Row& row, const std::vector<std::string>& node_types);
+
+}  // namespace wort::test
