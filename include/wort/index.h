@@ -99,6 +99,7 @@ class IndexAdapter final : public Index {
  public:
   explicit IndexAdapter(std::unique_ptr<T> impl) : impl_(std::move(impl)) {}
   T& impl() noexcept { return *impl_; }
+  const T& impl() const noexcept { return *impl_; }
   std::string_view kind() const noexcept override { return T::kKind; }
   Status insert(Key k, Value v) override { return impl_->insert(k, v); }
   Status upsert(Key k, Value v) override { return impl_->upsert(k, v); }

@@ -51,6 +51,7 @@ void write_options(JsonWriter& w, const BenchOptions& o) {
   w.field("pool_size", o.pool_size);
   w.field("threads", o.threads);
   w.field("sample_every", o.sample_every);
+  w.field("search_direct", o.search_direct);
   w.field("verify", o.verify);
   w.field("recovery", o.recovery);
   w.field("llc", to_string(o.llc));
@@ -198,6 +199,8 @@ void write_case(JsonWriter& w, const CaseResult& c) {
   w.field("open_s", c.recovery.measured ? c.recovery.open_s : std::nan(""));
   w.field("reclaim_s", c.recovery.measured ? c.recovery.reclaim_s : std::nan(""));
   w.end_object();
+  // search ns/op over search-direct ns/op (NaN = null when either phase is missing).
+  w.field("adapter_overhead", c.adapter_overhead());
   w.key("phases");
   w.begin_array();
   for (const auto& p : c.phases) write_phase(w, p);

@@ -160,6 +160,51 @@ void write_times(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   t.print(os);
 }
 
+double instr_per_op(const PhaseResult& p) { return per_op(p.cache.instructions, p.cache.ops); }
+
+// The type-erased handle's cost: `search` (through wort::Index) against `search-direct`
+// (the same lookups on the concrete class), and the same ratio in callgrind instructions.
+// Writes nothing and returns false when no case has a search-direct phase.
+bool write_adapter(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
+  const auto dists = case_dists(r);
+  bool any = false, instr = false;
+  for (const auto& c : r.cases) {
+    any |= c.phase("search-direct") != nullptr;
+    if (const PhaseResult* p = c.phase("search-direct")) instr |= std::isfinite(p->cache.instructions);
+  }
+  if (!any) return false;
+  Table t;
+  std::vector<std::string> groups{""}, head{"index"};
+  std::vector<std::string> titles{"search-direct ns/op", "search/direct (time)"};
+  if (instr) titles.emplace_back("search/direct (instr)");
+  for (const auto& title : titles) {
+    groups.push_back(title);
+    for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
+    for (auto d : dists) head.push_back(dist_letter(d));
+  }
+  t.row(groups);
+  t.row(head);
+  t.rule();
+  for (const auto& idx : case_indexes(r)) {
+    std::vector<std::string> row{idx};
+    for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "search-direct", ns_per_op), "%.0f"));
+    for (auto d : dists) {
+      const CaseResult* c = find_case(r, idx, d, lat);
+      row.push_back(c ? fmt(c->adapter_overhead(), "%.3f") : "-");
+    }
+    if (instr)
+      for (auto d : dists) {
+        const CaseResult* c = find_case(r, idx, d, lat);
+        row.push_back(fmt(phase_value(c, "search", instr_per_op) / phase_value(c, "search-direct", instr_per_op), "%.3f"));
+      }
+    t.row(row);
+  }
+  os << "Adapter overhead (search through wort::Index vs the same lookups on the concrete class;\n"
+        "the time ratio also includes search's per-op bookkeeping, see src/bench/README.md):\n";
+  t.print(os);
+  return true;
+}
+
 // Insertion time against emulated PM write latency (Figure 8).
 void write_latency_sweep(const BenchReport& r, std::ostream& os) {
   const auto& lats = r.options.flush_latencies;
@@ -284,6 +329,7 @@ void write_table(const BenchReport& r, std::ostream& os) {
     os << "\n";
     write_times(r, lat0, os);
     os << "\n";
+    if (write_adapter(r, lat0, os)) os << "\n";
     if (o.flush_latencies.size() > 1) {
       write_latency_sweep(r, os);
       os << "\n";

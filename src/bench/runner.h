@@ -40,6 +40,8 @@ struct BenchOptions {
   std::uint64_t pool_size = 0;                   //!< 0 = sized from the key set
   unsigned threads = 1;
   unsigned sample_every = 8;                     //!< time every Nth operation
+  bool search_direct = true;                     //!< paper workload: also search through the
+                                                 //!< concrete class (adapter overhead)
   bool verify = false;                           //!< run Index::verify() after the load
   bool recovery = false;                         //!< measure recovery after kill -9 mid-load
   LlcMode llc = LlcMode::off;
@@ -77,6 +79,10 @@ struct CaseResult {
   const PhaseResult* phase(std::string_view name) const;
   double pm_bytes_per_key() const { return per_op(static_cast<double>(stats.pm_bytes), stats.keys); }
   double dram_bytes_per_key() const { return per_op(static_cast<double>(stats.dram_bytes), stats.keys); }
+  //! ns/op of `search` over ns/op of `search-direct`: the cost of the type-erased handle
+  //! (a virtual call, plus the bench's per-op bookkeeping; see bench/README.md), NaN if
+  //! either phase is missing.
+  double adapter_overhead() const;
 };
 
 //! Progress callback: (case label, fraction of the case done).

@@ -62,6 +62,11 @@ workload:
   --range PERCENTS     paper range queries, percent of the keys each covers
                        (default 0.001,0.01 as the paper's Fig. 10; 'none' skips them)
   --range-queries N    range queries per size (default 10000)
+  --no-search-direct   skip the paper workload's 'search-direct' phase: the search
+                       phase's lookups (same keys, same order) run again on the index's
+                       concrete class, no virtual call, to report the type-erased
+                       handle's overhead (search ns/op / search-direct ns/op). On by
+                       default; skipped with --threads > 1 (search then takes a lock)
 
 conditions:
   --pm-mode MODE       real (flush + fence), emulated (real + write latency), none
@@ -179,6 +184,8 @@ BenchOptions parse_bench_args(const Args& args, Outputs& out) {
     else if (r.is("--threads")) o.threads = static_cast<unsigned>(parse_count(r.value(), "--threads"));
     else if (r.is("--sample-every")) o.sample_every = static_cast<unsigned>(parse_count(r.value(), "--sample-every"));
     else if (r.is("--verify")) o.verify = true;
+    else if (r.is("--no-search-direct")) o.search_direct = false;
+    else if (r.is("--search-direct")) o.search_direct = true;
     else if (r.is("--recovery")) o.recovery = true;
     else if (r.is("--no-recovery")) o.recovery = false;
     else if (r.is("--llc")) {

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <functional>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,10 +17,34 @@
 
 namespace wort::registry {
 
+//! Keys stored back to back, as the benchmark keeps them: key i is
+//! bytes[offsets[i], offsets[i + 1]) (so `offsets` has count + 1 entries).
+struct PackedKeys {
+  const std::byte* bytes = nullptr;
+  const std::size_t* offsets = nullptr;
+  std::size_t count = 0;
+
+  Key operator[](std::size_t i) const noexcept {
+    return {bytes + offsets[i], offsets[i + 1] - offsets[i]};
+  }
+};
+
+//! What a lookup loop found: keys present, and the sum of their values (a checksum that
+//! also keeps the compiler from dropping the lookups).
+struct LookupTally {
+  std::uint64_t found = 0;
+  std::uint64_t value_sum = 0;
+};
+
 struct Entry {
   std::string name;
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
+  //! Looks up every key, in order, on the concrete class behind `idx` (made by this
+  //! entry's create/open): one dynamic_cast, then a non-virtual, inlinable T::lookup per
+  //! key. The benchmark compares it with the same lookups through `Index` to measure the
+  //! type-erased handle's overhead.
+  std::function<LookupTally(const Index&, const PackedKeys&)> lookup_direct;
 };
 
 //! Adds an entry (called from static registrars; names must be unique).
@@ -26,6 +53,20 @@ void add(Entry e);
 const Entry* find(std::string_view name);
 //! Every entry, sorted by name.
 std::vector<const Entry*> all();
+
+//! The direct lookup loop of Entry::lookup_direct for index class T.
+template <IndexConcept T>
+LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
+  const T& impl = dynamic_cast<const IndexAdapter<T>&>(idx).impl();
+  LookupTally t;
+  for (std::size_t i = 0; i < keys.count; ++i) {
+    if (const std::optional<Value> v = impl.lookup(keys[i])) {
+      ++t.found;
+      t.value_sum += *v;
+    }
+  }
+  return t;
+}
 
 template <IndexConcept T>
 struct Registrar {
@@ -40,7 +81,8 @@ struct Registrar {
                 auto r = T::open(p);
                 if (!r) return r.error();
                 return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
-              }});
+              },
+              &lookup_direct<T>});
   }
 };
 

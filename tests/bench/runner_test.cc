@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -283,6 +284,75 @@ TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
   EXPECT_EQ(run->per_type[static_cast<int>(OpType::lookup)].misses, 0u) << "nothing is removed";
 }
 
+// search-direct: the search phase's keys, in the same order, through the registry's direct
+// loop on the concrete class; every key found with its value, no persistence work.
+TEST(RunnerTest, SearchDirectLooksUpEveryKeyOnce) {
+  BenchOptions o = small_options();
+  o.range_fractions.clear();
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(to_string(c.dist)));
+    EXPECT_EQ(c.error, "");
+    ASSERT_EQ(c.phases.size(), 3u);
+    EXPECT_EQ(c.phases[1].name, "search");
+    EXPECT_EQ(c.phases[2].name, "search-direct");
+    const PhaseResult& d = c.phases[2];
+    EXPECT_EQ(d.ops, o.keys);
+    EXPECT_EQ(d.per_type[static_cast<int>(OpType::lookup)].ops, o.keys);
+    EXPECT_EQ(d.misses(), 0u) << "every inserted key must be found with its value";
+    EXPECT_EQ(d.counters.flushes, 0u);
+    EXPECT_GT(d.seconds, 0);
+    EXPECT_TRUE(std::isfinite(c.adapter_overhead()));
+  }
+}
+
+TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::sparse};
+  o.range_fractions.clear();
+  o.search_direct = false;
+  auto off = run_all(o, nullptr);
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0].phase("search-direct"), nullptr);
+  EXPECT_FALSE(std::isfinite(off[0].adapter_overhead()));
+  o.search_direct = true;
+  o.threads = 2;  // search takes a lock per call then: no like-for-like direct loop
+  auto threaded = run_all(o, nullptr);
+  ASSERT_EQ(threaded.size(), 1u);
+  EXPECT_NE(threaded[0].phase("search"), nullptr);
+  EXPECT_EQ(threaded[0].phase("search-direct"), nullptr);
+}
+
+// The registry's direct loop counts only present keys and sums their values.
+TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
+  auto pool = Pool::create_in_memory(PoolOptions{.size = 8 << 20, .kind = "benchlog"});
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  auto idx = Index::create(*pool.value(), "benchlog");
+  ASSERT_TRUE(idx.ok()) << idx.error().message;
+  const registry::Entry* e = registry::find("benchlog");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->lookup_direct);
+  KeySet keys;
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "key" + std::to_string(i);
+    keys.push(k);
+    if (i % 3 == 0) {
+      ASSERT_EQ(idx.value()->insert(as_key(k), 1000 + i), Status::ok);
+    }
+  }
+  std::uint64_t want_sum = 0, want_found = 0;
+  for (int i = 0; i < 100; i += 3) want_sum += 1000 + i, ++want_found;
+  const registry::LookupTally t = e->lookup_direct(*idx.value(), keys.packed());
+  EXPECT_EQ(t.found, want_found);
+  EXPECT_EQ(t.value_sum, want_sum);
+  // A sub-range of the packed keys (as the bench's chunks use): keys 3..5, one present.
+  const registry::PackedKeys all = keys.packed();
+  const registry::LookupTally part = e->lookup_direct(*idx.value(), {all.bytes, all.offsets + 3, 3});
+  EXPECT_EQ(part.found, 1u);
+  EXPECT_EQ(part.value_sum, 1003u);
+}
+
 TEST(RunnerTest, UnknownIndexIsRejected) {
   BenchOptions o = small_options();
   o.indexes = {"no-such-index"};
@@ -334,7 +404,9 @@ TEST(ReportTest, JsonHasTheSchema) {
     EXPECT_EQ(c.get("stats")->get("avg_leaf_depth")->num(), 1);
     EXPECT_GT(c.get("stats")->get("pm_bytes_per_key")->num(), 0);
     const auto& phases = c.get("phases")->arr();
-    ASSERT_EQ(phases.size(), 4u);  // insert, search, two range sizes
+    ASSERT_EQ(phases.size(), 5u);  // insert, search, search-direct, two range sizes
+    EXPECT_EQ(phases[2].get("name")->str(), "search-direct");
+    EXPECT_TRUE(c.get("adapter_overhead")->is_number());
     const JsonValue& ins = phases[0];
     EXPECT_EQ(ins.get("name")->str(), "insert");
     EXPECT_EQ(ins.get("ops")->num(), r.options.keys);
@@ -357,7 +429,7 @@ TEST(ReportTest, CsvAndTable) {
   std::size_t rows = 0, commas_header = std::count(header.begin(), header.end(), ',');
   for (std::string line; std::getline(in, line); ++rows)
     EXPECT_EQ(std::count(line.begin(), line.end(), ','), static_cast<long>(commas_header)) << line;
-  EXPECT_EQ(rows, 2u * 4u * 2u);  // 2 cases x 4 phases x (all + its op type)
+  EXPECT_EQ(rows, 2u * 5u * 2u);  // 2 cases x 5 phases x (all + its op type)
 
   std::ostringstream t;
   write_table(r, t);
@@ -366,6 +438,8 @@ TEST(ReportTest, CsvAndTable) {
   EXPECT_NE(s.find("benchlog"), std::string::npos);
   EXPECT_NE(s.find("(b) lines flushed/insert"), std::string::npos);
   EXPECT_NE(s.find("2.00"), std::string::npos) << "the log index flushes 2 lines per 8-byte insert";
+  EXPECT_NE(s.find("Adapter overhead"), std::string::npos);
+  EXPECT_NE(s.find("search/direct (time)"), std::string::npos);
 }
 
 // The built binary: help texts, errors, and a tiny real run with the JSON written.
@@ -431,9 +505,15 @@ TEST(CliTest, TinyRunWritesJson) {
   for (const auto& c : cases) {
     EXPECT_EQ(c.get("error")->str(), "");
     EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
+    const JsonValue& direct = c.get("phases")->arr()[2];
+    EXPECT_EQ(direct.get("name")->str(), "search-direct");
+    EXPECT_EQ(direct.get("ops")->num(), 3000);
+    EXPECT_EQ(direct.get("misses")->num(), 0) << "search-direct found every key";
+    EXPECT_GT(c.get("adapter_overhead")->num(), 0);
   }
+  EXPECT_NE(out.find("Adapter overhead"), std::string::npos) << out;
 
-  // --range none: only insert and search.
+  // --range none: only insert, search and search-direct; --no-search-direct drops the last.
   const std::string json2 = stem + "-norange.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --quiet --no-progress --json " + json2, &rc);
   ASSERT_EQ(rc, 0);
@@ -443,7 +523,18 @@ TEST(CliTest, TinyRunWritesJson) {
   auto p2 = parse_json(ss2.str());
   ASSERT_TRUE(p2.ok());
   ASSERT_EQ(p2.value().get("cases")->arr().size(), 1u);
-  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 2u);
+  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 3u);
+  const std::string json3 = stem + "-nodirect.json";
+  run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --no-search-direct --quiet --no-progress --json " + json3, &rc);
+  ASSERT_EQ(rc, 0);
+  std::ifstream f3(json3);
+  std::stringstream ss3;
+  ss3 << f3.rdbuf();
+  auto p3 = parse_json(ss3.str());
+  ASSERT_TRUE(p3.ok());
+  ASSERT_EQ(p3.value().get("cases")->arr().size(), 1u);
+  EXPECT_EQ(p3.value().get("cases")->arr()[0].get("phases")->arr().size(), 2u);
+  EXPECT_TRUE(p3.value().get("cases")->arr()[0].get("adapter_overhead")->is_null());
 
   // The plots drawn from that JSON (needs Debian's matplotlib, which install-deps installs).
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
