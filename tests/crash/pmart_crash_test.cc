@@ -8,12 +8,11 @@
 // of a process writing to a file pool (tests/support/kill_reopen.h).
 #include <gtest/gtest.h>
 
-#include <iostream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "crashsim/harness.h"
+#include "support/crash_ops.h"
 #include "support/keygen.h"
 #include "support/kill_reopen.h"
 #include "support/pmart_trees.h"
@@ -22,29 +21,13 @@ namespace wort::test {
 namespace {
 
 using crashsim::KvOp;
-using Kind = crashsim::KvOp::Kind;
-
-KvOp ins(std::string k, Value v = 1) { return {Kind::insert, std::move(k), v}; }
-KvOp ups(std::string k, Value v) { return {Kind::upsert, std::move(k), v}; }
-KvOp upd(std::string k, Value v) { return {Kind::update, std::move(k), v}; }
-KvOp rem(std::string k) { return {Kind::remove, std::move(k), 0}; }
 
 template <class Tree>
 crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
                      crashsim::Options o = {}) {
   if (o.pool_size < (4u << 20)) o.pool_size = 4u << 20;
-  auto r = crashsim::run_kv<Tree>(setup, ops, o);
-  std::cout << "[" << Tree::kKind << " crash] " << r.summary() << "\n";
-  return r;
+  return run_and_print(crashsim::factory_of<Tree>(), setup, ops, o);
 }
-
-#define EXPECT_CLEAN(report)                                    \
-  do {                                                          \
-    const auto& r_ = (report);                                  \
-    EXPECT_TRUE(r_.correct()) << r_.summary();                  \
-    EXPECT_TRUE(r_.clean()) << r_.summary();                    \
-    EXPECT_GT(r_.images, 0u) << "no crash state was explored";  \
-  } while (0)
 
 template <class Tree>
 class PmartCrash : public ::testing::Test {};
@@ -192,23 +175,12 @@ TYPED_TEST(PmartCrash, RecoveryOfInterruptedSplitAndMerge) {
 TYPED_TEST(PmartCrash, SampledMixedOperations) {
   for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains, Gen::long_keys}) {
     SCOPED_TRACE(std::string(to_string(g)));
-    auto keys = make_keys(g, 160, 11);
-    std::vector<KvOp> setup, ops;
-    for (std::size_t i = 0; i < 120; ++i) setup.push_back(ins(keys[i], i));
-    std::mt19937_64 rng(5);
-    for (std::size_t i = 0; i < 48; ++i) {
-      const std::string& k = keys[rng() % keys.size()];
-      switch (rng() % 4) {
-        case 0: ops.push_back(ins(k, i)); break;
-        case 1: ops.push_back(ups(k, i)); break;
-        default: ops.push_back(rem(k)); break;
-      }
-    }
+    const MixedBatch b = sampled_mix(make_keys(g, 160, 11), 120, 48);
     crashsim::Options o;
     o.seed = 3;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run<TypeParam>(setup, ops, o));
+    EXPECT_CLEAN(run<TypeParam>(b.setup, b.ops, o));
   }
 }
 

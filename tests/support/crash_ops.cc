@@ -1,0 +1,32 @@
+#include "support/crash_ops.h"
+
+#include <iostream>
+#include <random>
+
+namespace wort::test {
+
+crashsim::Report run_and_print(const crashsim::Factory& tree,
+                               const std::vector<crashsim::KvOp>& setup,
+                               const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o) {
+  auto r = crashsim::run_kv(tree, setup, ops, o);
+  std::cout << "[" << tree.kind << " crash] " << r.summary() << "\n";
+  return r;
+}
+
+MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
+                       std::size_t ops_n) {
+  MixedBatch b;
+  for (std::size_t i = 0; i < setup_n; ++i) b.setup.push_back(ins(keys[i], i));
+  std::mt19937_64 rng(5);
+  for (std::size_t i = 0; i < ops_n; ++i) {
+    const std::string& k = keys[rng() % keys.size()];
+    switch (rng() % 4) {
+      case 0: b.ops.push_back(ins(k, i)); break;
+      case 1: b.ops.push_back(ups(k, i)); break;
+      default: b.ops.push_back(rem(k)); break;
+    }
+  }
+  return b;
+}
+
+}  // namespace wort::test

@@ -1,0 +1,49 @@
+// tests/support/crash_ops.h — shorthand for the crash tests of the index kinds
+// (crashsim::run_kv): operation builders, a run that prints what it explored, a sampled
+// mixed batch, and EXPECT_CLEAN (correct, no lint, at least one crash state explored).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crashsim/harness.h"
+#include "wort/key.h"
+
+namespace wort::test {
+
+inline crashsim::KvOp ins(std::string k, Value v = 1) {
+  return {crashsim::KvOp::Kind::insert, std::move(k), v};
+}
+inline crashsim::KvOp ups(std::string k, Value v) {
+  return {crashsim::KvOp::Kind::upsert, std::move(k), v};
+}
+inline crashsim::KvOp upd(std::string k, Value v) {
+  return {crashsim::KvOp::Kind::update, std::move(k), v};
+}
+inline crashsim::KvOp rem(std::string k) { return {crashsim::KvOp::Kind::remove, std::move(k), 0}; }
+
+//! crashsim::run_kv, then one line "[<kind> crash] <summary>" on stdout.
+crashsim::Report run_and_print(const crashsim::Factory& tree,
+                               const std::vector<crashsim::KvOp>& setup,
+                               const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o);
+
+struct MixedBatch {
+  std::vector<crashsim::KvOp> setup;  //!< the first `setup_n` keys inserted (value: index)
+  std::vector<crashsim::KvOp> ops;    //!< random keys: 1/4 insert, 1/4 upsert, 1/2 remove
+};
+//! A deterministic batch (rng seed 5) over `keys`.
+MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
+                       std::size_t ops_n);
+
+}  // namespace wort::test
+
+#define EXPECT_CLEAN(report)                                    \
+  do {                                                          \
+    const auto& r_ = (report);                                  \
+    EXPECT_TRUE(r_.correct()) << r_.summary();                  \
+    EXPECT_TRUE(r_.clean()) << r_.summary();                    \
+    EXPECT_GT(r_.images, 0u) << "no crash state was explored";  \
+  } while (0)
