@@ -199,8 +199,10 @@ void write_case(JsonWriter& w, const CaseResult& c) {
   w.field("open_s", c.recovery.measured ? c.recovery.open_s : std::nan(""));
   w.field("reclaim_s", c.recovery.measured ? c.recovery.reclaim_s : std::nan(""));
   w.end_object();
-  // search ns/op over search-direct ns/op (NaN = null when either phase is missing).
+  // Ratios of ns/op (null when a phase is missing): search-virtual / search-direct, the
+  // type-erased handle's cost; search / search-direct, that plus the bench's bookkeeping.
   w.field("adapter_overhead", c.adapter_overhead());
+  w.field("search_over_direct", c.search_over_direct());
   w.key("phases");
   w.begin_array();
   for (const auto& p : c.phases) write_phase(w, p);

@@ -203,25 +203,27 @@ Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
   return {};
 }
 
-// The `search` phase's lookups again (same keys, same order), through the registry's direct
-// loop on the concrete class: no virtual call and none of the per-op bookkeeping of
-// timed(). Chunks of 1024 keys keep the progress bar moving; the chunk's std::function call
-// is 1/1024 of a call per op. No latency samples: single lookups are not timed here.
-PhaseResult run_search_direct(const BenchOptions& o, const registry::Entry& e, const Index& idx,
-                              const KeySet& search_keys, const std::vector<std::uint32_t>& order,
-                              const std::string& tag, const ProgressFn& progress,
-                              const std::string& label) {
+// The `search` phase's lookups again (same keys, same order) in a tight loop, `loop(keys)`:
+// registry::lookup_each on wort::Index (search-virtual) or the entry's lookup_direct on the
+// concrete class (search-direct). Neither has timed()'s per-op bookkeeping, so the two
+// differ only in the call. Chunks of 1024 keys keep the progress bar moving (one call of
+// `loop` per chunk). No latency samples: single lookups are not timed here.
+template <class Loop>
+PhaseResult run_lookup_loop(const BenchOptions& o, const std::string& name, Loop&& loop,
+                            const KeySet& search_keys, const std::vector<std::uint32_t>& order,
+                            const std::string& tag, const ProgressFn& progress,
+                            const std::string& label) {
   const std::uint64_t n = search_keys.size();
   BenchOptions one = o;
   one.threads = 1;  // only run when the search phase ran on one thread
-  return run_phase(one, "search-direct", tag, n, progress, label,
+  return run_phase(one, name, tag, n, progress, label,
                    [&](PhaseCtx& ctx, unsigned, WorkerStats& w) {
     constexpr std::uint64_t kChunk = 1024;
     const registry::PackedKeys all = search_keys.packed();
     OpStats& s = w.per_type[static_cast<std::size_t>(OpType::lookup)];
     for (std::uint64_t b = 0; b < n; b += kChunk) {
       const registry::PackedKeys part{all.bytes, all.offsets + b, std::min(kChunk, n - b)};
-      const registry::LookupTally t = e.lookup_direct(idx, part);
+      const registry::LookupTally t = loop(part);
       // Each key's value is its rank + 1 (as in `search`): a wrong value shows in the sum.
       std::uint64_t expected_sum = 0;
       for (std::uint64_t i = b; i < b + part.count; ++i) expected_sum += order[i] + 1u;
@@ -270,11 +272,19 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
       });
     });
   }));
-  // With threads sharing the index every lookup takes a lock: no like-for-like direct loop.
+  // The adapter's cost: the same lookups in the same loop through wort::Index and on the
+  // concrete class. Both run after `search`, so both find the caches it left. With threads
+  // sharing the index every lookup takes a lock: no like-for-like loop then.
   const registry::Entry* entry = registry::find(c.index);
-  if (o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct)
-    c.phases.push_back(run_search_direct(o, *entry, idx, search_keys, order,
-                                         tag("search-direct"), progress, label));
+  if (o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct) {
+    const Index& cidx = idx;
+    c.phases.push_back(run_lookup_loop(
+        o, "search-virtual", [&](const registry::PackedKeys& p) { return registry::lookup_each(cidx, p); },
+        search_keys, order, tag("search-virtual"), progress, label));
+    c.phases.push_back(run_lookup_loop(
+        o, "search-direct", [&](const registry::PackedKeys& p) { return entry->lookup_direct(cidx, p); },
+        search_keys, order, tag("search-direct"), progress, label));
+  }
   search_keys = KeySet{};
 
   // Ranks in key order, so that [sorted[s], sorted[s+count]) holds exactly `count` keys.
@@ -459,11 +469,11 @@ const PhaseResult* CaseResult::phase(std::string_view name) const {
   return nullptr;
 }
 
-double CaseResult::adapter_overhead() const {
-  const PhaseResult* virt = phase("search");
-  const PhaseResult* direct = phase("search-direct");
-  if (virt == nullptr || direct == nullptr) return std::nan("");
-  return virt->ns_per_op() / direct->ns_per_op();
+double CaseResult::phase_ratio(std::string_view a, std::string_view b) const {
+  const PhaseResult* pa = phase(a);
+  const PhaseResult* pb = phase(b);
+  if (pa == nullptr || pb == nullptr) return std::nan("");
+  return pa->cpu_ns_per_op() / pb->cpu_ns_per_op();
 }
 
 std::string phase_tag(const std::string& index, KeyDist d, std::uint32_t lat,

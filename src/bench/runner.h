@@ -40,8 +40,8 @@ struct BenchOptions {
   std::uint64_t pool_size = 0;                   //!< 0 = sized from the key set
   unsigned threads = 1;
   unsigned sample_every = 8;                     //!< time every Nth operation
-  bool search_direct = true;                     //!< paper workload: also search through the
-                                                 //!< concrete class (adapter overhead)
+  bool search_direct = true;                     //!< paper workload: search-virtual and
+                                                 //!< search-direct (adapter overhead)
   bool verify = false;                           //!< run Index::verify() after the load
   bool recovery = false;                         //!< measure recovery after kill -9 mid-load
   LlcMode llc = LlcMode::off;
@@ -79,10 +79,14 @@ struct CaseResult {
   const PhaseResult* phase(std::string_view name) const;
   double pm_bytes_per_key() const { return per_op(static_cast<double>(stats.pm_bytes), stats.keys); }
   double dram_bytes_per_key() const { return per_op(static_cast<double>(stats.dram_bytes), stats.keys); }
-  //! ns/op of `search` over ns/op of `search-direct`: the cost of the type-erased handle
-  //! (a virtual call, plus the bench's per-op bookkeeping; see bench/README.md), NaN if
-  //! either phase is missing.
-  double adapter_overhead() const;
+  //! CPU ns/op of phase a over CPU ns/op of phase b (CPU time: on a shared machine wall
+  //! time adds whatever preempted the thread); NaN if either is missing.
+  double phase_ratio(std::string_view a, std::string_view b) const;
+  //! The type-erased handle's cost: search-virtual over search-direct (the same loop, a
+  //! virtual call per key against a direct one).
+  double adapter_overhead() const { return phase_ratio("search-virtual", "search-direct"); }
+  //! search over search-direct: the handle plus the bench's per-op bookkeeping in `search`.
+  double search_over_direct() const { return phase_ratio("search", "search-direct"); }
 };
 
 //! Progress callback: (case label, fraction of the case done).

@@ -62,11 +62,13 @@ workload:
   --range PERCENTS     paper range queries, percent of the keys each covers
                        (default 0.001,0.01 as the paper's Fig. 10; 'none' skips them)
   --range-queries N    range queries per size (default 10000)
-  --no-search-direct   skip the paper workload's 'search-direct' phase: the search
-                       phase's lookups (same keys, same order) run again on the index's
-                       concrete class, no virtual call, to report the type-erased
-                       handle's overhead (search ns/op / search-direct ns/op). On by
-                       default; skipped with --threads > 1 (search then takes a lock)
+  --no-search-direct   skip the paper workload's adapter-overhead phases, on by default:
+                       the search phase's lookups (same keys, same order) run again in
+                       one tight loop through the type-erased wort::Index
+                       ('search-virtual') and on the index's concrete class, no virtual
+                       call ('search-direct'); the table and the JSON give the ratio
+                       virtual/direct (the adapter's cost) and search/direct. Skipped
+                       with --threads > 1 (search then takes a lock per call)
 
 conditions:
   --pm-mode MODE       real (flush + fence), emulated (real + write latency), none

@@ -41,9 +41,9 @@ struct Entry {
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
   //! Looks up every key, in order, on the concrete class behind `idx` (made by this
-  //! entry's create/open): one dynamic_cast, then a non-virtual, inlinable T::lookup per
-  //! key. The benchmark compares it with the same lookups through `Index` to measure the
-  //! type-erased handle's overhead.
+  //! entry's create/open): one dynamic_cast, then lookup_each on T, a non-virtual,
+  //! inlinable T::lookup per key. The benchmark compares it with lookup_each on `Index`
+  //! (the same loop, a virtual call per key) to measure the type-erased handle's overhead.
   std::function<LookupTally(const Index&, const PackedKeys&)> lookup_direct;
 };
 
@@ -54,18 +54,25 @@ const Entry* find(std::string_view name);
 //! Every entry, sorted by name.
 std::vector<const Entry*> all();
 
-//! The direct lookup loop of Entry::lookup_direct for index class T.
-template <IndexConcept T>
-LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
-  const T& impl = dynamic_cast<const IndexAdapter<T>&>(idx).impl();
+//! Looks up every key with `ix.lookup`, in order. `Ix` is a concrete index class (a
+//! direct call) or `Index` (a virtual call): one loop for both, so that timing the two
+//! differs only in the call.
+template <class Ix>
+LookupTally lookup_each(const Ix& ix, const PackedKeys& keys) {
   LookupTally t;
   for (std::size_t i = 0; i < keys.count; ++i) {
-    if (const std::optional<Value> v = impl.lookup(keys[i])) {
+    if (const std::optional<Value> v = ix.lookup(keys[i])) {
       ++t.found;
       t.value_sum += *v;
     }
   }
   return t;
+}
+
+//! Entry::lookup_direct for index class T.
+template <IndexConcept T>
+LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
+  return lookup_each(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
 }
 
 template <IndexConcept T>

@@ -284,9 +284,10 @@ TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
   EXPECT_EQ(run->per_type[static_cast<int>(OpType::lookup)].misses, 0u) << "nothing is removed";
 }
 
-// search-direct: the search phase's keys, in the same order, through the registry's direct
-// loop on the concrete class; every key found with its value, no persistence work.
-TEST(RunnerTest, SearchDirectLooksUpEveryKeyOnce) {
+// search-virtual and search-direct: the search phase's keys, in the same order, in one loop
+// through wort::Index and through the registry's direct loop on the concrete class; every
+// key found with its value, no persistence work.
+TEST(RunnerTest, SearchVirtualAndDirectLookUpEveryKeyOnce) {
   BenchOptions o = small_options();
   o.range_fractions.clear();
   const auto cases = run_all(o, nullptr);
@@ -294,16 +295,21 @@ TEST(RunnerTest, SearchDirectLooksUpEveryKeyOnce) {
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(to_string(c.dist)));
     EXPECT_EQ(c.error, "");
-    ASSERT_EQ(c.phases.size(), 3u);
+    ASSERT_EQ(c.phases.size(), 4u);
     EXPECT_EQ(c.phases[1].name, "search");
-    EXPECT_EQ(c.phases[2].name, "search-direct");
-    const PhaseResult& d = c.phases[2];
-    EXPECT_EQ(d.ops, o.keys);
-    EXPECT_EQ(d.per_type[static_cast<int>(OpType::lookup)].ops, o.keys);
-    EXPECT_EQ(d.misses(), 0u) << "every inserted key must be found with its value";
-    EXPECT_EQ(d.counters.flushes, 0u);
-    EXPECT_GT(d.seconds, 0);
+    EXPECT_EQ(c.phases[2].name, "search-virtual");
+    EXPECT_EQ(c.phases[3].name, "search-direct");
+    for (std::size_t i : {2u, 3u}) {
+      SCOPED_TRACE(c.phases[i].name);
+      const PhaseResult& d = c.phases[i];
+      EXPECT_EQ(d.ops, o.keys);
+      EXPECT_EQ(d.per_type[static_cast<int>(OpType::lookup)].ops, o.keys);
+      EXPECT_EQ(d.misses(), 0u) << "every inserted key must be found with its value";
+      EXPECT_EQ(d.counters.flushes, 0u);
+      EXPECT_GT(d.seconds, 0);
+    }
     EXPECT_TRUE(std::isfinite(c.adapter_overhead()));
+    EXPECT_TRUE(std::isfinite(c.search_over_direct()));
   }
 }
 
@@ -315,6 +321,7 @@ TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
   auto off = run_all(o, nullptr);
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(off[0].phase("search-direct"), nullptr);
+  EXPECT_EQ(off[0].phase("search-virtual"), nullptr);
   EXPECT_FALSE(std::isfinite(off[0].adapter_overhead()));
   o.search_direct = true;
   o.threads = 2;  // search takes a lock per call then: no like-for-like direct loop
@@ -324,7 +331,8 @@ TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
   EXPECT_EQ(threaded[0].phase("search-direct"), nullptr);
 }
 
-// The registry's direct loop counts only present keys and sums their values.
+// The registry's loops count only present keys and sum their values, the same through the
+// concrete class (lookup_direct) and through wort::Index (lookup_each).
 TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   auto pool = Pool::create_in_memory(PoolOptions{.size = 8 << 20, .kind = "benchlog"});
   ASSERT_TRUE(pool.ok()) << pool.error().message;
@@ -346,6 +354,9 @@ TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   const registry::LookupTally t = e->lookup_direct(*idx.value(), keys.packed());
   EXPECT_EQ(t.found, want_found);
   EXPECT_EQ(t.value_sum, want_sum);
+  const registry::LookupTally v = registry::lookup_each(*idx.value(), keys.packed());
+  EXPECT_EQ(v.found, want_found);
+  EXPECT_EQ(v.value_sum, want_sum);
   // A sub-range of the packed keys (as the bench's chunks use): keys 3..5, one present.
   const registry::PackedKeys all = keys.packed();
   const registry::LookupTally part = e->lookup_direct(*idx.value(), {all.bytes, all.offsets + 3, 3});
@@ -404,9 +415,11 @@ TEST(ReportTest, JsonHasTheSchema) {
     EXPECT_EQ(c.get("stats")->get("avg_leaf_depth")->num(), 1);
     EXPECT_GT(c.get("stats")->get("pm_bytes_per_key")->num(), 0);
     const auto& phases = c.get("phases")->arr();
-    ASSERT_EQ(phases.size(), 5u);  // insert, search, search-direct, two range sizes
-    EXPECT_EQ(phases[2].get("name")->str(), "search-direct");
+    ASSERT_EQ(phases.size(), 6u);  // insert, search, search-virtual/-direct, two range sizes
+    EXPECT_EQ(phases[2].get("name")->str(), "search-virtual");
+    EXPECT_EQ(phases[3].get("name")->str(), "search-direct");
     EXPECT_TRUE(c.get("adapter_overhead")->is_number());
+    EXPECT_TRUE(c.get("search_over_direct")->is_number());
     const JsonValue& ins = phases[0];
     EXPECT_EQ(ins.get("name")->str(), "insert");
     EXPECT_EQ(ins.get("ops")->num(), r.options.keys);
@@ -429,7 +442,7 @@ TEST(ReportTest, CsvAndTable) {
   std::size_t rows = 0, commas_header = std::count(header.begin(), header.end(), ',');
   for (std::string line; std::getline(in, line); ++rows)
     EXPECT_EQ(std::count(line.begin(), line.end(), ','), static_cast<long>(commas_header)) << line;
-  EXPECT_EQ(rows, 2u * 5u * 2u);  // 2 cases x 5 phases x (all + its op type)
+  EXPECT_EQ(rows, 2u * 6u * 2u);  // 2 cases x 6 phases x (all + its op type)
 
   std::ostringstream t;
   write_table(r, t);
@@ -439,7 +452,7 @@ TEST(ReportTest, CsvAndTable) {
   EXPECT_NE(s.find("(b) lines flushed/insert"), std::string::npos);
   EXPECT_NE(s.find("2.00"), std::string::npos) << "the log index flushes 2 lines per 8-byte insert";
   EXPECT_NE(s.find("Adapter overhead"), std::string::npos);
-  EXPECT_NE(s.find("search/direct (time)"), std::string::npos);
+  EXPECT_NE(s.find("virtual/direct"), std::string::npos);
 }
 
 // The built binary: help texts, errors, and a tiny real run with the JSON written.
@@ -505,15 +518,19 @@ TEST(CliTest, TinyRunWritesJson) {
   for (const auto& c : cases) {
     EXPECT_EQ(c.get("error")->str(), "");
     EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
-    const JsonValue& direct = c.get("phases")->arr()[2];
-    EXPECT_EQ(direct.get("name")->str(), "search-direct");
-    EXPECT_EQ(direct.get("ops")->num(), 3000);
-    EXPECT_EQ(direct.get("misses")->num(), 0) << "search-direct found every key";
+    for (int i : {2, 3}) {
+      const JsonValue& loop = c.get("phases")->arr()[i];
+      EXPECT_EQ(loop.get("name")->str(), i == 2 ? "search-virtual" : "search-direct");
+      EXPECT_EQ(loop.get("ops")->num(), 3000);
+      EXPECT_EQ(loop.get("misses")->num(), 0) << loop.get("name")->str() << " found every key";
+    }
     EXPECT_GT(c.get("adapter_overhead")->num(), 0);
+    EXPECT_GT(c.get("search_over_direct")->num(), 0);
   }
   EXPECT_NE(out.find("Adapter overhead"), std::string::npos) << out;
 
-  // --range none: only insert, search and search-direct; --no-search-direct drops the last.
+  // --range none: only insert, search, search-virtual and search-direct; --no-search-direct
+  // drops the last two.
   const std::string json2 = stem + "-norange.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --quiet --no-progress --json " + json2, &rc);
   ASSERT_EQ(rc, 0);
@@ -523,7 +540,7 @@ TEST(CliTest, TinyRunWritesJson) {
   auto p2 = parse_json(ss2.str());
   ASSERT_TRUE(p2.ok());
   ASSERT_EQ(p2.value().get("cases")->arr().size(), 1u);
-  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 3u);
+  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 4u);
   const std::string json3 = stem + "-nodirect.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --no-search-direct --quiet --no-progress --json " + json3, &rc);
   ASSERT_EQ(rc, 0);
