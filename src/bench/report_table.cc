@@ -208,7 +208,7 @@ bool write_adapter(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   }
   os << "Adapter overhead (CPU ns/op ratios; virtual = search-virtual, the same lookup loop through\n"
         "wort::Index as direct = search-direct on the concrete class; search/direct adds the\n"
-        "bench's per-op bookkeeping and runs first, on colder caches; see src/bench/README.md):\n";
+        "bench's per-op bookkeeping and latency samples; see src/bench/README.md):\n";
   t.print(os);
   return true;
 }
