@@ -39,7 +39,7 @@ struct BenchOptions {
   std::string pool_dir = "/dev/shm";             //!< "" = anonymous memory
   std::uint64_t pool_size = 0;                   //!< 0 = sized from the key set
   unsigned threads = 1;
-  unsigned sample_every = 8;                     //!< time every Nth operation
+  unsigned sample_every = 64;                    //!< time every Nth operation
   bool search_direct = true;                     //!< paper workload: search-virtual and
                                                  //!< search-direct (adapter overhead)
   bool verify = false;                           //!< run Index::verify() after the load

@@ -101,7 +101,8 @@ extra measurements:
                        (16-way, 64-byte lines;
                        default: callgrind's detection of this CPU's). A smaller cache
                        keeps the tree-to-cache ratio of a large run in a small pass
-  --sample-every N     time every Nth operation for the percentiles (default 8)
+  --sample-every N     time every Nth operation for the percentiles (default 64; the
+                       clock reads slow miss-bound lookups, see src/bench/README.md)
 
 output:
   --json FILE          every figure plus the environment (git revision, compiler and

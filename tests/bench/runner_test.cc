@@ -194,9 +194,9 @@ TEST(RunnerTest, PaperWorkloadMeasuresEveryPhase) {
     EXPECT_NEAR(ins->fences_per_op(), 2.0, 0.01);
     EXPECT_GE(ins->lines_per_op(), 2.0);
     EXPECT_EQ(search->counters.flushes, 0u);
-    // Latency samples: every 8th op.
+    // Latency samples: every sample_every-th op (operations 0, N, 2N, ...).
     const auto& lat = ins->per_type[static_cast<int>(OpType::insert)].latency;
-    EXPECT_EQ(lat.count(), (o.keys + 7) / 8);
+    EXPECT_EQ(lat.count(), (o.keys + o.sample_every - 1) / o.sample_every);
     EXPECT_LE(lat.percentile(50), lat.percentile(99));
     // Range phases: exactly the requested number of keys per query.
     for (double f : o.range_fractions) {
