@@ -142,6 +142,26 @@ def times_section(doc, key="ns_per_op", dists=DISTS):
     return table(head, rows)
 
 
+def lookup_section(doc):
+    by = cases_by(doc)
+    rows = []
+    for idx in indexes(doc):
+        r = [idx]
+        for d in DISTS:
+            c, base = by.get((idx, d)), by.get(("art", d))
+            p, b = (phase(c, "search-direct") if c else None), (phase(base, "search-direct") if base else None)
+            ns = p.get("cpu_ns_per_op") if p else None
+            rel = ns / b["cpu_ns_per_op"] if (ns and b and b.get("cpu_ns_per_op")) else None
+            r.append(f"{fmt(ns, '{:.0f}')} ({fmt(rel, '{:.2f}x')})")
+        for d in DISTS:
+            c = by.get((idx, d))
+            r.append(fmt(c.get("adapter_overhead") if c else None, "{:.3f}"))
+        rows.append(r)
+    head = ["index"] + [f"lookup ns {d[0].upper()} (vs art)" for d in DISTS] + \
+           [f"adapter overhead {d[0].upper()}" for d in DISTS]
+    return table(head, rows)
+
+
 def latency_section(doc):
     rows = []
     for c in doc["cases"]:
@@ -262,15 +282,23 @@ def main():
     out += ["", "## Side by side with the paper's Table 1", "",
             "Only the figures that do not depend on the hardware. The paper inserted 128M keys; we",
             f"insert {keys:,}, so the trees are shallower: with 4-bit spans (WORT) depth grows by one",
-            "level per 16x more keys (log16(128M) = 6.8 against log16(1M) = 5.0), with 8-bit spans",
-            "(WOART, ART+CoW) by one level per 256x. Lines flushed per insert do not depend on the",
-            "key count once the tree is past its first levels.", "",
+            f"level per 16x more keys (log16(128M) = {math.log(128e6, 16):.1f} against log16({keys:,}) = "
+            f"{math.log(keys, 16):.1f}), with 8-bit spans",
+            f"(WOART, ART+CoW) by one level per 256x (log256: {math.log(128e6, 256):.2f} against "
+            f"{math.log(keys, 256):.2f}). Lines flushed per insert",
+            "depend little on the key count once the tree is past its first levels.", "",
             paper_side_by_side(bench), "",
             "## Time per operation (ns; Fig. 7 insert, Fig. 9 search, Fig. 10 range)", "",
             times_section(bench), "",
             "The same phases in CPU time of the benchmark thread (ns/op): steadier than wall time on",
             "a VM whose cores other jobs share.", "",
             times_section(bench, "cpu_ns_per_op"), "",
+            "## Lookup time relative to the volatile ART, and the adapter's overhead", "",
+            "CPU ns per lookup of `search-direct` (the same keys in the same order as `search`, a",
+            "loop on the concrete index class: no virtual call, none of the bench's per-operation",
+            "work), its ratio to `art` (the DRAM ART without persistence), and the adapter overhead:",
+            "`search-virtual` / `search-direct` CPU time, the cost of calling through `wort::Index`.", "",
+            lookup_section(bench), "",
             "## Latency percentiles and persistence cost per operation", "",
             latency_section(bench), "",
             "## Space and recovery", "",
