@@ -1,0 +1,71 @@
+// artcow/artcow_sorted_node.h — what ART+CoW's NODE4 and NODE16 share: ART's sorted layout
+// (a count, keys in ascending order, a parallel child array), never edited in place but
+// rebuilt by copy on every change. The two differ only in how a key byte is found: a short
+// loop over 4 keys, one SIMD compare over 16; `Position` is that search.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "index/artcommon/entries.h"
+#include "index/artcommon/node_image.h"
+#include "index/artcow/artcow_layout.h"
+
+namespace wort::artcow {
+
+template <class NodeT, unsigned Cap, int (*Position)(const NodeT*, std::uint8_t)>
+struct SortedNode {
+  static const NodeT* as(const NodeBase* n) noexcept { return reinterpret_cast<const NodeT*>(n); }
+  static NodeT* as(NodeBase* n) noexcept { return reinterpret_cast<NodeT*>(n); }
+
+  static Ref find(const NodeBase* n, std::uint8_t b) noexcept {
+    const NodeT* x = as(n);
+    const int p = Position(x, b);
+    return p < 0 ? artcommon::kNull : x->child[p];
+  }
+
+  static Ref* slot(NodeBase* n, std::uint8_t b) noexcept {
+    NodeT* x = as(n);
+    const int p = Position(x, b);
+    return p < 0 ? nullptr : &x->child[p];
+  }
+
+  static unsigned count(const NodeBase* n) noexcept { return as(n)->count; }
+
+  static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+    const NodeT* x = as(n);
+    for (unsigned i = 0; i < x->count && i < Cap; ++i)
+      if (x->key[i] >= from && !fn(x->key[i], x->child[i])) return false;
+    return true;
+  }
+
+  //! Builds the node from `e` (already sorted, at most Cap entries) in DRAM and publishes
+  //! the image into the fresh block `dst`.
+  static void build(NodeBase* dst, artcommon::NodeType type, const artcommon::NodeHeader& hdr,
+                    Ref eok, const artcommon::Entries& e) noexcept {
+    NodeT img;
+    std::memset(&img, 0, sizeof img);
+    artcommon::init_base(img.base, type, hdr, eok);
+    img.count = static_cast<std::uint8_t>(e.n);
+    for (unsigned i = 0; i < e.n; ++i) {
+      img.key[i] = e.bytes[i];
+      img.child[i] = e.refs[i];
+    }
+    artcommon::publish_image(dst, &img, sizeof img);
+  }
+
+  //! Count within capacity, keys strictly ascending, no null child.
+  static bool check(const NodeBase* n, const char* name, std::string* why) {
+    const NodeT* x = as(n);
+    if (x->count > Cap) return *why = std::string(name) + " count over capacity", false;
+    for (unsigned i = 0; i < x->count; ++i) {
+      if (i > 0 && x->key[i - 1] >= x->key[i])
+        return *why = std::string(name) + " keys not ascending", false;
+      if (x->child[i] == artcommon::kNull) return *why = std::string(name) + " null child", false;
+    }
+    return true;
+  }
+};
+
+}  // namespace wort::artcow
