@@ -29,7 +29,7 @@ test-release: build
 
 test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest -j $(JOBS) --output-on-failure --timeout 1500 -LE slow
+	  ctest -j $(JOBS) --output-on-failure --timeout 1500
 
 test: test-release test-asan
 

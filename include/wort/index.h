@@ -117,4 +117,12 @@ class IndexAdapter final : public Index {
   std::unique_ptr<T> impl_;
 };
 
+//! Wraps a concrete index (or its error) in the type-erased handle: what the registry and
+//! the crash simulator's factories do with T::create / T::open.
+template <IndexConcept T>
+Result<std::unique_ptr<Index>> adapt(Result<std::unique_ptr<T>> r) {
+  if (!r) return r.error();
+  return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
+}
+
 }  // namespace wort

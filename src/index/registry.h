@@ -79,16 +79,8 @@ template <IndexConcept T>
 struct Registrar {
   Registrar() {
     add(Entry{std::string(T::kKind),
-              [](Pool& p, const IndexOptions& o) -> Result<std::unique_ptr<Index>> {
-                auto r = T::create(p, o);
-                if (!r) return r.error();
-                return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
-              },
-              [](Pool& p) -> Result<std::unique_ptr<Index>> {
-                auto r = T::open(p);
-                if (!r) return r.error();
-                return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
-              },
+              [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
+              [](Pool& p) { return adapt<T>(T::open(p)); },
               &lookup_direct<T>});
   }
 };
