@@ -178,6 +178,8 @@ struct Allocator::Impl {
   ThreadCache* my_cache();
   BlockRef locate(std::uint64_t off) const;
   bool is_live(const BlockRef& r) const;
+  enum class Reach { ok, not_a_block, twice, free };
+  Reach reach(std::uint64_t off, VisitedSet& seen, const char** why) const;
   void check_free(std::uint64_t off) const;
   std::uint64_t blocks_in(std::uint64_t c) const {
     return chunks[c].kind == ChunkKind::small ? classes.blocks_per_chunk(chunks[c].cls) : 1;
@@ -454,6 +456,18 @@ bool Allocator::Impl::is_live(const BlockRef& r) const {
                                      : ci.large_requested.load(std::memory_order_relaxed) != 0;
 }
 
+//! One block reached by a walk (recover, audit): marks it and says what is wrong with it.
+//! `why` is set for not_a_block.
+Allocator::Impl::Reach Allocator::Impl::reach(std::uint64_t off, VisitedSet& seen,
+                                              const char** why) const {
+  const BlockRef r = locate(off);
+  *why = r.error;
+  if (r.error) return Reach::not_a_block;
+  if (!seen.mark(r.chunk, r.block, blocks_in(r.chunk))) return Reach::twice;
+  if (!chunks[r.chunk].frozen && !is_live(r)) return Reach::free;
+  return Reach::ok;
+}
+
 void Allocator::Impl::check_free(std::uint64_t off) const {
   const BlockRef r = locate(off);
   const char* why = r.error;
@@ -543,16 +557,13 @@ Result<void> Allocator::recover(BlockWalker walk) {
   std::string problem;
   walk([&](std::uint64_t off) {
     if (!problem.empty()) return;
-    const BlockRef r = m.locate(off);
-    if (r.error) {
-      problem = "recovery reached offset " + hex(off) + ", " + r.error;
-      return;
+    const char* why = nullptr;
+    switch (m.reach(off, seen, &why)) {
+      case Impl::Reach::ok: break;
+      case Impl::Reach::not_a_block: problem = "recovery reached offset " + hex(off) + ", " + why; break;
+      case Impl::Reach::twice: problem = "recovery reached block " + hex(off) + " twice"; break;
+      case Impl::Reach::free: problem = "recovery reached block " + hex(off) + ", which is free"; break;
     }
-    if (!seen.mark(r.chunk, r.block, m.blocks_in(r.chunk))) {
-      problem = "recovery reached block " + hex(off) + " twice";
-      return;
-    }
-    if (!m.chunks[r.chunk].frozen && !m.is_live(r)) problem = "recovery reached block " + hex(off) + ", which is free";
   });
   if (!problem.empty()) return Error{Status::corrupt, problem};
   if (!trace_pending()) return {};
@@ -586,16 +597,13 @@ AuditReport Allocator::audit(BlockWalker walk) const {
   AuditReport rep;
   VisitedSet seen(m.count);
   walk([&](std::uint64_t off) {
-    const BlockRef r = m.locate(off);
-    if (r.error) {
-      rep.not_allocated.push_back(off);
-      return;
+    const char* why = nullptr;
+    switch (m.reach(off, seen, &why)) {
+      case Impl::Reach::ok: break;
+      case Impl::Reach::twice: rep.doubly_used.push_back(off); break;
+      case Impl::Reach::not_a_block:
+      case Impl::Reach::free: rep.not_allocated.push_back(off); break;
     }
-    if (!seen.mark(r.chunk, r.block, m.blocks_in(r.chunk))) {
-      rep.doubly_used.push_back(off);
-      return;
-    }
-    if (!m.chunks[r.chunk].frozen && !m.is_live(r)) rep.not_allocated.push_back(off);
   });
   // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
   // of their blocks are live is exactly what the pending trace will decide.
