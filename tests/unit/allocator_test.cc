@@ -331,6 +331,7 @@ TEST(AllocatorTest, BlocksFreedByAnotherThreadAreReusable) {
       if (a.allocate(64 + (i % 4) * 64, &o) == Status::ok) made[t].push_back(o);
     }
   });
+  for (const auto& v : made) ASSERT_EQ(v.size(), static_cast<std::size_t>(kBlocks));
   const std::uint64_t hwm = pool->header().chunk_hwm;
   // Each thread frees its neighbour's blocks, then allocates as many again: all of them
   // come from freed blocks (no new chunk), none is handed out twice.
