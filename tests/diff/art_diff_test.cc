@@ -13,6 +13,7 @@
 #include "crashsim/harness.h"
 #include "index/art/art_tree.h"
 #include "support/diff_harness.h"
+#include "support/diff_scripts.h"
 #include "support/keygen.h"
 
 namespace wort::art {
@@ -25,15 +26,6 @@ constexpr std::uint64_t kPoolBytes = 4ull << 20;  // art stores nothing in its p
 
 DiffChecker make_checker() { return DiffChecker(crashsim::factory_of<ArtTree>(), kPoolBytes); }
 
-std::size_t paper_key_count() {
-#if defined(__SANITIZE_ADDRESS__)
-  return 100'000;
-#else
-  const char* scale = std::getenv("WORT_TEST_SCALE");
-  return scale != nullptr && std::string(scale) == "small" ? 100'000 : 1'000'000;
-#endif
-}
-
 class ArtDiffGen : public ::testing::TestWithParam<Gen> {};
 
 TEST_P(ArtDiffGen, InsertUpsertUpdateRemoveEverything) {
@@ -41,24 +33,8 @@ TEST_P(ArtDiffGen, InsertUpsertUpdateRemoveEverything) {
   SCOPED_TRACE("generator " + std::string(test::to_string(GetParam())) + " seed 42");
   const auto keys = test::make_keys(GetParam(), 3000, seed);
   DiffChecker d = make_checker();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    d.insert(keys[i], i);
-    if (i % 1000 == 999) {
-      ASSERT_TRUE(d.check(seed + i));
-    }
-  }
-  for (std::size_t i = 0; i < keys.size(); i += 7) d.insert(keys[i], 0);  // all exist
-  for (std::size_t i = 0; i < keys.size(); i += 2) d.upsert(keys[i], i * 3);
-  for (std::size_t i = 1; i < keys.size(); i += 3) d.update(keys[i], i * 5);
-  ASSERT_TRUE(d.check(seed + 1));
-  for (std::size_t i = 0; i < keys.size(); i += 2) d.remove(keys[i]);
-  for (std::size_t i = 0; i < keys.size(); i += 4) d.update(keys[i], 1);  // removed: not_found
-  ASSERT_TRUE(d.check(seed + 2));
-  for (std::size_t i = 0; i < keys.size(); i += 4) d.upsert(keys[i], 7);  // some come back
-  ASSERT_TRUE(d.check(seed + 3));
-  for (const auto& k : keys) d.remove(k);
-  for (std::size_t i = 0; i < keys.size(); i += 5) d.lookup(keys[i]);
-  ASSERT_TRUE(d.check(seed + 4));
+  ASSERT_NO_FATAL_FAILURE(test::insert_update_remove_half(d, keys, seed));
+  ASSERT_NO_FATAL_FAILURE(test::bring_back_then_remove_all(d, keys, seed));
   EXPECT_EQ(d.index().stats().keys, 0u);
 }
 
@@ -68,22 +44,8 @@ TEST_P(ArtDiffGen, RandomOperationMix) {
                std::to_string(seed));
   // A small key universe, so that inserts, updates and removes keep hitting present keys.
   const auto keys = test::make_keys(GetParam(), 400, seed);
-  std::mt19937_64 rng(seed);
   DiffChecker d = make_checker();
-  for (int step = 0; step < 20'000; ++step) {
-    const std::string& k = keys[rng() % keys.size()];
-    switch (rng() % 8) {
-      case 0: case 1: d.insert(k, step); break;
-      case 2: d.upsert(k, step); break;
-      case 3: d.update(k, step); break;
-      case 4: case 5: d.remove(k); break;
-      default: d.lookup(k); break;
-    }
-    if (step % 2500 == 2499) {
-      ASSERT_TRUE(d.check(seed + step)) << "step " << step;
-    }
-  }
-  ASSERT_TRUE(d.check(seed, 200));
+  ASSERT_NO_FATAL_FAILURE(test::random_mix(d, keys, seed, 20'000, 2500, /*reopen=*/false));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllGenerators, ArtDiffGen, ::testing::ValuesIn(test::kAllGens),
@@ -94,7 +56,7 @@ class ArtPaperKeys : public ::testing::TestWithParam<test::Dist> {};
 // Builds the paper's set, compares everything, removes half and compares again. Prints the
 // leaf depth and the lookup time of the concrete tree (printed, never asserted).
 TEST_P(ArtPaperKeys, BuildCheckRemoveHalf) {
-  const std::size_t n = paper_key_count();
+  const std::size_t n = test::paper_key_count();
   const auto ints = test::paper_keys(GetParam(), n, 7);
   DiffChecker d = make_checker();
   for (std::size_t i = 0; i < ints.size(); ++i) d.insert(test::u64_str(ints[i]), ints[i] ^ i);

@@ -17,6 +17,7 @@
 #include "crashsim/harness.h"
 #include "pm/allocator.h"
 #include "support/diff_harness.h"
+#include "support/diff_scripts.h"
 #include "support/keygen.h"
 #include "support/pmart_trees.h"
 
@@ -54,15 +55,6 @@ DiffChecker make_checker(const crashsim::Factory& tree, std::uint64_t pool = 256
   return DiffChecker(tree, pool);
 }
 
-std::size_t paper_key_count() {
-#if defined(__SANITIZE_ADDRESS__)
-  return 100'000;
-#else
-  const char* scale = std::getenv("WORT_TEST_SCALE");
-  return scale != nullptr && std::string(scale) == "small" ? 100'000 : 1'000'000;
-#endif
-}
-
 class DiffGen : public ::testing::TestWithParam<TreeCase<Gen>> {};
 
 TEST_P(DiffGen, InsertUpsertUpdateRemoveEverything) {
@@ -70,26 +62,10 @@ TEST_P(DiffGen, InsertUpsertUpdateRemoveEverything) {
   SCOPED_TRACE("generator " + std::string(test::to_string(GetParam().source)) + " seed 42");
   const auto keys = test::make_keys(GetParam().source, 3000, seed);
   DiffChecker d = make_checker(GetParam().tree, 64ull << 20);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    d.insert(keys[i], i);
-    if (i % 1000 == 999) {
-      ASSERT_TRUE(d.check(seed + i));
-    }
-  }
-  for (std::size_t i = 0; i < keys.size(); i += 7) d.insert(keys[i], 0);  // all exist
-  for (std::size_t i = 0; i < keys.size(); i += 2) d.upsert(keys[i], i * 3);
-  for (std::size_t i = 1; i < keys.size(); i += 3) d.update(keys[i], i * 5);
-  ASSERT_TRUE(d.check(seed + 1));
-  for (std::size_t i = 0; i < keys.size(); i += 2) d.remove(keys[i]);
-  for (std::size_t i = 0; i < keys.size(); i += 4) d.update(keys[i], 1);  // removed: not_found
-  ASSERT_TRUE(d.check(seed + 2));
+  ASSERT_NO_FATAL_FAILURE(test::insert_update_remove_half(d, keys, seed));
   d.reopen();
   ASSERT_TRUE(d.check(seed + 5));
-  for (std::size_t i = 0; i < keys.size(); i += 4) d.upsert(keys[i], 7);  // some come back
-  ASSERT_TRUE(d.check(seed + 3));
-  for (const auto& k : keys) d.remove(k);
-  for (std::size_t i = 0; i < keys.size(); i += 5) d.lookup(keys[i]);
-  ASSERT_TRUE(d.check(seed + 4));
+  ASSERT_NO_FATAL_FAILURE(test::bring_back_then_remove_all(d, keys, seed));
   EXPECT_EQ(d.index().stats().keys, 0u);
   // Only the anchor is left: every node and leaf went back to the allocator.
   EXPECT_EQ(d.pool().allocator().stats().blocks_allocated, 1u);
@@ -101,23 +77,8 @@ TEST_P(DiffGen, RandomOperationMixWithReopen) {
                std::to_string(seed));
   // A small key universe, so inserts, updates and removes keep hitting present keys.
   const auto keys = test::make_keys(GetParam().source, 400, seed);
-  std::mt19937_64 rng(seed);
   DiffChecker d = make_checker(GetParam().tree, 64ull << 20);
-  for (int step = 0; step < 20'000; ++step) {
-    const std::string& k = keys[rng() % keys.size()];
-    switch (rng() % 8) {
-      case 0: case 1: d.insert(k, step); break;
-      case 2: d.upsert(k, step); break;
-      case 3: d.update(k, step); break;
-      case 4: case 5: d.remove(k); break;
-      default: d.lookup(k); break;
-    }
-    if (step % 5000 == 4999) {
-      ASSERT_TRUE(d.check(seed + step)) << "step " << step;
-      d.reopen();
-    }
-  }
-  ASSERT_TRUE(d.check(seed, 200));
+  ASSERT_NO_FATAL_FAILURE(test::random_mix(d, keys, seed, 20'000, 5000, /*reopen=*/true));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllGenerators, DiffGen,
@@ -130,7 +91,7 @@ class PaperKeys : public ::testing::TestWithParam<TreeCase<test::Dist>> {};
 // The paper's set in random order with a remove after every 8th insert, full comparison,
 // then half removed and compared again.
 TEST_P(PaperKeys, BuildWithRemovesThenRemoveHalf) {
-  const std::size_t n = paper_key_count();
+  const std::size_t n = test::paper_key_count();
   const auto ints = test::paper_keys(GetParam().source, n, 7);
   std::mt19937_64 rng(7);
   DiffChecker d = make_checker(GetParam().tree);
