@@ -88,15 +88,11 @@ double llc_per_op(const PhaseResult& p) { return per_op(p.cache.llc_misses, p.ca
 double lines_per_op(const PhaseResult& p) { return p.lines_per_op(); }
 double ns_per_op(const PhaseResult& p) { return p.ns_per_op(); }
 
-// The WORT paper's Table 1: (a) LLC misses per insert, (b) flushed lines per insert,
-// (c) LLC misses per search, (d) average leaf depth, each for every key distribution.
-void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
-  const auto dists = case_dists(r);
-  Table t;
+// A two-line header: each title spans one column per key distribution (D, S, C), then a rule.
+void grouped_header(Table& t, const std::vector<std::string>& titles,
+                    const std::vector<KeyDist>& dists) {
   std::vector<std::string> groups{""}, head{"index"};
-  const char* titles[] = {"(a) LLC miss/insert", "(b) lines flushed/insert",
-                          "(c) LLC miss/search", "(d) avg leaf depth"};
-  for (const char* title : titles) {
+  for (const auto& title : titles) {
     groups.push_back(title);
     for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
     for (auto d : dists) head.push_back(dist_letter(d));
@@ -104,6 +100,15 @@ void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   t.row(groups);
   t.row(head);
   t.rule();
+}
+
+// The WORT paper's Table 1: (a) LLC misses per insert, (b) flushed lines per insert,
+// (c) LLC misses per search, (d) average leaf depth, each for every key distribution.
+void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
+  const auto dists = case_dists(r);
+  Table t;
+  grouped_header(t, {"(a) LLC miss/insert", "(b) lines flushed/insert", "(c) LLC miss/search",
+                     "(d) avg leaf depth"}, dists);
   for (const auto& idx : case_indexes(r)) {
     std::vector<std::string> row{idx};
     for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "insert", llc_per_op)));
@@ -139,17 +144,11 @@ void write_times(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
     for (const auto& p : c.phases)
       if (p.name.starts_with("range")) range_names.insert(p.name);
   Table t;
-  std::vector<std::string> groups{""}, head{"index"};
   std::vector<std::string> phases{"insert", "search"};
   phases.insert(phases.end(), range_names.begin(), range_names.end());
-  for (const auto& ph : phases) {
-    groups.push_back(ph + " ns/op");
-    for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
-    for (auto d : dists) head.push_back(dist_letter(d));
-  }
-  t.row(groups);
-  t.row(head);
-  t.rule();
+  std::vector<std::string> titles;
+  for (const auto& ph : phases) titles.push_back(ph + " ns/op");
+  grouped_header(t, titles, dists);
   for (const auto& idx : case_indexes(r)) {
     std::vector<std::string> row{idx};
     for (const auto& ph : phases)
@@ -176,18 +175,10 @@ bool write_adapter(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   }
   if (!any) return false;
   Table t;
-  std::vector<std::string> groups{""}, head{"index"};
   std::vector<std::string> titles{"direct cpu ns/op", "virtual/direct"};
   if (instr) titles.emplace_back("virtual/direct instr");
   titles.emplace_back("search/direct");
-  for (const auto& title : titles) {
-    groups.push_back(title);
-    for (std::size_t i = 1; i < dists.size(); ++i) groups.emplace_back("");
-    for (auto d : dists) head.push_back(dist_letter(d));
-  }
-  t.row(groups);
-  t.row(head);
-  t.rule();
+  grouped_header(t, titles, dists);
   for (const auto& idx : case_indexes(r)) {
     std::vector<std::string> row{idx};
     for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "search-direct", cpu_ns_per_op), "%.0f"));
