@@ -468,6 +468,14 @@ std::string run(const std::string& cmd, int* rc) {
 
 const std::string kWort = std::string(WORT_BINARY_DIR) + "/wort";
 
+// The JSON a `wort bench --json <path>` run wrote.
+Result<JsonValue> parse_json_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_json(ss.str());
+}
+
 TEST(CliTest, HelpAndErrors) {
   if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
   int rc = 0;
@@ -507,10 +515,7 @@ TEST(CliTest, TinyRunWritesJson) {
                               &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("Table 1"), std::string::npos) << out;
-  std::ifstream f(json);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto parsed = parse_json(ss.str());
+  auto parsed = parse_json_file(json);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed.value().get("options")->get("seed")->num(), 7);
   const auto& cases = parsed.value().get("cases")->arr();
@@ -534,20 +539,14 @@ TEST(CliTest, TinyRunWritesJson) {
   const std::string json2 = stem + "-norange.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --quiet --no-progress --json " + json2, &rc);
   ASSERT_EQ(rc, 0);
-  std::ifstream f2(json2);
-  std::stringstream ss2;
-  ss2 << f2.rdbuf();
-  auto p2 = parse_json(ss2.str());
+  auto p2 = parse_json_file(json2);
   ASSERT_TRUE(p2.ok());
   ASSERT_EQ(p2.value().get("cases")->arr().size(), 1u);
   EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 4u);
   const std::string json3 = stem + "-nodirect.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --no-search-direct --quiet --no-progress --json " + json3, &rc);
   ASSERT_EQ(rc, 0);
-  std::ifstream f3(json3);
-  std::stringstream ss3;
-  ss3 << f3.rdbuf();
-  auto p3 = parse_json(ss3.str());
+  auto p3 = parse_json_file(json3);
   ASSERT_TRUE(p3.ok());
   ASSERT_EQ(p3.value().get("cases")->arr().size(), 1u);
   EXPECT_EQ(p3.value().get("cases")->arr()[0].get("phases")->arr().size(), 2u);
