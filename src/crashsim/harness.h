@@ -85,8 +85,8 @@ struct Report {
   std::size_t count(std::string_view kind) const;
   //! No correctness finding (lints REDUNDANT_* are performance findings and do not count).
   bool correct() const;
-  //! No finding at all.
-  bool clean() const { return findings.empty(); }
+  //! No finding at all (and, like correct(), no error: a run that could not happen is not clean).
+  bool clean() const { return error.empty() && findings.empty(); }
   std::string summary() const;  //!< one line of counts plus the first findings
 };
 
