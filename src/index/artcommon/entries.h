@@ -50,14 +50,4 @@ struct Entries {
   }
 };
 
-//! Collects the children a node type's for_each_from reports.
-template <class Ops, class NodeT>
-void collect_entries(const NodeT* node, Entries& out) {
-  out.n = 0;
-  Ops::for_each_from(node, 0, [&](std::uint8_t b, Ref r) {
-    out.push(b, r);
-    return true;
-  });
-}
-
 }  // namespace wort::artcommon
