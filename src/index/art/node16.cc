@@ -1,14 +1,12 @@
 #include "index/art/node16.h"
 
+#include <bit>
 #include <cassert>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "index/art/node4.h"
 #include "index/art/node48.h"
 #include "index/art/sorted_children.h"
+#include "index/artcommon/match16.h"
 
 namespace wort::art {
 
@@ -37,19 +35,9 @@ Node16* Node16::shrunk_from(const Node48& from) {
 }
 
 int Node16::index_of(std::uint8_t byte) const noexcept {
-#if defined(__SSE2__)
-  // Compare all 16 key bytes at once; mask off slots past count.
-  const __m128i needle = _mm_set1_epi8(static_cast<char>(byte));
-  const __m128i hay = _mm_loadu_si128(reinterpret_cast<const __m128i*>(keys.data()));
-  const unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(needle, hay))) &
-                        ((1u << count) - 1u);
-  return hits != 0 ? __builtin_ctz(hits) : -1;
-#else
-  for (std::size_t i = 0; i < count; ++i) {
-    if (keys[i] == byte) return static_cast<int>(i);
-  }
-  return -1;
-#endif
+  // All 16 key bytes compared at once; slots past count masked off.
+  const std::uint32_t hits = artcommon::match16(keys.data(), byte) & ((1u << count) - 1u);
+  return hits != 0 ? std::countr_zero(hits) : -1;
 }
 
 Ref* Node16::find(std::uint8_t byte) noexcept {
