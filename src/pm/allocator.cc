@@ -181,6 +181,10 @@ struct Allocator::Impl {
   enum class Reach { ok, not_a_block, twice, free };
   Reach reach(std::uint64_t off, VisitedSet& seen, const char** why) const;
   void check_free(std::uint64_t off) const;
+  //! The chunk after c's span: the walk over span heads (uncarved chunks, span 0, count one).
+  std::uint64_t next_head(std::uint64_t c) const {
+    return c + std::max<std::uint64_t>(chunks[c].span, 1);
+  }
   std::uint64_t blocks_in(std::uint64_t c) const {
     return chunks[c].kind == ChunkKind::small ? classes.blocks_per_chunk(chunks[c].cls) : 1;
   }
@@ -569,7 +573,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
   if (!trace_pending()) return {};
 
   std::lock_guard lock(m.mu);
-  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     ChunkInfo& ci = m.chunks[c];
     if (!ci.frozen) continue;
     if (ci.kind == ChunkKind::small) {
@@ -607,7 +611,7 @@ AuditReport Allocator::audit(BlockWalker walk) const {
   });
   // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
   // of their blocks are live is exactly what the pending trace will decide.
-  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     const ChunkInfo& ci = m.chunks[c];
     if (ci.frozen) continue;
     if (ci.kind == ChunkKind::small) {
@@ -629,7 +633,7 @@ AllocatorStats Allocator::stats() const noexcept {
   std::lock_guard lock(m.mu);
   s.chunks_used = m.hwm;
   s.chunks_total = m.count;
-  for (std::uint64_t c = 0; c < m.count; c += std::max<std::uint64_t>(m.chunks[c].span, 1)) {
+  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     const ChunkInfo& ci = m.chunks[c];
     if (ci.kind == ChunkKind::small) {
       const std::uint32_t size = m.classes.size(ci.cls);
