@@ -237,20 +237,28 @@ PhaseResult run_lookup_loop(const BenchOptions& o, const std::string& name, Loop
   });
 }
 
+// Inserts keys[0, n), each with value rank + 1 (what the search phases check), one timed
+// insert per key: the paper's insert phase and the mixes' load phase.
+PhaseResult insert_phase(const BenchOptions& o, const std::string& name, const std::string& tag,
+                         Index& idx, const KeySet& keys, std::uint64_t n,
+                         const ProgressFn& progress, const std::string& label) {
+  return run_phase(o, name, tag, n, progress, label,
+                   [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
+      timed(ctx, w, OpType::insert, i, [&]() -> long {
+        return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
+      });
+    });
+  });
+}
+
 // The WORT paper's phases: insert all keys, search all keys (another random order), then
 // range queries covering each requested fraction of the keys.
 void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult& c,
                const ProgressFn& progress, const std::string& label) {
   const std::uint64_t n = keys.size();
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
-  c.phases.push_back(run_phase(o, "insert", tag("insert"), n, progress, label,
-                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
-      timed(ctx, w, OpType::insert, i, [&]() -> long {
-        return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
-      });
-    });
-  }));
+  c.phases.push_back(insert_phase(o, "insert", tag("insert"), idx, keys, n, progress, label));
   c.stats = idx.stats();
 
   std::vector<std::uint32_t> order(n);
@@ -412,14 +420,7 @@ void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
   BenchOptions load_opts = o;
   load_opts.threads = 1;
-  c.phases.push_back(run_phase(load_opts, "load", tag("load"), loaded, progress, label,
-                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-    for_my_share(ctx, t, loaded, w, [&](std::uint64_t i) {
-      timed(ctx, w, OpType::insert, i, [&]() -> long {
-        return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
-      });
-    });
-  }));
+  c.phases.push_back(insert_phase(load_opts, "load", tag("load"), idx, keys, loaded, progress, label));
   c.stats = idx.stats();
 
   const MixSpec& m = o.mix;
