@@ -101,16 +101,8 @@ struct Factory {
 template <IndexConcept T>
 Factory factory_of() {
   return Factory{std::string(T::kKind),
-                 [](Pool& p) -> Result<std::unique_ptr<Index>> {
-                   auto r = T::create(p, IndexOptions{});
-                   if (!r) return r.error();
-                   return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
-                 },
-                 [](Pool& p) -> Result<std::unique_ptr<Index>> {
-                   auto r = T::open(p);
-                   if (!r) return r.error();
-                   return std::unique_ptr<Index>(new IndexAdapter<T>(std::move(r).value()));
-                 }};
+                 [](Pool& p) { return adapt<T>(T::create(p, IndexOptions{})); },
+                 [](Pool& p) { return adapt<T>(T::open(p)); }};
 }
 
 //! Runs the crash test described at the top of this file.
