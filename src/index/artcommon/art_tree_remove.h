@@ -104,8 +104,8 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
 
 //! Replaces the node at slot (reached at depth) by its only remaining entry `survivor`. An inner survivor
 //! takes over n's depth and a path extended by n's path and branch byte:
-//!   WOART:   its header is rewritten in place, then the pointer swapped (recovery repairs
-//!            a survivor whose swap was lost: its depth is then too small);
+//!   WOART:   its header is rewritten in place and the pointer swapped under one fence
+//!            (recovery repairs a survivor reached at a depth its header disagrees with);
 //!   ART+CoW: it is copied with the new header and the copy published.
 template <class F>
 Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
@@ -119,9 +119,12 @@ Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
   const NodeHeader hdr =
       make_header(depth, s->hdr.branch_pos() - depth, leaf_key(min_leaf(survivor)));
   if constexpr (F::kDepthRepair) {
+    // No new block to order first: either store alone leaves a survivor whose depth
+    // disagrees with its place but whose branch position is unchanged, which recovery
+    // repairs, so the header's write-back shares the pointer's fence.
     pm::store(&s->hdr, hdr);
     pm::flush(&s->hdr, sizeof(NodeHeader));
-    publish_ref(slot, survivor);
+    swap_ref(slot, survivor);
   } else {
     Ref copy;
     if (Status st = copy_with_header(s, hdr, &copy); st != Status::ok) return st;
