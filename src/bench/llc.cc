@@ -71,8 +71,6 @@ bool hw_counters_available(std::string* why) {
   return r.ok();
 }
 
-bool running_on_valgrind() noexcept { return RUNNING_ON_VALGRIND != 0; }
-
 void callgrind_begin() noexcept {
   CALLGRIND_START_INSTRUMENTATION;
   CALLGRIND_ZERO_STATS;

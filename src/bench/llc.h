@@ -42,8 +42,6 @@ class HwCounter {
 //! Whether hardware counters work here; `why` gets the reason if not.
 bool hw_counters_available(std::string* why);
 
-//! True when running under valgrind.
-bool running_on_valgrind() noexcept;
 //! Callgrind: start instrumenting and zero the statistics (no-op outside valgrind).
 void callgrind_begin() noexcept;
 //! Callgrind: dump the statistics under `tag` and stop instrumenting.
