@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "index/artcommon/entries.h"
@@ -44,8 +43,7 @@ struct SortedNode {
   //! the image into the fresh block `dst`.
   static void build(NodeBase* dst, artcommon::NodeType type, const artcommon::NodeHeader& hdr,
                     Ref eok, const artcommon::Entries& e) noexcept {
-    NodeT img;
-    std::memset(&img, 0, sizeof img);
+    NodeT img{};  // value-initialised: every field, pad bytes included, starts at zero
     artcommon::init_base(img.base, type, hdr, eok);
     img.count = static_cast<std::uint8_t>(e.n);
     for (unsigned i = 0; i < e.n; ++i) {
