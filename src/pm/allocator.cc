@@ -549,6 +549,11 @@ std::size_t Allocator::block_size(std::uint64_t offset) const noexcept {
   return 0;
 }
 
+bool Allocator::holds(std::uint64_t offset, std::size_t len) const noexcept {
+  const BlockRef r = impl_->locate(offset);
+  return r.error == nullptr && len <= block_size(offset);
+}
+
 bool Allocator::trace_pending() const noexcept {
   return impl_->trace_pending.load(std::memory_order_acquire);
 }
@@ -559,7 +564,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
   // second call) the walk is still checked the same way, but nothing changes.
   VisitedSet seen(m.count);
   std::string problem;
-  walk([&](std::uint64_t off) {
+  Result<void> walked = walk([&](std::uint64_t off) {
     if (!problem.empty()) return;
     const char* why = nullptr;
     switch (m.reach(off, seen, &why)) {
@@ -569,6 +574,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
       case Impl::Reach::free: problem = "recovery reached block " + hex(off) + ", which is free"; break;
     }
   });
+  if (!walked) return walked;
   if (!problem.empty()) return Error{Status::corrupt, problem};
   if (!trace_pending()) return {};
 
@@ -600,7 +606,7 @@ AuditReport Allocator::audit(BlockWalker walk) const {
   const Impl& m = *impl_;
   AuditReport rep;
   VisitedSet seen(m.count);
-  walk([&](std::uint64_t off) {
+  Result<void> walked = walk([&](std::uint64_t off) {
     const char* why = nullptr;
     switch (m.reach(off, seen, &why)) {
       case Impl::Reach::ok: break;
@@ -609,6 +615,11 @@ AuditReport Allocator::audit(BlockWalker walk) const {
       case Impl::Reach::free: rep.not_allocated.push_back(off); break;
     }
   });
+  if (!walked) {
+    // A partial walk: what it did not reach is not known to be leaked.
+    rep.walk_error = walked.error().message;
+    return rep;
+  }
   // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
   // of their blocks are live is exactly what the pending trace will decide.
   for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {

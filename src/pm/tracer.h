@@ -24,6 +24,11 @@ class Tracer {
   virtual void on_flush(const void* addr, std::size_t len) = 0;
   //! A store fence is about to be issued.
   virtual void on_fence() = 0;
+  //! pm::commit / pm::publish is about to store `len` bytes at `dst` as an operation's
+  //! commit store. Called before the store's own on_store (and, for publish, after its
+  //! leading fence), so a tracer can check ordering (every line flushed earlier must be
+  //! fenced by now) and count commits per operation against the index's README.
+  virtual void on_commit(void* dst, std::size_t len) { (void)dst, (void)len; }
 };
 
 namespace detail {
