@@ -489,7 +489,12 @@ Allocator::~Allocator() = default;
 Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
   Impl& m = *impl_;
   if (bytes == 0) return Status::invalid_argument;
-  if (bytes > m.classes.max_small()) return m.allocate_large(bytes, offset);
+  if (bytes > m.classes.max_small()) {
+    const Status s = m.allocate_large(bytes, offset);
+    if (Tracer* t = tracer(); t && s == Status::ok) [[unlikely]]
+      t->on_alloc(m.base + *offset, block_size(*offset));
+    return s;
+  }
   const std::size_t cls = m.classes.class_of(bytes);
   std::uint64_t off;
   if (ThreadCache* tc = m.my_cache()) [[likely]] {
@@ -506,12 +511,16 @@ Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
   const std::uint64_t i = m.block_index(off - m.chunk_offset(c), cls);
   m.chunks[c].requested[i].store(static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
   *offset = off;
+  if (Tracer* t = tracer()) [[unlikely]]
+    t->on_alloc(m.base + off, m.classes.size(cls));
   return Status::ok;
 }
 
 void Allocator::free(std::uint64_t offset) noexcept {
   Impl& m = *impl_;
   if constexpr (kCheckFrees) m.check_free(offset);
+  if (Tracer* t = tracer()) [[unlikely]]
+    t->on_free(m.base + offset, block_size(offset));
   const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
   ChunkInfo& ci = m.chunks[c];
   // A block of a chunk not yet traced: recover() decides (it is free unless reachable).

@@ -29,6 +29,11 @@ class Tracer {
   //! leading fence), so a tracer can check ordering (every line flushed earlier must be
   //! fenced by now) and count commits per operation against the index's README.
   virtual void on_commit(void* dst, std::size_t len) { (void)dst, (void)len; }
+  //! The allocator handed out the block [p, p+len) (len = its class size). Its bytes are
+  //! whatever the allocator guarantees (today: unspecified; see Allocator::allocate).
+  virtual void on_alloc(void* p, std::size_t len) { (void)p, (void)len; }
+  //! The block [p, p+len) is being returned to the allocator (called at the start of free).
+  virtual void on_free(void* p, std::size_t len) { (void)p, (void)len; }
 };
 
 namespace detail {
