@@ -33,6 +33,9 @@ struct PoolOptions {
   std::uint32_t chunk_size = 1u << 20;       //!< allocator chunk; power of two, >= 4 KiB
   std::string kind;                          //!< index kind stored in the header ("wort")
   std::array<std::uint64_t, 4> index_options{};  //!< opaque to the pool, for the index
+  //! Every value the index stores names a pool block that the application allocated (the
+  //! server's items): the recovery trace then keeps those blocks too. Fixed at create.
+  bool values_are_blocks = false;
 };
 
 //! How the pool file is mapped (reported, not chosen: libpmem2 decides).
@@ -77,8 +80,11 @@ class Pool {
 
   //! The index root offset (0 until an index is created).
   std::uint64_t root() const noexcept;
-  //! Sets and persists the root offset (one 8-byte commit store).
+  //! Commits the root offset: pm::publish (a fence orders the anchor's pending write-back,
+  //! then one 8-byte commit store). The create commit of every index.
   void set_root(std::uint64_t off) noexcept;
+  //! PoolOptions::values_are_blocks as stored at create.
+  bool values_are_blocks() const noexcept;
 
   std::string_view kind() const noexcept;
   const std::array<std::uint64_t, 4>& index_options() const noexcept;

@@ -118,11 +118,37 @@ inline void persist(const void* addr, std::size_t len) noexcept {
   fence();
 }
 
-//! pm::store followed by persist of the stored word: the usual commit store.
+//! pm::store followed by persist of the stored word, for a store that is not an
+//! operation's commit (a repair, allocator metadata written before its own commit).
 template <class T>
 inline void store_persist(T* dst, const T& v) noexcept {
   store(dst, v);
   persist(dst, sizeof(T));
+}
+
+// --- the commit primitive ------------------------------------------------------------
+// Every operation of every index becomes durable and visible through one of these two: a
+// failure-atomic store of at most 8 bytes, written back and fenced. The tracer sees it as a
+// commit (Tracer::on_commit), so the crash simulator checks that an acknowledged operation
+// made exactly the commit stores its index's README declares, that nothing flushed before
+// it is still unfenced (commit) and that no pool store follows it within the operation.
+
+//! Commit store: everything the commit depends on is already durable (fenced).
+template <class T>
+inline void commit(T* dst, const T& v) noexcept {
+  ++detail::tls_counters.commits;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof(T));
+  store(dst, v);
+  persist(dst, sizeof(T));
+}
+
+//! Fence, then commit: for a commit whose data (a new node) was flushed but not yet fenced.
+//! The leading fence orders those write-backs before the commit store.
+template <class T>
+inline void publish(T* dst, const T& v) noexcept {
+  fence();
+  commit(dst, v);
 }
 
 }  // namespace wort::pm

@@ -24,6 +24,16 @@ class Tracer {
   virtual void on_flush(const void* addr, std::size_t len) = 0;
   //! A store fence is about to be issued.
   virtual void on_fence() = 0;
+  //! pm::commit / pm::publish is about to store `len` bytes at `dst` as an operation's
+  //! commit store. Called before the store's own on_store (and, for publish, after its
+  //! leading fence), so a tracer can check ordering (every line flushed earlier must be
+  //! fenced by now) and count commits per operation against the index's README.
+  virtual void on_commit(void* dst, std::size_t len) { (void)dst, (void)len; }
+  //! The allocator handed out the block [p, p+len) (len = its class size). Its bytes are
+  //! whatever the allocator guarantees (today: unspecified; see Allocator::allocate).
+  virtual void on_alloc(void* p, std::size_t len) { (void)p, (void)len; }
+  //! The block [p, p+len) is being returned to the allocator (called at the start of free).
+  virtual void on_free(void* p, std::size_t len) { (void)p, (void)len; }
 };
 
 namespace detail {

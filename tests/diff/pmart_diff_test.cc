@@ -186,7 +186,7 @@ TYPED_TEST(PmartIndex, OutOfSpaceLeavesTheTreeConsistent) {
   ASSERT_TRUE(v.ok()) << v.error().message;
   for (const auto& [k, val] : acked) ASSERT_EQ(d.index().lookup(as_key(k)), std::optional<Value>(val));
   const auto audit =
-      d.pool().allocator().audit([&](pm::BlockVisitor bv) { d.index().visit_blocks(bv); });
+      d.pool().allocator().audit([&](pm::BlockVisitor bv) { return d.index().visit_blocks(bv); });
   EXPECT_TRUE(audit.ok()) << audit.describe();
   std::size_t removed = 0;
   const std::size_t half = acked.size() / 2;

@@ -49,7 +49,7 @@ class ArtTree {
   Result<void> verify() const;
   void dump(std::ostream& os) const;
   //! Visits nothing: no block of the pool belongs to this index.
-  void visit_blocks(BlockVisitorFn) const {}
+  Result<void> visit_blocks(BlockVisitorFn) const { return {}; }
 
   std::size_t size() const noexcept { return count_; }
 

@@ -57,7 +57,7 @@ class ArtTree {
   IndexStats stats() const;
   Result<void> verify() const;
   void dump(std::ostream& os) const;
-  void visit_blocks(BlockVisitorFn v) const;
+  Result<void> visit_blocks(BlockVisitorFn v) const;
 
  private:
   struct ScanState;
@@ -109,8 +109,8 @@ class ArtTree {
   Result<void> check_ref(Ref r, unsigned depth, VerifyState& st) const;
   Result<void> check_node(const NodeBase* n, unsigned depth, VerifyState& st) const;
   bool ref_in_pool(Ref r) const;
-  void visit_ref(Ref r, BlockVisitorFn v) const;
-  void stats_ref(Ref r, unsigned depth, IndexStats& s) const;
+  template <class Visit>
+  Result<void> walk_checked(Visit&& visit) const;
   void dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const;
 
   Pool& pool_;
