@@ -29,15 +29,39 @@ answers.
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
   --port-file PATH   write the bound port here once the server answers (tests)
+  --check            open (recover) the pool, verify every item and the index, run the
+                     allocator audit, print a summary and exit (0 = clean); no server
   -h, --help         this text
 )";
 
 extern "C" void on_stop_signal(int) { server::g_stop_requested.store(true); }
 
+int check_pool(const server::StoreOptions& so) {
+  auto st = server::Store::open(so);
+  if (!st) {
+    std::fprintf(stderr, "wort serve --check: %s (%s)\n", st.error().message.c_str(),
+                 std::string(to_string(st.error().code)).c_str());
+    return 1;
+  }
+  server::Store& s = **st;
+  if (auto v = s.verify(); !v) {
+    std::fprintf(stderr, "wort serve --check: verify: %s\n", v.error().message.c_str());
+    return 1;
+  }
+  const pm::AuditReport a = s.audit();
+  std::printf("items %llu bytes %llu next_cas %llu audit %s\n",
+              static_cast<unsigned long long>(s.counters().curr_items.load()),
+              static_cast<unsigned long long>(s.counters().bytes.load()),
+              static_cast<unsigned long long>(s.next_cas_peek()),
+              a.ok() ? "clean" : a.describe().c_str());
+  return a.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int serve_main(const Args& args) {
   server::ServerOptions o;
+  bool check = false;
   ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
@@ -54,6 +78,7 @@ int serve_main(const Args& args) {
     else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
     else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
     else if (r.is("--port-file")) o.port_file = r.value();
+    else if (r.is("--check")) check = true;
     else throw UsageError("unknown option '" + r.peek() + "'");
   }
   if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
@@ -62,6 +87,7 @@ int serve_main(const Args& args) {
   if (o.maxconns < 1) throw UsageError("-c: at least 1");
   if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
     throw UsageError("-I: 1k .. 1g");
+  if (check) return check_pool(o.store);
   // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {

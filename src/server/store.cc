@@ -20,11 +20,11 @@ constexpr std::size_t kEvictBatch = 64;
 
 Key key_of(std::string_view s) noexcept { return as_key(s); }
 
-//! The one commit of an 8-byte word in an item or the meta block.
+//! The one commit of an 8-byte word in an item or the meta block (nothing it depends on
+//! is unfenced: the item or meta block it lives in is durable already).
 template <class T>
 void commit_word(T* dst, T v) noexcept {
-  pm::store(dst, v);
-  pm::persist(dst, sizeof(T));
+  pm::commit(dst, v);
 }
 
 //! memcached's safe_strtoull on an item's data (which ends in "\r\n" there): digits,
@@ -42,18 +42,6 @@ bool parse_u64_value(std::string_view v, std::uint64_t* out) {
     return false;
   *out = x;
   return true;
-}
-
-// Until PoolOptions::values_are_blocks lands on main (the lead's shared change), these
-// compile either way; afterwards they set and read the real flag.
-template <class P>
-void set_values_are_blocks(P& po) {
-  if constexpr (requires { po.values_are_blocks; }) po.values_are_blocks = true;
-}
-template <class P>
-bool values_are_blocks(const P& pool) {
-  if constexpr (requires { pool.values_are_blocks(); }) return pool.values_are_blocks();
-  else return true;
 }
 
 }  // namespace
@@ -79,7 +67,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
     PoolOptions po;
     po.size = opts.pool_bytes;
     po.kind = opts.kind;
-    set_values_are_blocks(po);
+    po.values_are_blocks = true;
     p = Pool::create(opts.pool_path, po);
     fresh = true;
   }
@@ -87,7 +75,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   s->pool_ = std::move(p).value();
   if (s->pool_->kind() == "art")
     return Error{Status::invalid_argument, "pool holds the volatile index kind 'art'"};
-  if (!fresh && !values_are_blocks(*s->pool_))
+  if (!fresh && !s->pool_->values_are_blocks())
     return Error{Status::invalid_argument,
                  "pool '" + opts.pool_path + "' was not created by wort serve "
                  "(its index values are not item blocks)"};
@@ -543,12 +531,14 @@ std::size_t Store::sweep(std::size_t budget) {
 
 pm::AuditReport Store::audit() {
   std::unique_lock g(lock_);
-  return pool_->allocator().audit([&](pm::BlockVisitor v) {
-    index_->visit_blocks(v);
+  // What kit::walk_all does for a concrete index: its blocks, then each value's block.
+  return pool_->allocator().audit([&](pm::BlockVisitor v) -> Result<void> {
+    if (auto r = index_->visit_blocks(v); !r) return r;
     index_->scan(Key{}, SIZE_MAX, [&](Key, Value off) {
       v(off);
       return true;
     });
+    return {};
   });
 }
 
