@@ -184,6 +184,14 @@ void Session::command(const Tokens& t, std::string& out) {
     return flush_all(t, out);
   }
   if (c == "version") return reply(out, std::string("VERSION ") + kVersion);
+  if (c == "wort_audit" && n == 1) {  // ours, not memcached's: the allocator audit, live
+    const pm::AuditReport a = store_.audit();
+    if (a.ok()) return reply(out, "OK");
+    std::string d = a.describe();
+    for (char& ch : d)
+      if (ch == '\r' || ch == '\n') ch = ' ';
+    return reply(out, "SERVER_ERROR audit: " + d);
+  }
   if (c == "quit") {
     closing_ = true;
     return;

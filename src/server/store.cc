@@ -383,6 +383,7 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
                          std::int64_t exptime, std::string_view value, std::uint64_t cas_in,
                          std::uint64_t* cas_out) {
   maybe_apply_flush();
+  std::shared_lock building(build_gate_);
   const bool concat = mode == StoreMode::append || mode == StoreMode::prepend;
   std::uint64_t off = 0;
   std::uint64_t cas = 0;
@@ -530,6 +531,7 @@ std::size_t Store::sweep(std::size_t budget) {
 }
 
 pm::AuditReport Store::audit() {
+  std::unique_lock gate(build_gate_);
   std::unique_lock g(lock_);
   // What kit::walk_all does for a concrete index: its blocks, then each value's block.
   return pool_->allocator().audit([&](pm::BlockVisitor v) -> Result<void> {

@@ -142,6 +142,10 @@ class Store {
   bool recovered_ = false;
 
   mutable std::shared_mutex lock_;  // guards the index (see the header comment)
+  // Held shared by a store() from the allocation of its item (outside lock_) until its
+  // commit; audit() takes it exclusively so that no allocated-but-unpublished item is in
+  // flight (it would look leaked).
+  std::shared_mutex build_gate_;
   std::mutex cas_lock_;             // guards the cas_hwm bump
   std::atomic<std::uint64_t> next_cas_{1};
   std::atomic<std::uint64_t> cas_limit_{0};  // == meta_->cas_hwm
