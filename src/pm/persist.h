@@ -133,14 +133,30 @@ inline void store_persist(T* dst, const T& v) noexcept {
 // made exactly the commit stores its index's README declares, that nothing flushed before
 // it is still unfenced (commit) and that no pool store follows it within the operation.
 
+namespace detail {
+template <class T>
+inline void commit_store(T* dst, const T& v, bool shares_fence) noexcept {
+  ++tls_counters.commits;
+  if (Tracer* t = tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof(T), shares_fence);
+  store(dst, v);
+  persist(dst, sizeof(T));
+}
+}  // namespace detail
+
 //! Commit store: everything the commit depends on is already durable (fenced).
 template <class T>
 inline void commit(T* dst, const T& v) noexcept {
-  ++detail::tls_counters.commits;
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
-    t->on_commit(dst, sizeof(T));
-  store(dst, v);
-  persist(dst, sizeof(T));
+  detail::commit_store(dst, v, false);
+}
+
+//! Commit store whose fence also ends write-backs issued just before it that may become
+//! durable in either order with the commit (each order is one the index's recovery
+//! repairs: WORT's and WOART's merge rewrite the survivor's header and swap the pointer
+//! under one fence). The index's README names every such site and the repair.
+template <class T>
+inline void commit_sharing_fence(T* dst, const T& v) noexcept {
+  detail::commit_store(dst, v, true);
 }
 
 //! Fence, then commit: for a commit whose data (a new node) was flushed but not yet fenced.

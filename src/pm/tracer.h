@@ -27,8 +27,12 @@ class Tracer {
   //! pm::commit / pm::publish is about to store `len` bytes at `dst` as an operation's
   //! commit store. Called before the store's own on_store (and, for publish, after its
   //! leading fence), so a tracer can check ordering (every line flushed earlier must be
-  //! fenced by now) and count commits per operation against the index's README.
-  virtual void on_commit(void* dst, std::size_t len) { (void)dst, (void)len; }
+  //! fenced by now, unless `shares_fence`: the index declared that write-backs still
+  //! pending may become durable in either order with the commit, pm::commit_sharing_fence)
+  //! and count commits per operation against the index's README.
+  virtual void on_commit(void* dst, std::size_t len, bool shares_fence) {
+    (void)dst, (void)len, (void)shares_fence;
+  }
   //! The allocator handed out the block [p, p+len) (len = its class size). Its bytes are
   //! whatever the allocator guarantees (today: unspecified; see Allocator::allocate).
   virtual void on_alloc(void* p, std::size_t len) { (void)p, (void)len; }

@@ -100,8 +100,6 @@ class ArtTree {
   Status merge(Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);
-  void publish_ref(Ref* slot, Ref r);
-  void swap_ref(Ref* slot, Ref r);
   void free_ref(Ref r);
 
   // --- recovery, checks, statistics

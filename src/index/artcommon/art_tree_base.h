@@ -63,21 +63,6 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   });
 }
 
-//! Publishes new blocks: the fence orders their pending write-backs before the pointer.
-template <class F>
-void ArtTree<F>::publish_ref(Ref* slot, Ref r) {
-  pm::fence();
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
-//! Swaps a pointer to something already durable (nothing pending to order).
-template <class F>
-void ArtTree<F>::swap_ref(Ref* slot, Ref r) {
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
 template <class F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));

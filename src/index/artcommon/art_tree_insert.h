@@ -17,7 +17,7 @@ Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
     if (r == kNull) {  // empty tree
       Ref l;
       if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
-      publish_ref(slot, l);
+      pm::publish(slot, l);
       return Status::ok;
     }
     if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
@@ -57,7 +57,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    pm::commit(&l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -76,7 +76,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
     free_ref(fresh);
     return s;
   }
-  publish_ref(slot, n);
+  pm::publish(slot, n);
   return Status::ok;
 }
 
@@ -87,12 +87,12 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    pm::commit(&l->value, v);
     return Status::ok;
   }
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  publish_ref(&n->eok, fresh);
+  pm::publish(&n->eok, fresh);
   return Status::ok;
 }
 
@@ -150,7 +150,7 @@ Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e)
   Ref fresh;
   if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
   const Ref old = *slot;
-  publish_ref(slot, fresh);
+  pm::publish(slot, fresh);
   free_ref(old);
   return Status::ok;
 }
@@ -192,7 +192,7 @@ Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
-  publish_ref(slot, parent);
+  pm::publish(slot, parent);
   if constexpr (!F::kDepthRepair) free_ref(old);
   return Status::ok;
 }
