@@ -103,8 +103,7 @@ Result<void> Store::init_meta(bool fresh) {
     m.magic = kMetaMagic;
     m.cas_hwm = 1;
     pm::copy(pool_->at<MetaBlock>(off), &m, sizeof m);
-    pm::flush(pool_->at<MetaBlock>(off), sizeof m);
-    pm::fence();
+    pm::flush(pool_->at<MetaBlock>(off), sizeof m);  // ordered by the insert's pm::publish
     if (Status st = index_->insert(key_of(kMetaKey), off); st != Status::ok)
       return Error{st, "cannot insert the server's meta block"};
   } else {
@@ -306,9 +305,9 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
 }
 
 StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t old) {
-  // The item must be durable before the index names it. The index's update path commits
-  // with a bare store + persist, so fence here (one fence per set).
-  pm::fence();
+  // The item must be durable before the index names it: in a values_are_blocks pool every
+  // index commit that stores a value fences first (pm::publish, kit::commit_value), which
+  // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
   for (int i = 0; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
     if (!evict_one(0, true)) break;

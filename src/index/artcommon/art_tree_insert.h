@@ -57,7 +57,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    pm::commit(&l->value, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -87,7 +87,7 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    pm::commit(&l->value, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   Ref fresh;
