@@ -51,6 +51,7 @@ void write_options(JsonWriter& w, const BenchOptions& o) {
   w.field("pool_size", o.pool_size);
   w.field("threads", o.threads);
   w.field("sample_every", o.sample_every);
+  w.field("prefault", o.prefault);
   w.field("search_direct", o.search_direct);
   w.field("verify", o.verify);
   w.field("recovery", o.recovery);
@@ -195,6 +196,7 @@ void write_case(JsonWriter& w, const CaseResult& c) {
   w.end_object();
   w.end_object();
   w.field("verified", c.verified);
+  w.field("prefault", c.prefault);
   w.key("recovery");
   w.begin_object();
   w.field("measured", c.recovery.measured);
