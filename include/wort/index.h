@@ -63,7 +63,8 @@ concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOption
   { ct.stats() } -> std::same_as<IndexStats>;
   { ct.verify() } -> std::same_as<Result<void>>;  // full structural check
   { ct.dump(os) };                                // human-readable picture
-  { ct.visit_blocks(bv) };                        // every pool block reachable from the root
+  { ct.visit_blocks(bv) } -> std::same_as<Result<void>>;  // every pool block reachable from
+                                                  // the root, each word checked first
 };
 // clang-format on
 
@@ -90,7 +91,9 @@ class Index {
   virtual IndexStats stats() const = 0;
   virtual Result<void> verify() const = 0;
   virtual void dump(std::ostream& os) const = 0;
-  virtual void visit_blocks(BlockVisitorFn v) const = 0;
+  //! Reports every pool block reachable from the root (the allocator's recovery trace and
+  //! audit); a word that is not a block of this pool stops the walk with corrupt.
+  virtual Result<void> visit_blocks(BlockVisitorFn v) const = 0;
 };
 
 //! The adapter the registry instantiates for each concrete index.
@@ -111,7 +114,7 @@ class IndexAdapter final : public Index {
   IndexStats stats() const override { return impl_->stats(); }
   Result<void> verify() const override { return impl_->verify(); }
   void dump(std::ostream& os) const override { impl_->dump(os); }
-  void visit_blocks(BlockVisitorFn v) const override { impl_->visit_blocks(v); }
+  Result<void> visit_blocks(BlockVisitorFn v) const override { return impl_->visit_blocks(v); }
 
  private:
   std::unique_ptr<T> impl_;

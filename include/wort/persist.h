@@ -52,6 +52,7 @@ struct Counters {
   std::uint64_t lines_flushed = 0;  //!< cache lines written back (flush instructions issued)
   std::uint64_t fences = 0;         //!< pm::fence calls (sfence issued)
   std::uint64_t nt_stores = 0;      //!< non-temporal 8-byte stores
+  std::uint64_t commits = 0;        //!< commit stores (pm::commit / pm::publish)
 };
 
 //! This thread's counters.

@@ -27,6 +27,7 @@ enum class Status : std::uint8_t {
   not_a_pool,        //!< wrong magic: some other file
   newer_version,     //!< written by a newer layout version than this build reads
   wrong_kind,        //!< pool holds a different index kind than the caller asked for
+  in_use,            //!< pool is open elsewhere (another process, or another Pool here)
 };
 
 //! Stable lower-case name of a status ("out_of_space").

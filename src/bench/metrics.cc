@@ -72,12 +72,12 @@ std::string_view to_string(OpType t) noexcept {
 
 pm::Counters operator+(const pm::Counters& a, const pm::Counters& b) noexcept {
   return {a.flushes + b.flushes, a.lines_flushed + b.lines_flushed, a.fences + b.fences,
-          a.nt_stores + b.nt_stores};
+          a.nt_stores + b.nt_stores, a.commits + b.commits};
 }
 
 pm::Counters operator-(const pm::Counters& a, const pm::Counters& b) noexcept {
   return {a.flushes - b.flushes, a.lines_flushed - b.lines_flushed, a.fences - b.fences,
-          a.nt_stores - b.nt_stores};
+          a.nt_stores - b.nt_stores, a.commits - b.commits};
 }
 
 std::uint64_t PhaseResult::misses() const noexcept {

@@ -107,7 +107,7 @@ RecoveryResult measure_recovery(const BenchOptions& o, const std::string& index,
   pm::Allocator& alloc = pool.value()->allocator();
   if (alloc.trace_pending()) {
     Index& ix = *idx.value();
-    auto rec = alloc.recover([&](pm::BlockVisitor v) { ix.visit_blocks(v); });
+    auto rec = alloc.recover([&](pm::BlockVisitor v) { return ix.visit_blocks(v); });
     if (!rec) r.error = "allocator reclaim: " + rec.error().message;
   }
   r.reclaim_s = since(t0);

@@ -135,6 +135,8 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
   w.field("lines_per_op", p.lines_per_op());
   w.field("fences_per_op", p.fences_per_op());
   w.field("nt_stores_per_op", per_op(static_cast<double>(p.counters.nt_stores), p.ops));
+  w.field("commits", p.counters.commits);
+  w.field("commits_per_op", per_op(static_cast<double>(p.counters.commits), p.ops));
   w.end_object();
   w.key("latency_ns");
   w.begin_object();

@@ -174,7 +174,7 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
 
 std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix) {
   const pm::AuditReport r =
-      pool.allocator().audit([&](pm::BlockVisitor visit) { ix.visit_blocks(visit); });
+      pool.allocator().audit([&](pm::BlockVisitor visit) { return ix.visit_blocks(visit); });
   if (r.ok()) return std::nullopt;
   return r.describe();
 }

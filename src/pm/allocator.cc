@@ -167,6 +167,7 @@ struct Allocator::Impl {
   std::multimap<std::uint64_t, std::uint64_t> free_spans;  // span length -> head chunk
   // ---
   std::atomic<bool> trace_pending{false};
+  std::atomic<std::uint64_t> fail_countdown{0};  // fail_nth_allocation; read-mostly
   std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
 
   std::uint64_t chunk_offset(std::uint64_t c) const { return first + (c << chunk_shift); }
@@ -486,10 +487,22 @@ void Allocator::Impl::check_free(std::uint64_t off) const {
 Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
 Allocator::~Allocator() = default;
 
+void Allocator::fail_nth_allocation(std::uint64_t nth) noexcept {
+  impl_->fail_countdown.store(nth, std::memory_order_relaxed);
+}
+
 Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
   Impl& m = *impl_;
   if (bytes == 0) return Status::invalid_argument;
-  if (bytes > m.classes.max_small()) return m.allocate_large(bytes, offset);
+  if (m.fail_countdown.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (m.fail_countdown.fetch_sub(1, std::memory_order_relaxed) == 1) return Status::out_of_space;
+  }
+  if (bytes > m.classes.max_small()) {
+    const Status s = m.allocate_large(bytes, offset);
+    if (Tracer* t = tracer(); t && s == Status::ok) [[unlikely]]
+      t->on_alloc(m.base + *offset, block_size(*offset));
+    return s;
+  }
   const std::size_t cls = m.classes.class_of(bytes);
   std::uint64_t off;
   if (ThreadCache* tc = m.my_cache()) [[likely]] {
@@ -506,12 +519,16 @@ Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
   const std::uint64_t i = m.block_index(off - m.chunk_offset(c), cls);
   m.chunks[c].requested[i].store(static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
   *offset = off;
+  if (Tracer* t = tracer()) [[unlikely]]
+    t->on_alloc(m.base + off, m.classes.size(cls));
   return Status::ok;
 }
 
 void Allocator::free(std::uint64_t offset) noexcept {
   Impl& m = *impl_;
   if constexpr (kCheckFrees) m.check_free(offset);
+  if (Tracer* t = tracer()) [[unlikely]]
+    t->on_free(m.base + offset, block_size(offset));
   const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
   ChunkInfo& ci = m.chunks[c];
   // A block of a chunk not yet traced: recover() decides (it is free unless reachable).
@@ -549,6 +566,11 @@ std::size_t Allocator::block_size(std::uint64_t offset) const noexcept {
   return 0;
 }
 
+bool Allocator::holds(std::uint64_t offset, std::size_t len) const noexcept {
+  const BlockRef r = impl_->locate(offset);
+  return r.error == nullptr && len <= block_size(offset);
+}
+
 bool Allocator::trace_pending() const noexcept {
   return impl_->trace_pending.load(std::memory_order_acquire);
 }
@@ -559,7 +581,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
   // second call) the walk is still checked the same way, but nothing changes.
   VisitedSet seen(m.count);
   std::string problem;
-  walk([&](std::uint64_t off) {
+  Result<void> walked = walk([&](std::uint64_t off) {
     if (!problem.empty()) return;
     const char* why = nullptr;
     switch (m.reach(off, seen, &why)) {
@@ -569,6 +591,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
       case Impl::Reach::free: problem = "recovery reached block " + hex(off) + ", which is free"; break;
     }
   });
+  if (!walked) return walked;
   if (!problem.empty()) return Error{Status::corrupt, problem};
   if (!trace_pending()) return {};
 
@@ -600,7 +623,7 @@ AuditReport Allocator::audit(BlockWalker walk) const {
   const Impl& m = *impl_;
   AuditReport rep;
   VisitedSet seen(m.count);
-  walk([&](std::uint64_t off) {
+  Result<void> walked = walk([&](std::uint64_t off) {
     const char* why = nullptr;
     switch (m.reach(off, seen, &why)) {
       case Impl::Reach::ok: break;
@@ -609,6 +632,11 @@ AuditReport Allocator::audit(BlockWalker walk) const {
       case Impl::Reach::free: rep.not_allocated.push_back(off); break;
     }
   });
+  if (!walked) {
+    // A partial walk: what it did not reach is not known to be leaked.
+    rep.walk_error = walked.error().message;
+    return rep;
+  }
   // Live blocks nobody reached. Chunks still frozen (trace pending) are not judged: which
   // of their blocks are live is exactly what the pending trace will decide.
   for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {

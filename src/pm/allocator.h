@@ -30,8 +30,9 @@ namespace wort::pm {
 
 //! Walks every block an index reaches: call visit(offset) once per block start.
 using BlockVisitor = FunctionRef<void(std::uint64_t /*block offset*/)>;
-//! A function that walks a structure with a BlockVisitor (index.visit_blocks).
-using BlockWalker = FunctionRef<void(BlockVisitor)>;
+//! A function that walks a structure with a BlockVisitor (index.visit_blocks). It fails
+//! (corrupt, with a message) when it meets a word it cannot follow; the walk is then partial.
+using BlockWalker = FunctionRef<Result<void>(BlockVisitor)>;
 
 struct AllocatorStats {
   std::uint64_t chunks_used = 0;       //!< chunks below the high-water mark
@@ -45,7 +46,11 @@ struct AuditReport {
   std::vector<std::uint64_t> leaked;        //!< allocated, not reached
   std::vector<std::uint64_t> doubly_used;   //!< reached twice, or overlapping another block
   std::vector<std::uint64_t> not_allocated; //!< reached but free (or not a block start)
-  bool ok() const { return leaked.empty() && doubly_used.empty() && not_allocated.empty(); }
+  std::string walk_error;                   //!< the walk stopped at a bad word (then the
+                                            //!< other lists judge only what it reached)
+  bool ok() const {
+    return leaked.empty() && doubly_used.empty() && not_allocated.empty() && walk_error.empty();
+  }
   std::string describe() const;  //!< one line per problem (first few of each kind)
 };
 
@@ -58,15 +63,23 @@ class Allocator {
   //! are aligned to 16. The content is unspecified (not zeroed). out_of_space leaves
   //! everything as it was.
   Status allocate(std::size_t bytes, std::uint64_t* offset) noexcept;
+  //! Failure injection (tests; rax's fail-the-Nth-allocation): the `nth` allocate() from now
+  //! on (1 = the next) fails with out_of_space and changes nothing; 0 turns it off. One shot.
+  void fail_nth_allocation(std::uint64_t nth) noexcept;
   //! Returns a block (see the contract above). No flush.
   void free(std::uint64_t offset) noexcept;
-  //! Usable size of the block at `offset` (its size class).
+  //! Usable size of the block at `offset` (its size class); 0 if `offset` is not in a
+  //! carved chunk.
   std::size_t block_size(std::uint64_t offset) const noexcept;
+  //! True if `offset` starts a block of a carved chunk (live or free, traced or not) with
+  //! room for `len` bytes. Never reads pool memory past the chunk table: the checked walk
+  //! (index/common/checked_walk.h) asks it before following a pool word.
+  bool holds(std::uint64_t offset, std::size_t len) const noexcept;
 
   //! Recovery: marks every block the walker reports as in use and frees the rest of the old
-  //! chunks. Fails with corrupt if a visited offset is not a block start in an old or new
-  //! chunk, or is visited twice (or, in a chunk carved since the open, is free). Called once
-  //! by Index::open. With no trace pending (fresh pool, second call) it only checks the
+  //! chunks. Fails with corrupt if the walker fails, or a visited offset is not a block
+  //! start in an old or new chunk, or is visited twice (or, in a chunk carved since the
+  //! open, is free). Called once by Index::open (kit::recover). With no trace pending (fresh pool, second call) it only checks the
   //! walk the same way and changes nothing. On failure nothing changes either. Before it
   //! runs, free() of a block in an old chunk is ignored (the trace decides), and stats() and
   //! audit() do not count or judge old chunks. Not concurrent with other allocator calls.

@@ -24,6 +24,7 @@ std::string_view to_string(Status s) noexcept {
     case Status::not_a_pool: return "not_a_pool";
     case Status::newer_version: return "newer_version";
     case Status::wrong_kind: return "wrong_kind";
+    case Status::in_use: return "in_use";
   }
   return "unknown";
 }

@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <libpmem2.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -54,8 +56,15 @@ std::string pmem2_text() {
 
 PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
 
-//! Checks the options and derives the file geometry.
-Result<pm::PoolGeometry> plan_geometry(const PoolOptions& o) {
+//! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB.
+std::uint32_t auto_chunk_size(std::uint64_t size) {
+  const std::uint64_t c = std::bit_floor(std::max<std::uint64_t>(size / 256, 1));
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(c, pm::kMinChunkSize, 1u << 20));
+}
+
+//! Checks the options and derives the file geometry (fills in an automatic chunk size).
+Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
+  if (o.chunk_size == 0) o.chunk_size = auto_chunk_size(o.size);
   if (!std::has_single_bit(o.chunk_size) || o.chunk_size < pm::kMinChunkSize ||
       o.chunk_size > pm::kMaxChunkSize)
     return Error{Status::invalid_argument,
@@ -104,6 +113,7 @@ void write_new_header(std::byte* base, const pm::PoolGeometry& g, const PoolOpti
   pm::store(&h->chunk_count, g.chunk_count);
   pm::store(&h->chunk_table_offset, g.chunk_table_offset);
   pm::store(&h->first_chunk_offset, g.first_chunk_offset);
+  pm::store(&h->flags, o.values_are_blocks ? pm::kFlagValuesAreBlocks : std::uint64_t{0});
   pm::store(&h->checksum, pm::header_checksum(*h));
   pm::store(&h->root, std::uint64_t{0});
   pm::store(&h->chunk_hwm, std::uint64_t{0});
@@ -174,6 +184,8 @@ Result<void> check_header(const std::byte* base, std::uint64_t avail, const std:
     return bad(Status::corrupt, name, "layout version 0");
   if (pm::header_checksum(h) != h.checksum)
     return bad(Status::corrupt, name, "header checksum mismatch");
+  if (h.layout_version >= 2 && (h.flags & ~pm::kKnownFlags) != 0)
+    return bad(Status::newer_version, name, "unknown header flags " + std::to_string(h.flags));
   if (auto r = check_geometry(h, name); !r) return r;
   if (h.pool_size > avail)
     return bad(Status::truncated, name,
@@ -211,6 +223,18 @@ Result<void> map_file(Pool::Impl& im, std::byte** base, MappingInfo& info) {
   return {};
 }
 
+//! Takes the pool's exclusive lock (flock: held by the open file description, so a second
+//! open in this process conflicts too, and a killed process releases it).
+Result<void> lock_file(int fd, const std::string& path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return {};
+  const int e = errno;
+  if (e == EWOULDBLOCK)
+    return Error{Status::in_use, "pool '" + path +
+                                     "' is in use: another process (or another Pool in this "
+                                     "process) has it open"};
+  return Error{Status::io_error, "cannot lock pool '" + path + "': " + errno_text(e)};
+}
+
 //! Records a new session: bumps the generation and clears the clean flag (one line).
 void start_session(PoolHeader* h) {
   pm::store(&h->generation, h->generation + 1);
@@ -231,7 +255,8 @@ Pool::~Pool() {
   // impl_ unmaps and closes.
 }
 
-Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& opts) {
+Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& options) {
+  PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -242,10 +267,11 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
   p->impl_->name = path;
   p->impl_->fd = fd;
   auto fail = [&](Error e) -> Result<std::unique_ptr<Pool>> {
-    p->impl_.reset();
     ::unlink(path.c_str());
+    p->impl_.reset();
     return e;
   };
+  if (auto r = lock_file(fd, path); !r) return fail(r.error());
   if (::ftruncate(fd, static_cast<off_t>(geom->pool_size)) != 0)
     return fail(Error{Status::io_error, "cannot size pool '" + path + "' to " +
                                             std::to_string(geom->pool_size) +
@@ -269,6 +295,7 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
   p->impl_ = std::make_unique<Impl>();
   p->impl_->name = path;
   p->impl_->fd = fd;
+  if (auto r = lock_file(fd, path); !r) return r.error();
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     return Error{Status::io_error, "cannot stat pool '" + path + "': " + errno_text(errno)};
@@ -290,7 +317,8 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
   return p;
 }
 
-Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& opts) {
+Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& options) {
+  PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
   void* mem = ::mmap(nullptr, geom->pool_size, PROT_READ | PROT_WRITE,
@@ -339,7 +367,12 @@ bool Pool::contains(std::uint64_t off, std::uint64_t len) const noexcept {
 std::uint64_t Pool::root() const noexcept { return header().root; }
 
 void Pool::set_root(std::uint64_t off) noexcept {
-  pm::store_persist(&header_of(base_)->root, off);
+  pm::publish(&header_of(base_)->root, off);
+}
+
+bool Pool::values_are_blocks() const noexcept {
+  const PoolHeader& h = header();
+  return h.layout_version >= 2 && (h.flags & pm::kFlagValuesAreBlocks) != 0;
 }
 
 std::string_view Pool::kind() const noexcept {

@@ -23,7 +23,9 @@
 //     112 chunk_count         u64   chunks in the file
 //     120 chunk_table_offset  u64   4096
 //     128 first_chunk_offset  u64   4096 + chunk table rounded up to 4 KiB
-//     136 checksum            u64   FNV-1a over bytes [8, 136)
+//     136 checksum            u64   FNV-1a over bytes [8, 136), then (version >= 2)
+//                                   [144, 192)
+//     144 flags               u64   (version >= 2) kFlagValuesAreBlocks; 0 in version 1
 //   bytes 192..223 (cache line 3): mutable words, each changed by one 8-byte pm::store and
 //   persisted
 //     192 root                u64   index root offset, 0 = none
@@ -54,7 +56,11 @@
 namespace wort::pm {
 
 inline constexpr std::uint64_t kPoolMagic = 0x4c4f4f50'54524f57ull;  // "WORTPOOL" in LE bytes
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
+//! flags bit: every value stored in the index names a pool block the index owns (the
+//! server's items); the recovery trace follows values too (kit::walk_all).
+inline constexpr std::uint64_t kFlagValuesAreBlocks = 1;
+inline constexpr std::uint64_t kKnownFlags = kFlagValuesAreBlocks;
 inline constexpr std::uint32_t kHeaderSize = 4096;
 inline constexpr std::size_t kKindCapacity = 32;  // bytes, including the terminating NUL
 inline constexpr std::uint64_t kMinChunkSize = 4096;
@@ -74,7 +80,8 @@ struct PoolHeader {
   std::uint64_t chunk_table_offset;
   std::uint64_t first_chunk_offset;
   std::uint64_t checksum;
-  std::byte pad0[192 - 144];
+  std::uint64_t flags;
+  std::byte pad0[192 - 152];
   // --- mutable, one 8-byte commit store each, validated by range ---
   std::uint64_t root;
   std::uint64_t chunk_hwm;
@@ -98,6 +105,7 @@ static_assert(offsetof(PoolHeader, chunk_count) == 112);
 static_assert(offsetof(PoolHeader, chunk_table_offset) == 120);
 static_assert(offsetof(PoolHeader, first_chunk_offset) == 128);
 static_assert(offsetof(PoolHeader, checksum) == 136);
+static_assert(offsetof(PoolHeader, flags) == 144);
 // The mutable words are 8-aligned (failure-atomic 8-byte stores) and share one cache line,
 // so open() bumps the generation and clears the clean flag with one flush.
 static_assert(offsetof(PoolHeader, root) == 192 && offsetof(PoolHeader, root) % 8 == 0);
@@ -111,14 +119,22 @@ static_assert(offsetof(PoolHeader, root) / 64 == offsetof(PoolHeader, clean_shut
 inline constexpr std::size_t kChecksummedBegin = offsetof(PoolHeader, layout_version);
 inline constexpr std::size_t kChecksummedEnd = offsetof(PoolHeader, checksum);
 
-//! FNV-1a (64-bit) over the immutable header fields.
+//! Version 2 also covers [kChecksummed2Begin, kChecksummed2End): flags and padding.
+inline constexpr std::size_t kChecksummed2Begin = offsetof(PoolHeader, flags);
+inline constexpr std::size_t kChecksummed2End = offsetof(PoolHeader, root);
+
+//! FNV-1a (64-bit) over the immutable header fields of h's layout version.
 inline std::uint64_t header_checksum(const PoolHeader& h) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(&h);
   std::uint64_t x = 0xcbf29ce484222325ull;
-  for (std::size_t i = kChecksummedBegin; i < kChecksummedEnd; ++i) {
-    x ^= p[i];
-    x *= 0x100000001b3ull;
-  }
+  auto mix = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      x ^= p[i];
+      x *= 0x100000001b3ull;
+    }
+  };
+  mix(kChecksummedBegin, kChecksummedEnd);
+  if (h.layout_version >= 2) mix(kChecksummed2Begin, kChecksummed2End);
   return x;
 }
 

@@ -58,7 +58,7 @@ class BenchLogIndex {
       ix->pm_bytes_ += pool.allocator().block_size(off);
     }
     if (pool.allocator().trace_pending()) {
-      auto rc = pool.allocator().recover([&](pm::BlockVisitor v) { ix->visit_blocks(v); });
+      auto rc = pool.allocator().recover([&](pm::BlockVisitor v) { return ix->visit_blocks(v); });
       if (!rc) return rc.error();
     }
     return ix;
@@ -111,9 +111,10 @@ class BenchLogIndex {
   }
   Result<void> verify() const { return {}; }
   void dump(std::ostream& os) const { os << map_.size() << " keys\n"; }
-  void visit_blocks(BlockVisitorFn v) const {
+  Result<void> visit_blocks(BlockVisitorFn v) const {
     v(pool_.root());
     for (std::uint64_t off = root()->head; off != 0; off = rec(off)->next) v(off);
+    return {};
   }
 
  private:

@@ -134,7 +134,7 @@ bool DiffChecker::check(std::uint64_t seed, std::size_t probes) {
            std::to_string(got.size()) + " keys, want " + std::to_string(want.size()));
   }
   if (auto v = index_->verify(); !v) fail("verify: " + v.error().message);
-  auto audit = pool_->allocator().audit([&](pm::BlockVisitor bv) { index_->visit_blocks(bv); });
+  auto audit = pool_->allocator().audit([&](pm::BlockVisitor bv) { return index_->visit_blocks(bv); });
   if (!audit.ok()) fail("allocator audit: " + audit.describe());
   if (index_->stats().keys != ref_.size())
     fail("stats().keys = " + std::to_string(index_->stats().keys) + ", want " +

@@ -109,7 +109,7 @@ void reopen_and_check(const KillReopenSpec& spec, const std::string& path, std::
   }
   const auto v = (*tree)->verify();
   EXPECT_TRUE(v.ok()) << v.error().message;
-  auto audit = (*pool)->allocator().audit([&](pm::BlockVisitor bv) { (*tree)->visit_blocks(bv); });
+  auto audit = (*pool)->allocator().audit([&](pm::BlockVisitor bv) { return (*tree)->visit_blocks(bv); });
   EXPECT_TRUE(audit.ok()) << audit.describe();
   // and it keeps working
   EXPECT_EQ((*tree)->insert(as_key(std::string("after-the-crash")), 1), Status::ok);

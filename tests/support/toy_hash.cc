@@ -63,7 +63,7 @@ Result<std::unique_ptr<ToyHash<B>>> ToyHash<B>::open(Pool& pool) {
   if (r->magic != toy::kRootMagic || r->nbuckets != toy::kBuckets)
     return Error{Status::corrupt, "toy hash: bad root magic or bucket count"};
   std::unique_ptr<ToyHash> t(new ToyHash(pool, off));
-  auto rec = pool.allocator().recover([&](pm::BlockVisitor v) { t->visit_blocks(v); });
+  auto rec = pool.allocator().recover([&](pm::BlockVisitor v) { return t->visit_blocks(v); });
   if (!rec) return rec.error();
   if constexpr (B != ToyBug::torn16) t->repair_counts();
   return t;
@@ -330,13 +330,14 @@ void ToyHash<B>::dump(std::ostream& os) const {
 }
 
 template <ToyBug B>
-void ToyHash<B>::visit_blocks(BlockVisitorFn v) const {
+Result<void> ToyHash<B>::visit_blocks(BlockVisitorFn v) const {
   v(root_off_);
   for (const Bucket& b : root()->buckets)
     walk(&b, [&](std::uint64_t*, std::uint64_t off) {
       v(off);
       return true;
     });
+  return {};
 }
 
 template class ToyHash<ToyBug::none>;

@@ -77,7 +77,7 @@ class ToyHash {
   IndexStats stats() const;
   Result<void> verify() const;
   void dump(std::ostream& os) const;
-  void visit_blocks(BlockVisitorFn v) const;
+  Result<void> visit_blocks(BlockVisitorFn v) const;
 
  private:
   ToyHash(Pool& pool, std::uint64_t root) : pool_(pool), root_off_(root) {}

@@ -35,8 +35,9 @@ std::unique_ptr<Pool> make_pool(std::uint64_t size = 1 << 20, std::uint32_t chun
 
 //! Walker over a fixed list of offsets.
 auto walk_list(const std::vector<std::uint64_t>& offs) {
-  return [&offs](BlockVisitor v) {
+  return [&offs](BlockVisitor v) -> Result<void> {
     for (std::uint64_t o : offs) v(o);
+    return {};
   };
 }
 

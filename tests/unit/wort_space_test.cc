@@ -37,7 +37,7 @@ TEST(WortSpace, OutOfSpaceLeavesTheTreeIntactAndFreedSpaceIsReused) {
   EXPECT_FALSE(t.lookup(as_key(keys[i])).has_value());
   for (const auto& [k, v] : ref) ASSERT_EQ(t.lookup(as_key(k)), std::optional<Value>(v));
   ASSERT_TRUE(t.verify());
-  auto audit = (*pool)->allocator().audit([&](pm::BlockVisitor v) { t.visit_blocks(v); });
+  auto audit = (*pool)->allocator().audit([&](pm::BlockVisitor v) { return t.visit_blocks(v); });
   EXPECT_TRUE(audit.ok()) << audit.describe();
 
   // Remove half; the freed blocks take new keys again.

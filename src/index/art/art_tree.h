@@ -24,6 +24,7 @@ struct Leaf;
 class ArtTree {
  public:
   static constexpr std::string_view kKind = "art";
+  static constexpr bool kPersistent = false;  //!< nothing survives the process
 
   //! A new empty tree; the pool only has to be an "art" pool (nothing is stored in it).
   static Result<std::unique_ptr<ArtTree>> create(Pool& pool, const IndexOptions& opts);
@@ -50,7 +51,7 @@ class ArtTree {
   Result<void> verify() const;
   void dump(std::ostream& os) const;
   //! Visits nothing: no block of the pool belongs to this index.
-  void visit_blocks(BlockVisitorFn) const {}
+  Result<void> visit_blocks(BlockVisitorFn) const { return {}; }
 
   std::size_t size() const noexcept { return count_; }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "index/artcommon/art_tree.h"
+#include "index/common/anchor.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 
@@ -62,21 +63,6 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   });
 }
 
-//! Publishes new blocks: the fence orders their pending write-backs before the pointer.
-template <class F>
-void ArtTree<F>::publish_ref(Ref* slot, Ref r) {
-  pm::fence();
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
-//! Swaps a pointer to something already durable (nothing pending to order).
-template <class F>
-void ArtTree<F>::swap_ref(Ref* slot, Ref r) {
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
 template <class F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
@@ -84,41 +70,26 @@ void ArtTree<F>::free_ref(Ref r) {
 
 template <class F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOptions&) {
-  if (pool.kind() != F::kKind)
-    return Error{Status::wrong_kind, "pool holds kind \"" + std::string(pool.kind()) +
-                                         "\", not " + std::string(F::kKind)};
-  if (pool.root() != 0) return Error{Status::invalid_argument, "pool already holds an index"};
-  std::uint64_t off = 0;
-  if (Status s = pool.allocator().allocate(sizeof(Anchor), &off); s != Status::ok)
-    return Error{s, std::string(F::kKind) + ": no space for the tree anchor"};
-  Anchor* a = pool.at<Anchor>(off);
   Anchor img{};
   img.magic = F::kAnchorMagic;
-  pm::copy(a, &img, sizeof img);
-  pm::persist(a, sizeof img);
-  pool.set_root(off);
-  return std::unique_ptr<ArtTree>(new ArtTree(pool, a));
+  auto a = kit::create_anchor(pool, F::kKind, img);
+  if (!a) return a.error();
+  std::unique_ptr<ArtTree> t(new ArtTree(pool, *a));
+  t->reserve_spares();
+  return t;
 }
 
+//! The checked walk (inside kit::recover) comes first: repair then follows only pointers
+//! it has checked. Repair rewrites headers only, so the blocks the trace kept are the ones
+//! the repaired tree reaches.
 template <class F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::open(Pool& pool) {
-  if (pool.kind() != F::kKind)
-    return Error{Status::wrong_kind, "pool holds kind \"" + std::string(pool.kind()) +
-                                         "\", not " + std::string(F::kKind)};
-  const std::uint64_t off = pool.root();
-  if (off == 0 || !pool.contains(off, sizeof(Anchor)))
-    return Error{Status::corrupt, std::string(F::kKind) + ": pool root is not a tree anchor"};
-  Anchor* a = pool.at<Anchor>(off);
-  if (a->magic != F::kAnchorMagic)
-    return Error{Status::corrupt, std::string(F::kKind) + ": anchor magic mismatch"};
-  std::unique_ptr<ArtTree> t(new ArtTree(pool, a));
-  if (a->root != kNull) {
-    if (!t->ref_in_pool(a->root)) return Error{Status::corrupt, "root pointer outside the pool"};
-    if (auto r = t->repair(a->root, 0); !r) return r.error();
-  }
-  if (pool.allocator().trace_pending()) {
-    if (auto r = pool.allocator().recover([&](pm::BlockVisitor v) { t->visit_blocks(v); }); !r)
-      return r.error();
+  auto a = kit::open_anchor<Anchor>(pool, F::kKind, F::kAnchorMagic);
+  if (!a) return a.error();
+  std::unique_ptr<ArtTree> t(new ArtTree(pool, *a));
+  if (auto r = kit::recover(pool, *t); !r) return r.error();
+  if ((*a)->root != kNull) {
+    if (auto r = t->repair((*a)->root, 0); !r) return r.error();
   }
   return t;
 }

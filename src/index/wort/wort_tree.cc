@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "index/common/anchor.h"
 #include "index/registry.h"
 #include "index/wort/wort_walk.h"
 #include "pm/allocator.h"
@@ -15,37 +16,27 @@ WortTree::WortTree(Pool& pool, Anchor* anchor) noexcept
     : pool_(pool), anchor_(anchor), blocks_(pool.base()) {}
 
 Result<std::unique_ptr<WortTree>> WortTree::create(Pool& pool, const IndexOptions&) {
-  if (pool.root() != 0) return Error{Status::invalid_argument, "pool already holds an index"};
-  std::uint64_t off = 0;
-  if (Status s = pool.allocator().allocate(sizeof(Anchor), &off); s != Status::ok)
-    return Error{s, "wort: no space for the anchor block"};
   Anchor image{};
   image.magic = kAnchorMagic;
   image.span_bits = kSpanBits;
-  auto* anchor = pool.at<Anchor>(off);
-  pm::copy(anchor, &image, sizeof image);
-  pm::persist(anchor, sizeof image);
-  pool.set_root(off);  // the create commit: one 8-byte store, persisted by the pool
-  return std::unique_ptr<WortTree>(new WortTree(pool, anchor));
+  auto anchor = kit::create_anchor(pool, kKind, image);  // the create commit: the pool root
+  if (!anchor) return anchor.error();
+  return std::unique_ptr<WortTree>(new WortTree(pool, *anchor));
 }
 
 Result<std::unique_ptr<WortTree>> WortTree::open(Pool& pool) {
-  const std::uint64_t off = pool.root();
-  if (off == 0 || off % 64 != 0 || !pool.contains(off, sizeof(Anchor)))
-    return Error{Status::corrupt, "wort: pool root " + std::to_string(off) + " is not an anchor"};
-  auto* anchor = pool.at<Anchor>(off);
-  if (anchor->magic != kAnchorMagic) return Error{Status::corrupt, "wort: bad anchor magic"};
+  auto opened = kit::open_anchor<Anchor>(pool, kKind, kAnchorMagic);
+  if (!opened) return opened.error();
+  Anchor* anchor = *opened;
   if (anchor->span_bits != kSpanBits)
     return Error{Status::invalid_argument,
                  "wort: tree built with " + std::to_string(anchor->span_bits) +
                      "-bit partial keys, this build uses " + std::to_string(kSpanBits)};
   std::unique_ptr<WortTree> tree(new WortTree(pool, anchor));
-  if (pool.allocator().trace_pending()) {
-    // Blocks allocated but not reachable (a crash between allocation and commit, or between
-    // an unlink and its free) become free here: nothing leaks across a crash.
-    auto r = pool.allocator().recover([&](pm::BlockVisitor v) { tree->visit_blocks(v); });
-    if (!r) return r.error();
-  }
+  // Checks every word a reader can follow; blocks allocated but not reachable (a crash
+  // between allocation and commit, or between an unlink and its free) become free: nothing
+  // leaks across a crash.
+  if (auto r = kit::recover(pool, *tree); !r) return r.error();
   return tree;
 }
 
@@ -102,9 +93,10 @@ std::optional<Value> WortTree::lookup(Key k) const {
   return l->value;
 }
 
-void WortTree::visit_blocks(BlockVisitorFn v) const {
+Result<void> WortTree::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
-  walk_preorder(blocks_, anchor_->root, [&](std::uint64_t w, std::uint32_t) { v(block_of(w)); });
+  return walk_preorder(pool_, blocks_, anchor_->root,
+                       [&](std::uint64_t w, std::uint32_t) { v(block_of(w)); });
 }
 
 IndexStats WortTree::stats() const {
@@ -112,7 +104,8 @@ IndexStats WortTree::stats() const {
   std::uint64_t depth_sum = 0, nodes = 0;
   const pm::Allocator& a = pool_.allocator();
   s.pm_bytes = a.block_size(pool_.offset_of(anchor_));
-  walk_preorder(blocks_, anchor_->root, [&](std::uint64_t w, std::uint32_t level) {
+  // On a damaged tree the figures cover what the checked walk reached before the bad word.
+  (void)walk_preorder(pool_, blocks_, anchor_->root, [&](std::uint64_t w, std::uint32_t level) {
     s.pm_bytes += a.block_size(block_of(w));
     if (is_leaf(w)) {
       // Leaf depth = inner nodes on the path from the root (a lone root leaf has depth 0).

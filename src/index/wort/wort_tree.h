@@ -40,7 +40,7 @@ class WortTree {
   IndexStats stats() const;
   Result<void> verify() const;
   void dump(std::ostream& os) const;
-  void visit_blocks(BlockVisitorFn v) const;
+  Result<void> visit_blocks(BlockVisitorFn v) const;
 
   //! Node headers this handle has repaired (RecoverHeader) since it was opened.
   std::uint64_t headers_repaired() const noexcept { return headers_repaired_; }

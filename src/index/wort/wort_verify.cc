@@ -147,6 +147,10 @@ std::string printable(Key k) {
 
 Result<void> WortTree::verify() const {
   if (anchor_->magic != kAnchorMagic) return Error{Status::corrupt, "wort verify: bad anchor"};
+  // Bounds, block starts and cycles first: the Verifier then reads only checked blocks.
+  if (auto r = walk_preorder(pool_, blocks_, anchor_->root, [](std::uint64_t, std::uint32_t) {});
+      !r)
+    return r;
   Verifier v(pool_, blocks_);
   return v.run(anchor_->root);
 }
@@ -154,7 +158,12 @@ Result<void> WortTree::verify() const {
 void WortTree::dump(std::ostream& os) const {
   os << "wort tree (" << kSpanBits << "-bit partial keys), anchor @"
      << pool_.offset_of(anchor_) << "\n";
-  walk_preorder(blocks_, anchor_->root, [&](std::uint64_t w, std::uint32_t level) {
+  if (auto r = walk_preorder(pool_, blocks_, anchor_->root, [](std::uint64_t, std::uint32_t) {});
+      !r) {
+    os << "  (not drawn: " << r.error().message << ")\n";
+    return;
+  }
+  (void)walk_preorder(pool_, blocks_, anchor_->root, [&](std::uint64_t w, std::uint32_t level) {
     os << std::string(2 * level + 2, ' ');
     if (is_leaf(w)) {
       const LeafHeader* l = blocks_.leaf(w);
