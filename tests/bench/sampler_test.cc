@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -144,7 +145,7 @@ class Slow64Index {
   }
   Result<void> verify() const { return {}; }
   void dump(std::ostream& os) const { os << map_.size() << " keys\n"; }
-  void visit_blocks(BlockVisitorFn) const {}
+  Result<void> visit_blocks(BlockVisitorFn) const { return {}; }
 
  private:
   std::uint64_t calls_ = 0;
@@ -176,11 +177,14 @@ TEST(SamplerTest, BenchReportsTheTrueMedianOfAPeriodicInsert) {
   // and a map insert of an 8-byte key far less (unless most samples were preempted).
   EXPECT_LT(h.percentile(50), slow_ns / 2) << "p50 must be a fast insert's, not the slow one's";
   EXPECT_GE(static_cast<double>(h.max()), slow_ns) << "the slow inserts are sampled too";
-  // The sampled mean agrees with the phase mean (the stride gave ~60x): loose, because
-  // ~16 slow samples carry most of the mean.
-  const double ratio = h.mean() / ins->ns_per_op();
-  EXPECT_GT(ratio, 0.4);
-  EXPECT_LT(ratio, 2.5);
+  // About one sample in 64 is a slow insert (which calls are sampled is deterministic for
+  // the seed; preemption can only add slow-looking samples): at least 0.4/64 of them are
+  // >= kSlowInsert. The stride sampled only slow inserts, random gaps must not sample none.
+  EXPECT_GE(h.percentile(100 - 100 * 0.4 / 64), slow_ns * (1 - 1.0 / 32));  // bucket error
+  // The sampled mean against the phase mean is printed, not asserted: under load a single
+  // preempted sample moves the mean of ~1000 samples by microseconds. The deterministic
+  // test above checks the mean (the stride gave ~60x).
+  std::printf("sampled mean %.0f ns, phase mean %.0f ns\n", h.mean(), ins->ns_per_op());
 }
 
 }  // namespace
