@@ -53,24 +53,34 @@ void FPTree::drop_key_word(std::uint64_t word, bool inline_key) noexcept {
   if (!inline_key) pool_.allocator().free(word);
 }
 
-// Writes slot s of l (free: its bit is clear) and writes it back; no fence.
-void FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
+// Writes slot s of l (free: its bit is clear) and writes back what does not share the
+// bitmap's line; no fence. Returns whether it flushed anything.
+bool FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
                         std::uint8_t fp) noexcept {
+  bool flushed = false;
   const LeafGeometry& g = l.geometry();
   Slot* slot = l.slot(s);
   pm::store(&slot->key, key_word);
   pm::store(&slot->value, v);
-  if (!in_bitmap_line(g.slots_off + 16 * static_cast<std::uint32_t>(s), 16))
+  if (!in_bitmap_line(g.slots_off + 16 * static_cast<std::uint32_t>(s), 16)) {
     pm::flush(slot, sizeof(Slot));
+    flushed = true;
+  }
   const std::uint64_t bit = std::uint64_t{1} << s;
   const std::uint64_t im = *l.inline_word();
   if (((im & bit) != 0) != inline_key) {
     pm::store(l.inline_word(), inline_key ? (im | bit) : (im & ~bit));
-    if (!in_bitmap_line(g.inline_off, 8)) pm::flush(l.inline_word(), 8);
+    if (!in_bitmap_line(g.inline_off, 8)) {
+      pm::flush(l.inline_word(), 8);
+      flushed = true;
+    }
   }
   pm::store(&l.fingerprints()[s], fp);
-  if (!in_bitmap_line(LeafGeometry::kFingerprintOff + static_cast<std::uint32_t>(s), 1))
+  if (!in_bitmap_line(LeafGeometry::kFingerprintOff + static_cast<std::uint32_t>(s), 1)) {
     pm::flush(&l.fingerprints()[s], 1);
+    flushed = true;
+  }
+  return flushed;
 }
 
 Status FPTree::put(Key k, Value v, PutMode mode) {
@@ -90,11 +100,14 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
   // Alg. 16: an update reuses the key word (and key block) of the slot it replaces.
   std::uint64_t word = 0;
   bool inl = false;
+  bool wrote_back_since_fence = false;  // a key block or a split's log reset awaits a fence
   if (old != kNoSlot) {
     word = l.slot(old)->key;
     inl = l.is_inline(old);
   } else if (Status s = make_key_word(k, &word, &inl); s != Status::ok) {
     return s;
+  } else {
+    wrote_back_since_fence = !inl;
   }
   if (l.full()) {
     std::uint64_t right = 0;
@@ -105,12 +118,19 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
     }
     // Slots keep their index in both halves; k belongs right of the separator or left.
     if (compare_keys(k, as_key(sep)) >= 0) l = leaf(right);
+    wrote_back_since_fence = true;
   }
   const int s = l.first_free();
-  write_slot(l, s, word, inl, v, fp);
+  const bool flushed = write_slot(l, s, word, inl, v, fp);
   std::uint64_t bits = l.bitmap() | (std::uint64_t{1} << s);
   if (old != kNoSlot) bits &= ~(std::uint64_t{1} << old);
-  pm::publish(l.bitmap_word(), bits);  // the commit (Alg. 2:15, Alg. 8:19)
+  // The commit (Alg. 2:15, Alg. 8:19). Its leading fence orders the slot's write-back, a new
+  // key block, or a split's log reset; with none of these (everything in the bitmap's line)
+  // the plain commit suffices.
+  if (flushed || wrote_back_since_fence)
+    pm::publish(l.bitmap_word(), bits);
+  else
+    pm::commit(l.bitmap_word(), bits);
   return Status::ok;
 }
 

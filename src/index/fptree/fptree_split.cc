@@ -55,8 +55,7 @@ std::string FPTree::split_copy(LeafRef cur, LeafRef nu) const {
 void FPTree::split_link(LeafRef cur, LeafRef nu) const {
   pm::store(cur.bitmap_word(), geo_.mask() & ~nu.bitmap());
   pm::store(cur.next_word(), nu.offset());
-  pm::flush(cur.bitmap_word(), 8);
-  pm::flush(cur.next_word(), 8);
+  pm::flush(cur.bitmap_word(), geo_.next_off + 8);  // lines of bitmap .. next
 }
 
 // Step 4 without the fence.

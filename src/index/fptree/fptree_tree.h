@@ -70,7 +70,7 @@ class FPTree {
   Status put_first_leaf(Key k, Value v, std::uint64_t key_word, bool inline_key);
   Status make_key_word(Key k, std::uint64_t* word, bool* inline_key);
   void drop_key_word(std::uint64_t word, bool inline_key) noexcept;
-  static void write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
+  static bool write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
                          std::uint8_t fp) noexcept;
 
   // fptree_split.cc
