@@ -6,8 +6,11 @@
 // the allocator audit, the split-recovery count, and one more insert.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -256,6 +259,68 @@ TEST_F(FPTreeRecovery, OverlongKeyBlockIsCorrupt) {
 TEST_F(FPTreeRecovery, BadAnchorOptionsAreCorrupt) {
   anchor()->leaf_capacity = 65;
   expect_corrupt("leaf capacity");
+}
+
+}  // namespace
+}  // namespace wort::test
+
+namespace wort::test {
+namespace {
+
+// Open time against key count, by phase (checked walk + allocator trace, log replay, inner
+// rebuild), beside the time to build a DRAM std::map of the same keys from scratch (the
+// paper's "rebuild a transient B+-tree" baseline). Skipped unless WORT_FPTREE_RECOVERY_KEYS
+// lists key counts:
+//   WORT_FPTREE_RECOVERY_KEYS=100000,1000000,5000000 ./build/unit_fptree_recovery_test \
+//       --gtest_filter='*OpenTime*'
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+TEST(FPTreeRecoveryTime, OpenTimeByPhase) {
+  const char* env = std::getenv("WORT_FPTREE_RECOVERY_KEYS");
+  if (env == nullptr) GTEST_SKIP() << "set WORT_FPTREE_RECOVERY_KEYS=100000,1000000,...";
+  std::string list = env;
+  for (std::size_t pos = 0; pos < list.size();) {
+    const std::size_t comma = list.find(',', pos);
+    const std::size_t n = std::stoull(list.substr(pos, comma - pos));
+    pos = comma == std::string::npos ? list.size() : comma + 1;
+    const auto ints = paper_keys(Dist::sparse, n, 42);
+    PoolOptions o;
+    o.size = (64ull << 20) + 64ull * n;
+    o.kind = "fptree";
+    auto pool = std::move(Pool::create_in_memory(o)).value();
+    auto tree = std::move(FPTree::create(*pool, {})).value();
+    for (std::uint64_t k : ints) ASSERT_EQ(tree->insert(Key(u64_key(k)), k), Status::ok);
+    tree.reset();
+    std::unique_ptr<std::byte, FreeAligned> image(
+        static_cast<std::byte*>(std::aligned_alloc(4096, pool->size())));
+    std::memcpy(image.get(), pool->base(), pool->size());
+    const std::uint64_t size = pool->size();
+    pool.reset();
+    auto p2 = std::move(Pool::attach({image.get(), size}, "fptree")).value();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_ms();
+    auto t = FPTree::open(*p2);
+    const double open_cpu = thread_cpu_ms() - c0;
+    const double open_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(t) << t.error().message;
+    const auto& ph = (*t)->open_times();
+    const double m0 = thread_cpu_ms();
+    std::map<std::string, Value> dram;
+    for (std::uint64_t k : ints) dram.emplace(u64_str(k), k);
+    const double map_cpu = thread_cpu_ms() - m0;
+    std::cout << "[fptree open] " << n << " keys: open " << open_ms << " ms (walk+trace "
+              << ph.trace_ms << ", replay " << ph.replay_ms << ", rebuild " << ph.rebuild_ms
+              << " wall ms); CPU: open " << open_cpu << " ms, std::map build " << map_cpu
+              << " ms (" << map_cpu / open_cpu << "x)" << std::endl;
+    EXPECT_EQ((*t)->stats().keys, n);
+    t->reset();
+    p2.reset();
+  }
 }
 
 }  // namespace
