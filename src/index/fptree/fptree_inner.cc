@@ -7,16 +7,39 @@ namespace wort::fptree_index {
 
 namespace {
 
+//! First 8 bytes of k as a big-endian integer, zero-padded. If head(a) < head(b) then
+//! a < b in byte-string order (the first differing byte decides, and a zero pad in a
+//! against a real byte in b means a is a prefix of b); equal heads decide nothing.
+std::uint64_t head(std::string_view k) noexcept {
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    h = (h << 8) | (i < k.size() ? static_cast<std::uint8_t>(k[i]) : 0u);
+  return h;
+}
+
 //! Child index whose range holds k: the number of separators <= k.
-std::size_t route(const std::vector<std::string>& keys, Key k) noexcept {
+std::size_t route(const InnerTree::Node& n, Key k) noexcept {
   const std::string_view kv = as_string(k);
-  return static_cast<std::size_t>(
-      std::upper_bound(keys.begin(), keys.end(), kv,
-                       [](std::string_view a, const std::string& b) { return a < b; }) -
-      keys.begin());
+  const std::uint64_t kh = head(kv);
+  std::size_t lo = 0, hi = n.keys.size();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    const std::uint64_t h = n.heads[mid];
+    const bool less = kh != h ? kh < h : kv < std::string_view(n.keys[mid]);
+    if (less)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
 }
 
 }  // namespace
+
+void InnerTree::sync_heads(Node* n) {
+  n->heads.resize(n->keys.size());
+  for (std::size_t i = 0; i < n->keys.size(); ++i) n->heads[i] = head(n->keys[i]);
+}
 
 void InnerTree::reset_to(std::uint64_t leaf) {
   root_ = std::make_unique<Node>();
@@ -38,6 +61,7 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
       if (j > i) n->keys.push_back(std::move(leaves[j].second));
       n->leaves.push_back(leaves[j].first);
     }
+    sync_heads(n.get());
     level.emplace_back(std::move(n), std::move(leaves[i].second));
   }
   height_ = 1;
@@ -51,6 +75,7 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
         if (j > i) n->keys.push_back(std::move(level[j].second));
         n->kids.push_back(std::move(level[j].first));
       }
+      sync_heads(n.get());
       up.emplace_back(std::move(n), std::move(level[i].second));
     }
     level = std::move(up);
@@ -61,15 +86,15 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
 
 std::uint64_t InnerTree::find(Key k) const noexcept {
   const Node* n = root_.get();
-  while (!n->leaf_level) n = n->kids[route(n->keys, k)].get();
-  return n->leaves[route(n->keys, k)];
+  while (!n->leaf_level) n = n->kids[route(*n, k)].get();
+  return n->leaves[route(*n, k)];
 }
 
 std::uint64_t InnerTree::find(Key k, Path* path) const {
   path->clear();
   Node* n = root_.get();
   for (;;) {
-    const std::size_t i = route(n->keys, k);
+    const std::size_t i = route(*n, k);
     path->emplace_back(n, i);
     if (n->leaf_level) return n->leaves[i];
     n = n->kids[i].get();
@@ -93,6 +118,7 @@ void InnerTree::insert_after(const Path& path, std::string sep, std::uint64_t ri
   auto [n, i] = path.back();
   n->keys.insert(n->keys.begin() + static_cast<std::ptrdiff_t>(i), std::move(sep));
   n->leaves.insert(n->leaves.begin() + static_cast<std::ptrdiff_t>(i) + 1, right);
+  sync_heads(n);
   if (n->count() > fanout_) split_up(path);
 }
 
@@ -116,12 +142,15 @@ void InnerTree::split_up(Path path) {
                          std::make_move_iterator(n->kids.end()));
       n->kids.resize(h);
     }
+    sync_heads(n);
+    sync_heads(right.get());
     if (path.empty()) {  // n is the root
       auto root = std::make_unique<Node>();
       root->leaf_level = false;
       root->keys.push_back(std::move(up));
       root->kids.push_back(std::move(root_));
       root->kids.push_back(std::move(right));
+      sync_heads(root.get());
       root_ = std::move(root);
       ++height_;
       return;
@@ -129,6 +158,7 @@ void InnerTree::split_up(Path path) {
     auto [p, i] = path.back();
     p->keys.insert(p->keys.begin() + static_cast<std::ptrdiff_t>(i), std::move(up));
     p->kids.insert(p->kids.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(right));
+    sync_heads(p);
   }
 }
 
@@ -152,6 +182,7 @@ void InnerTree::erase_at(Path& path) {
       n->leaves.erase(n->leaves.begin() + static_cast<std::ptrdiff_t>(i));
     else
       n->kids.erase(n->kids.begin() + static_cast<std::ptrdiff_t>(i));
+    sync_heads(n);
     if (n->count() > 0) break;
     if (path.empty()) {  // the root is empty: so is the tree
       root_.reset();
@@ -183,6 +214,9 @@ Result<void> InnerTree::for_each_leaf(
     const Node* n = it.n;
     if (n->count() == 0 || n->count() > fanout_) return bad("node with " + std::to_string(n->count()) + " children");
     if (n->keys.size() + 1 != n->count()) return bad("separator count != children - 1");
+    if (n->heads.size() != n->keys.size()) return bad("separator heads out of step");
+    for (std::size_t i = 0; i < n->keys.size(); ++i)
+      if (n->heads[i] != head(n->keys[i])) return bad("separator head differs from its key");
     for (std::size_t i = 0; i < n->keys.size(); ++i) {
       if (i > 0 && !(n->keys[i - 1] < n->keys[i])) return bad("separators out of order");
       if (it.lo && n->keys[i] < *it.lo) return bad("separator below the node's range");
@@ -225,6 +259,7 @@ std::uint64_t InnerTree::dram_bytes() const noexcept {
     stack.pop_back();
     b += sizeof(Node) + n->keys.capacity() * sizeof(std::string) +
          n->leaves.capacity() * sizeof(std::uint64_t) +
+         n->heads.capacity() * sizeof(std::uint64_t) +
          n->kids.capacity() * sizeof(std::unique_ptr<Node>);
     for (const auto& k : n->keys)
       if (k.capacity() > 15) b += k.capacity() + 1;  // beyond the small-string buffer

@@ -34,6 +34,9 @@ class InnerTree {
   struct Node {
     bool leaf_level = true;                   //!< children are pool leaf offsets
     std::vector<std::string> keys;            //!< count() - 1 separators, ascending
+    std::vector<std::uint64_t> heads;         //!< first 8 bytes of each key, big-endian,
+                                              //!< zero-padded: the binary search compares
+                                              //!< these and the strings only on a tie
     std::vector<std::uint64_t> leaves;        //!< leaf_level: leaf offsets
     std::vector<std::unique_ptr<Node>> kids;  //!< otherwise: child nodes
     std::size_t count() const noexcept { return leaf_level ? leaves.size() : kids.size(); }
@@ -74,6 +77,7 @@ class InnerTree {
   std::uint64_t dram_bytes() const noexcept;
 
  private:
+  static void sync_heads(Node* n);
   void split_up(Path path);
   void erase_at(Path& path);
 
