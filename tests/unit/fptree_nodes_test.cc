@@ -113,6 +113,34 @@ TEST(FPTreeNodes, RebuiltHeightAfterReopen) {
   }
 }
 
+// Fill a small pool until an insert fails: out_of_space (for a key block or a split's new
+// leaf) must leave every acknowledged key in place and verify() clean; removes then make
+// room again.
+TEST(FPTreeNodes, OutOfSpaceLeavesTreeIntact) {
+  PoolOptions o;
+  o.size = 1u << 20;
+  o.chunk_size = 64u << 10;
+  o.kind = "fptree";
+  auto pool = std::move(Pool::create_in_memory(o)).value();
+  auto tree = std::move(FPTree::create(*pool, {})).value();
+  std::vector<std::string> keys;
+  Status s = Status::ok;
+  for (std::uint64_t i = 0; s == Status::ok; ++i) {
+    std::string k = i % 2 ? u64_str(i * 0x9e3779b97f4a7c15ull) : "string-key-" + std::to_string(i);
+    s = tree->insert(as_key(k), i);
+    if (s == Status::ok) keys.push_back(std::move(k));
+  }
+  EXPECT_EQ(s, Status::out_of_space);
+  ASSERT_GT(keys.size(), 1000u);
+  auto r = tree->verify();
+  EXPECT_TRUE(r) << r.error().message;
+  for (const auto& k : keys) ASSERT_TRUE(tree->lookup(as_key(k)).has_value()) << k;
+  for (std::size_t i = 0; i < keys.size(); i += 2) ASSERT_EQ(tree->remove(as_key(keys[i])), Status::ok);
+  EXPECT_EQ(tree->insert(as_key(std::string("after")), 1), Status::ok);
+  r = tree->verify();
+  EXPECT_TRUE(r) << r.error().message;
+}
+
 TEST(FPTreeInner, RoutesAndFindsPreviousLeaf) {
   InnerTree t(3);
   std::vector<std::pair<std::uint64_t, std::string>> leaves;
