@@ -325,3 +325,46 @@ TEST(FPTreeRecoveryTime, OpenTimeByPhase) {
 
 }  // namespace
 }  // namespace wort::test
+
+namespace wort::test {
+namespace {
+
+// Regression (found when main added values_are_blocks pools): the recovery trace of such a
+// pool walks every value through scan(), and the FPTree's scan routes through the DRAM inner
+// nodes, which open() used to rebuild only after the trace; the scan found nothing and the
+// trace freed every value block. open() now validates, replays and rebuilds first there.
+TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
+  PoolOptions o;
+  o.size = 8u << 20;
+  o.kind = "fptree";
+  o.values_are_blocks = true;
+  auto pool = std::move(Pool::create_in_memory(o)).value();
+  IndexOptions io;
+  io.words = {4, 3, 0, 0};
+  auto tree = std::move(FPTree::create(*pool, io)).value();
+  constexpr int kKeys = 200;
+  for (int i = 0; i < kKeys; ++i) {
+    std::uint64_t item = 0;
+    ASSERT_EQ(pool->allocator().allocate(32, &item), Status::ok);
+    ASSERT_EQ(tree->insert(as_key("item-" + std::to_string(i)), item), Status::ok);
+  }
+  tree.reset();
+  const std::uint64_t size = pool->size();
+  std::unique_ptr<std::byte, FreeAligned> image(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
+  std::memcpy(image.get(), pool->base(), size);
+  pool.reset();
+  auto p2 = std::move(Pool::attach({image.get(), size}, "fptree")).value();
+  auto t = FPTree::open(*p2);
+  ASSERT_TRUE(t) << t.error().message;
+  std::uint64_t blocks = 0;
+  ASSERT_TRUE((*t)->visit_blocks([&](std::uint64_t) { ++blocks; }));
+  EXPECT_EQ(p2->allocator().stats().blocks_allocated, blocks + kKeys)
+      << "value blocks freed by the recovery trace";
+  auto r = (*t)->verify();
+  EXPECT_TRUE(r) << r.error().message;
+  t->reset();
+  p2.reset();
+}
+
+}  // namespace
+}  // namespace wort::test

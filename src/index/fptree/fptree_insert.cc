@@ -126,8 +126,9 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
   if (old != kNoSlot) bits &= ~(std::uint64_t{1} << old);
   // The commit (Alg. 2:15, Alg. 8:19). Its leading fence orders the slot's write-back, a new
   // key block, or a split's log reset; with none of these (everything in the bitmap's line)
-  // the plain commit suffices.
-  if (flushed || wrote_back_since_fence)
+  // the plain commit suffices — except in a pool whose values name blocks, where the caller
+  // wrote back the value's block and our leading fence orders it (kit::commit_value).
+  if (flushed || wrote_back_since_fence || pool_.values_are_blocks())
     pm::publish(l.bitmap_word(), bits);
   else
     pm::commit(l.bitmap_word(), bits);
