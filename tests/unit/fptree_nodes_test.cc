@@ -6,6 +6,7 @@
 // ceil(log_fanout(leaves)). Also the DRAM InnerTree on its own (routing, previous_leaf).
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,19 @@ TEST(FPTreeNodes, OutOfSpaceLeavesTreeIntact) {
   EXPECT_EQ(tree->insert(as_key(std::string("after")), 1), Status::ok);
   r = tree->verify();
   EXPECT_TRUE(r) << r.error().message;
+}
+
+TEST(FPTreeNodes, DumpDrawsEveryLeaf) {
+  Fixture f(4, 3);
+  for (std::uint64_t i = 0; i < 9; ++i) ASSERT_EQ(f.tree->insert(Key(u64_key(i)), i), Status::ok);
+  ASSERT_EQ(f.tree->insert(as_key(std::string("str")), 7), Status::ok);
+  std::ostringstream os;
+  f.tree->dump(os);
+  const std::string d = os.str();
+  EXPECT_NE(d.find("\"str\"=7"), std::string::npos) << d;
+  std::size_t leaves = 0;
+  for (std::size_t at = d.find("  leaf @"); at != std::string::npos; at = d.find("  leaf @", at + 1)) ++leaves;
+  EXPECT_EQ(leaves, f.leaves()) << d;
 }
 
 TEST(FPTreeInner, RoutesAndFindsPreviousLeaf) {
