@@ -6,12 +6,14 @@
 // ceil(log_fanout(leaves)). Also the DRAM InnerTree on its own (routing, previous_leaf).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_tree.h"
+#include "pm/allocator.h"
 #include "support/keygen.h"
 
 namespace wort::test {
@@ -140,6 +142,39 @@ TEST(FPTreeNodes, OutOfSpaceLeavesTreeIntact) {
   EXPECT_EQ(tree->insert(as_key(std::string("after")), 1), Status::ok);
   r = tree->verify();
   EXPECT_TRUE(r) << r.error().message;
+}
+
+// Fail the Nth allocation (rax's oom test): for each of the first allocations an operation
+// batch makes (key blocks, split leaves, the first leaf), the failing call returns
+// out_of_space and leaves the contents exactly as before it, verify clean, no block leaked.
+TEST(FPTreeNodes, FailNthAllocationLeavesTreeUnchanged) {
+  std::uint64_t nth = 1;
+  for (;; ++nth) {
+    SCOPED_TRACE("failing allocation " + std::to_string(nth));
+    Fixture f(4, 3);
+    std::map<std::string, Value> ref;
+    f.pool->allocator().fail_nth_allocation(nth);
+    bool failed = false;
+    for (std::uint64_t i = 0; i < 30; ++i) {
+      const std::string k = i % 3 ? "k" + std::to_string(i) : u64_str(i);
+      const auto before = f.pool->allocator().stats().blocks_allocated;
+      const Status s = i % 5 == 4 ? f.tree->update(as_key(ref.begin()->first), i) : f.tree->insert(as_key(k), i);
+      if (s == Status::out_of_space) {
+        failed = true;
+        EXPECT_EQ(f.pool->allocator().stats().blocks_allocated, before) << "a block leaked";
+        continue;
+      }
+      ASSERT_EQ(s, Status::ok);
+      if (i % 5 == 4) ref.begin()->second = i; else ref[k] = i;
+    }
+    f.pool->allocator().fail_nth_allocation(0);
+    f.ok();
+    std::map<std::string, Value> got;
+    f.tree->scan(Key{}, SIZE_MAX, [&](Key k, Value v) { got.emplace(as_string(k), v); return true; });
+    EXPECT_EQ(got, ref);
+    if (!failed) break;  // the batch made fewer than nth allocations: every one was failed once
+  }
+  EXPECT_GT(nth, 20u) << "the batch should allocate key blocks and leaves many times";
 }
 
 TEST(FPTreeNodes, DumpDrawsEveryLeaf) {
