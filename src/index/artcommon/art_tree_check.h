@@ -193,11 +193,8 @@ template <ArtFlavor F>
 IndexStats ArtTree<F>::stats() const {
   IndexStats s;
   s.pm_bytes = pool_.allocator().block_size(pool_.offset_of(anchor_));
-  for (std::uint64_t spare : anchor_->spare) {
-    if (spare == 0) continue;
-    ++s.nodes["spare"];
-    s.pm_bytes += pool_.allocator().block_size(spare);
-  }
+  for (std::uint64_t spare : anchor_->spare)  // remove's reserve: pool bytes, not nodes
+    if (spare != 0) s.pm_bytes += pool_.allocator().block_size(spare);
   (void)walk_checked([&](Ref r, std::uint32_t level) {
     s.pm_bytes += pool_.allocator().block_size(ref_offset(r));
     if (!is_leaf(r)) {

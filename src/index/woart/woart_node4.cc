@@ -93,7 +93,7 @@ void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
 }
 
 bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
+  WORT_DCHECK(n->type == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   if (used(s) == 4) return false;
