@@ -31,7 +31,13 @@ void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std:
 namespace {
 // Left shift over slots (dead, end): slot i-1 (dead) takes slot i's pointer, then slot i
 // takes slot i+1's key word (kEmpty for the last), which moves the dead mark right.
+void shift_left_buggy(Record* r, unsigned dead, unsigned end);
+
 void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
+  if (faults::active & faults::left_shift_flush_at_line_start) [[unlikely]] {
+    shift_left_buggy(r, dead, end);
+    return;
+  }
   for (unsigned i = dead + 1; i < end; ++i) {
     lw.touch(&r[i - 1]);
     pm::store(&r[i - 1].ptr, r[i].ptr);
@@ -39,6 +45,18 @@ void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
     pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
   }
   lw.finish();
+}
+
+// The authors' remove_key: writes a line back when the DESTINATION record starts a line,
+// i.e. after the next line has already been dirtied (Witcher bug 3). Tests only.
+void shift_left_buggy(Record* r, unsigned dead, unsigned end) {
+  for (unsigned i = dead + 1; i < end; ++i) {
+    pm::store(&r[i - 1].ptr, r[i].ptr);
+    pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+    if (reinterpret_cast<std::uintptr_t>(&r[i - 1]) % 64 == 0) pm::persist(&r[i - 1], 64);
+  }
+  pm::flush(&r[dead], (end - dead) * sizeof(Record));
+  pm::fence();
 }
 }  // namespace
 

@@ -19,6 +19,19 @@
 
 namespace wort::fastfair {
 
+//! Test-only faults: each reproduces a bug of the authors' code, or stops a split where a
+//! crash would, so a test can show the bug is caught or the state repaired. Never set
+//! outside tests (read once per shift or split).
+namespace faults {
+enum : unsigned {
+  left_shift_flush_at_line_start = 1u,  // Witcher bug 3: remove_key's write-back
+  split_no_fence_before_link = 2u,      // the sibling may reach PM after the link
+  stop_after_link = 4u,                 // split stops before the cut (crash state)
+  stop_after_cut = 8u,                  // split stops before the parent insert
+};
+inline unsigned active = 0;
+}  // namespace faults
+
 //! Flushes and fences the line being written when the next store goes to another line
 //! (the FAST rule); finish() writes back the last one.
 class LineWriter {

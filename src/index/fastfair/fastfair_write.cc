@@ -209,10 +209,15 @@ std::uint64_t FastFairTree::split(NodeRef nr, std::uint64_t boff, std::uint64_t*
   const unsigned m = slots_ / 2;
   Record* r = nr.rec();
   fresh_node(boff, nr.n->h.level, 0, nr.n->h.sibling, &r[m], slots_ - m);
-  pm::fence();  // the sibling is durable before the link can be
+  if (!(faults::active & faults::split_no_fence_before_link)) [[likely]]
+    pm::fence();  // the sibling is durable before the link can be
   pm::store(&nr.n->h.sibling, boff);
   pm::flush(&nr.n->h.sibling, sizeof(std::uint64_t));
   *sep = r[m].key;
+  if (faults::active & faults::stop_after_link) [[unlikely]] {
+    pm::fence();
+    return 0;
+  }
   pm::publish(&r[m].key, kEmpty);  // commit of the split: the upper half leaves this node
   return boff;
 }
@@ -272,8 +277,9 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
       return;
     }
     const std::uint64_t boff = res.nodes[res.next_node++];
-    split(nr, boff, &sep);
+    if (split(nr, boff, &sep) == 0) return;  // faults::stop_after_link (tests)
     put_into(kr_.compare_words(key, sep) < 0 ? path.at[level] : boff, false);
+    if (faults::active & faults::stop_after_cut) [[unlikely]] return;
     // Then the parent learns of the sibling (FAIR step (5)-(7)).
     key = res.seps[sep_i];
     res.seps[sep_i++] = 0;  // now owned by the parent's record
