@@ -28,6 +28,7 @@ enum : unsigned {
   split_no_fence_before_link = 2u,      // the sibling may reach PM after the link
   stop_after_link = 4u,                 // split stops before the cut (crash state)
   stop_after_cut = 8u,                  // split stops before the parent insert
+  skip_dead_repair = 16u,               // Witcher bug 4: writers leave a dead slot as it is
 };
 inline unsigned active = 0;
 }  // namespace faults

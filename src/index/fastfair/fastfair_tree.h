@@ -55,6 +55,9 @@ class FastFairTree {
   std::uint64_t node_size() const noexcept { return node_size_; }
   //! Level of the root (0: the root is a leaf).
   unsigned height() const noexcept;
+  //! Tests and tools: the root node's offset and a node by offset (read-only).
+  std::uint64_t root() const noexcept { return anchor_->root; }
+  const fastfair::Node* node_at(std::uint64_t off) const noexcept { return node(off); }
 
  private:
   enum class PutMode { insert, upsert, update };

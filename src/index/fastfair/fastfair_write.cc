@@ -68,7 +68,7 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
 // sibling link and the cut: this node still holds copies of its sibling's records).
 bool FastFairTree::repair_node(NodeRef nr) {
   bool changed = false;
-  if (repair_dead(nr)) {
+  if (!(faults::active & faults::skip_dead_repair) && repair_dead(nr)) {
     ++repairs_.dead_slots;
     changed = true;
   }
