@@ -99,11 +99,13 @@ struct NodeRef {
     return e == 0 ? kEmpty : n->rec[e - 1].key;
   }
 
-  //! Leaf: the live slot holding `s`, or -1 (linear search, §5: left to right).
+  //! Leaf: the live slot holding `s`; else -1 if a larger key was met (s is not in this
+  //! node's range), -2 if s is beyond every key (it may be in the sibling). Linear search,
+  //! left to right (§5).
   int find(const SearchKey& s, const KeyReader& kr) const noexcept {
     for (unsigned i = 0; i < slots; ++i) {
       const std::uint64_t k = n->rec[i].key;
-      if (k == kEmpty) return -1;
+      if (k == kEmpty) return -2;
       const int c = kr.compare(s, k);
       if (c < 0) return -1;
       if (c == 0) {
@@ -111,17 +113,23 @@ struct NodeRef {
         return static_cast<int>(i);
       }
     }
-    return -1;
+    return -2;
   }
 
-  //! Inner: the child for `s` (last live record with key <= s, else leftmost).
-  std::uint64_t route(const SearchKey& s, const KeyReader& kr) const noexcept {
+  //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
+  //! set if s is at or past the last key (then it may belong to the sibling).
+  std::uint64_t route(const SearchKey& s, const KeyReader& kr, bool* beyond) const noexcept {
     std::uint64_t child = n->h.leftmost;
+    *beyond = true;
     for (unsigned i = 0; i < slots; ++i) {
       const std::uint64_t k = n->rec[i].key;
       if (k == kEmpty) break;
-      if (i + 1 < slots && n->rec[i + 1].key == k) continue;  // dead
-      if (kr.compare(s, k) < 0) break;
+      // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
+      // it is <= s the live copy after it is taken instead.
+      if (kr.compare(s, k) < 0) {
+        *beyond = false;
+        break;
+      }
       child = n->rec[i].ptr;
     }
     if (child == 0) child = n->rec[0].ptr;  // below a split sibling's fence: not reached

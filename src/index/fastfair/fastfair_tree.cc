@@ -89,18 +89,23 @@ std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) co
   return sib;
 }
 
-// The leaf where `s` is, or would be inserted: inner nodes route (or hand over to their
-// sibling), down to level 0.
+// The leaf where `s` is, or would be inserted: inner nodes route, or hand over to their
+// sibling (only a key at or past a node's last key can belong to the sibling: an uncut
+// split's node still holds the sibling's records itself).
 std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
   std::uint64_t cur = anchor_->root;
   for (;;) {
     NodeRef nr = ref(cur);
     if (nr.leaf()) return cur;
-    if (std::uint64_t sib = sibling_to_follow(nr, s)) {
-      cur = sib;
-      continue;
+    bool beyond = false;
+    const std::uint64_t child = nr.route(s, kr_, &beyond);
+    if (beyond) {
+      if (std::uint64_t sib = sibling_to_follow(nr, s)) {
+        cur = sib;
+        continue;
+      }
     }
-    cur = nr.route(s, kr_);
+    cur = child;
   }
 }
 
@@ -109,7 +114,9 @@ std::optional<Value> FastFairTree::lookup(Key k) const {
   std::uint64_t cur = leaf_for(s);
   for (;;) {
     NodeRef nr = ref(cur);
-    if (int i = nr.find(s, kr_); i >= 0) return nr.rec()[i].ptr;
+    const int i = nr.find(s, kr_);
+    if (i >= 0) return nr.rec()[i].ptr;
+    if (i == -1) return std::nullopt;
     cur = sibling_to_follow(nr, s);
     if (cur == 0) return std::nullopt;
   }

@@ -72,7 +72,8 @@ bool FastFairTree::repair_node(NodeRef nr) {
     ++repairs_.dead_slots;
     changed = true;
   }
-  if (const std::uint64_t sib = nr.n->h.sibling; sib != 0) {
+  // A split's first change to its node is the cut: an uncut node is full.
+  if (const std::uint64_t sib = nr.n->h.sibling; sib != 0 && nr.end() == slots_) {
     const std::uint64_t first = ref(sib).first_key();
     const std::uint64_t last = nr.last_key();
     if (first != kEmpty && last != kEmpty && kr_.compare_words(first, last) <= 0) {
@@ -132,7 +133,11 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
   path.height = level;
   for (;;) {
     NodeRef nr = ref(cur);
-    if (const std::uint64_t sib = sibling_to_follow(nr, s); sib != 0) {
+    bool beyond = true;
+    const std::uint64_t child = nr.leaf() ? 0 : nr.route(s, kr_, &beyond);
+    if (nr.leaf()) beyond = nr.find(s, kr_) == -2;
+    const std::uint64_t sib = beyond ? sibling_to_follow(nr, s) : 0;
+    if (sib != 0) {
       if (repair_node(nr)) return Descent::restart;
       if (level == path.height) {  // a root never has a sibling (root splits are atomic)
         err = Status::corrupt;
@@ -146,7 +151,7 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
     }
     path.at[level] = cur;
     if (level == target) return Descent::ok;
-    cur = nr.route(s, kr_);
+    cur = child;
     --level;
   }
 }
