@@ -50,6 +50,7 @@ std::vector<KvOp> seq(std::uint64_t from, std::uint64_t to) {  // keys k10(from.
 struct Shape {
   unsigned height = 0;
   std::uint64_t inner = 0, leaves = 0;
+  std::uint64_t merges = 0, borrows = 0, collapses = 0;
 };
 std::pair<Shape, Shape> shapes(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
                                std::uint64_t node_size = 256) {
@@ -71,7 +72,9 @@ std::pair<Shape, Shape> shapes(const std::vector<KvOp>& setup, const std::vector
       }
     }
     const IndexStats s = (*t)->stats();
-    return Shape{(*t)->height(), s.nodes.at("inner"), s.nodes.at("leaf")};
+    const auto& rb = (*t)->rebalances();
+    return Shape{(*t)->height(), s.nodes.at("inner"), s.nodes.at("leaf"),
+                 rb.merges, rb.borrows, rb.root_collapses};
   };
   const Shape a = apply(setup);
   return {a, apply(ops)};
@@ -184,6 +187,7 @@ TEST(FastFairCrash, SampledMixedOperations) {
     SCOPED_TRACE(std::string(to_string(g)));
     const MixedBatch b = sampled_mix(make_keys(g, 160, 11), 120, 24);
     crashsim::Options o;
+    o.drain = true;  // after removing every key, nothing beyond an empty tree's blocks
     o.seed = 3;
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;
@@ -199,6 +203,68 @@ TEST(FastFairCrash, DefaultNodeSizeMixed) {
   o.exhaustive_cap = 16;
   o.random_samples = 4;
   EXPECT_CLEAN(run(b.setup, b.ops, o, 512));
+}
+
+// FAIR merge (§4.2, the split in reverse; Witcher bug 6: the authors' merge was not
+// atomic): the right node leaves the parent, its records join the left node in one commit,
+// it leaves the chain. Leaf level, then a merge that empties the root (collapse).
+TEST(FastFairCrash, MergeIsAtomic) {
+  const auto setup = seq(0, 21);  // height 1: leaves of 7 and 14
+  const std::vector<KvOp> ops = {rem(k10(20)), rem(k10(19)), rem(k10(18)), rem(k10(17)),
+                                 rem(k10(16)), rem(k10(15)), rem(k10(14)), rem(k10(13))};
+  const auto [before, after] = shapes(setup, ops);
+  ASSERT_EQ(before.height, 1u);
+  ASSERT_GE(after.merges, 1u);
+  crashsim::Options o;
+  o.drain = true;
+  EXPECT_CLEAN(run(setup, ops, o));
+  // the merge that leaves the root one child: the root collapses to a leaf
+  const auto two = seq(0, 15);
+  const std::vector<KvOp> ops2 = {rem(k10(14)), rem(k10(13)), rem(k10(12)), rem(k10(11))};
+  const auto [b2, a2] = shapes(two, ops2);
+  ASSERT_EQ(b2.height, 1u);
+  ASSERT_EQ(a2.height, 0u);
+  ASSERT_EQ(a2.collapses, 1u);
+  EXPECT_CLEAN(run(two, ops2, o));
+}
+
+// Borrow: the short node's neighbour has too many records to merge; a fresh right node
+// takes the upper half, the parent learns of it. Both directions.
+TEST(FastFairCrash, BorrowIsAtomic) {
+  const auto setup = seq(0, 21);  // leaves [0..6] and [7..20]
+  const std::vector<KvOp> from_right = {rem(k10(0)), rem(k10(1))};  // left short, right full
+  auto [b1, a1] = shapes(setup, from_right);
+  ASSERT_EQ(a1.borrows, 1u);
+  crashsim::Options o;
+  o.continuation_ops = 10;
+  EXPECT_CLEAN(run(setup, from_right, o));
+  std::vector<KvOp> grow_left = seq(0, 21);
+  for (std::uint64_t i = 0; i < 6; ++i) grow_left.push_back(ins(u64_str(i * 10 + 5), i));
+  const std::vector<KvOp> from_left = {rem(k10(20)), rem(k10(19)), rem(k10(18)), rem(k10(17)),
+                                       rem(k10(16)), rem(k10(15)), rem(k10(14)), rem(k10(13))};
+  auto [b2, a2] = shapes(grow_left, from_left);
+  ASSERT_GE(a2.borrows, 1u);
+  EXPECT_CLEAN(run(grow_left, from_left, o));
+}
+
+// Inner levels: removing most keys of a three-level tree merges inner nodes and collapses
+// the root twice; sampled.
+TEST(FastFairCrash, InnerMergesAndCollapse) {
+  std::uint64_t n = 15;
+  while (shapes(seq(0, n), {}).first.height < 2) ++n;
+  n += 20;
+  const auto setup = seq(0, n);
+  std::vector<KvOp> ops;
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (i % 5 != 0) ops.push_back(rem(k10(i)));
+  const auto [before, after] = shapes(setup, ops);
+  ASSERT_EQ(before.height, 2u);
+  ASSERT_LT(after.height, 2u);
+  crashsim::Options o;
+  o.drain = true;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  EXPECT_CLEAN(run(setup, ops, o));
 }
 
 TEST(FastFairCrash, ReopenAfterKill9) {

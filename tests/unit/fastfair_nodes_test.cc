@@ -1,7 +1,8 @@
 // FAST&FAIR node thresholds: a node holds `slots` records (14 at 256 B, 30 at 512 B); the
 // next insert splits it (root: by copy into two halves under a new root; below: FAIR),
 // inner nodes split the same way with the median moved right as the sibling's low fence;
-// removes shift records out and leave an empty node in place (no merge: see README).
+// a node below slots/2 records merges with its neighbour or borrows from it, and a root
+// with one child collapses.
 #include <gtest/gtest.h>
 
 #include "unit/fastfair_fixture.h"
@@ -84,11 +85,59 @@ TEST_P(FastFairNodes, InnerSplitMovesTheMedianRight) {
   for (std::uint64_t i = 0; i < k; i += 7) EXPECT_EQ(f.get(i), std::optional<Value>(i + 1));
 }
 
-TEST_P(FastFairNodes, RemoveShiftsOutAndLeavesEmptyNodesInPlace) {
+// Below slots/2 records a node pairs with its neighbour: the pair merges if it fits in one
+// node (and a root left with one child collapses into it), otherwise the neighbour lends
+// records so both end with at least slots/2.
+TEST_P(FastFairNodes, MergeBelowHalfWhenThePairFitsThenRootCollapse) {
   FastFairFixture f(GetParam());
-  const unsigned n = f.tree->slots() * 6;
-  for (unsigned i = 0; i < n; ++i) ASSERT_EQ(f.put(i, i), Status::ok);
-  const IndexStats before = f.tree->stats();
+  const unsigned s = f.tree->slots();
+  for (unsigned i = 0; i <= s; ++i) ASSERT_EQ(f.put(i, i), Status::ok);  // root split
+  ASSERT_EQ(f.tree->height(), 1u);
+  const Node* root = f.tree->node_at(f.tree->root());
+  NodeRef right = view(*f.tree, root->rec[0].ptr);
+  const unsigned nr = right.live_count();
+  // down to slots/2 records: no rebalance yet
+  unsigned k = s;
+  while (right.live_count() > s / 2) ASSERT_EQ(f.del(k--), Status::ok);
+  EXPECT_EQ(f.tree->rebalances().merges, 0u);
+  EXPECT_EQ(f.tree->height(), 1u);
+  ASSERT_EQ(f.del(k--), Status::ok);  // one below: the pair fits in one node
+  EXPECT_EQ(f.tree->rebalances().merges, 1u);
+  EXPECT_EQ(f.tree->rebalances().root_collapses, 1u);
+  EXPECT_EQ(f.tree->height(), 0u);
+  EXPECT_EQ(f.tree->stats().keys, s + 1 - (nr - s / 2 + 1));
+  f.expect_verified();
+}
+
+TEST_P(FastFairNodes, BorrowBelowHalfWhenThePairDoesNotFit) {
+  FastFairFixture f(GetParam());
+  const unsigned s = f.tree->slots();
+  for (unsigned i = 0; i <= s; ++i) ASSERT_EQ(f.put(i * 10, i), Status::ok);
+  const Node* root = f.tree->node_at(f.tree->root());
+  NodeRef left = view(*f.tree, root->h.leftmost);
+  NodeRef right = view(*f.tree, root->rec[0].ptr);
+  // fill the right node up, then empty the left one below half
+  for (unsigned i = 0; right.live_count() < s; ++i) ASSERT_EQ(f.put((s + 1 + i) * 10, i), Status::ok);
+  ASSERT_EQ(left.live_count(), s / 2);
+  ASSERT_EQ(right.live_count(), s);
+  ASSERT_EQ(f.del(0), Status::ok);  // left: slots/2 - 1, the pair: too many for one node
+  EXPECT_EQ(f.tree->rebalances().merges, 0u);
+  EXPECT_EQ(f.tree->rebalances().borrows, 1u);
+  root = f.tree->node_at(f.tree->root());
+  left = view(*f.tree, root->h.leftmost);
+  right = view(*f.tree, root->rec[0].ptr);
+  EXPECT_GE(left.live_count(), s / 2);
+  EXPECT_GE(right.live_count(), s / 2);
+  EXPECT_EQ(right.first_key(), root->rec[0].key);
+  f.expect_verified();
+}
+
+TEST_P(FastFairNodes, RemovingEveryKeyCollapsesToOneLeaf) {
+  FastFairFixture f(GetParam());
+  const IndexStats empty = f.tree->stats();
+  const unsigned n = f.tree->slots() * 40;
+  for (unsigned i = 0; i < n; ++i) ASSERT_EQ(f.put(i * 7919 % n, i), Status::ok);
+  EXPECT_GE(f.tree->height(), 2u);
   for (unsigned i = 0; i < n; i += 2) ASSERT_EQ(f.del(i), Status::ok);
   f.expect_verified();
   EXPECT_EQ(f.tree->stats().keys, n / 2);
@@ -96,10 +145,11 @@ TEST_P(FastFairNodes, RemoveShiftsOutAndLeavesEmptyNodesInPlace) {
   f.expect_verified();
   const IndexStats after = f.tree->stats();
   EXPECT_EQ(after.keys, 0u);
-  // no merge: the documented policy (README) keeps every node
-  EXPECT_EQ(after.nodes.at("leaf"), before.nodes.at("leaf"));
-  EXPECT_EQ(f.tree->height(), before.max_leaf_depth);
-  EXPECT_TRUE(f.keys().empty());
+  EXPECT_EQ(f.tree->height(), 0u);
+  EXPECT_EQ(after.nodes.at("leaf"), 1u);
+  EXPECT_EQ(after.pm_bytes, empty.pm_bytes);
+  EXPECT_GT(f.tree->rebalances().merges, 0u);
+  EXPECT_GT(f.tree->rebalances().borrows, 0u);
   for (unsigned i = 0; i < n; i += 3) ASSERT_EQ(f.put(i, i + 1), Status::ok);
   f.expect_verified();
   EXPECT_EQ(f.tree->stats().keys, (n + 2) / 3);

@@ -49,7 +49,13 @@ class FastFairTree {
     std::uint64_t dead_slots = 0;      // a dead slot shifted out (crashed insert / delete)
     std::uint64_t cuts = 0;            // an uncut split completed (crash before the cut)
     std::uint64_t parent_links = 0;    // a sibling inserted into its parent
+    std::uint64_t unlinked = 0;        // an empty node a crashed merge left in a chain
   };
+  //! Rebalancing done by this handle (tests).
+  struct Rebalances {
+    std::uint64_t merges = 0, borrows = 0, root_collapses = 0;
+  };
+  const Rebalances& rebalances() const noexcept { return rebalances_; }
   const Repairs& repairs() const noexcept { return repairs_; }
   unsigned slots() const noexcept { return slots_; }
   std::uint64_t node_size() const noexcept { return node_size_; }
@@ -108,6 +114,12 @@ class FastFairTree {
   std::uint64_t fresh_node(std::uint64_t off, std::uint8_t level, std::uint64_t leftmost,
                            std::uint64_t sibling, const fastfair::Record* recs, unsigned n);
 
+  // fastfair_rebalance.cc
+  void rebalance(const Path& path, unsigned level);
+  bool rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left, std::uint64_t right);
+  void append(NodeRef nr, const fastfair::Record* recs, unsigned n);
+  bool collapse_root();
+
   // fastfair_verify.cc
   //! The checked walk: every level's sibling chain from the root down, each node and key
   //! block entered once, every child word a node of the next level's chain. Fills `levels`
@@ -124,6 +136,7 @@ class FastFairTree {
   unsigned slots_;
   fastfair::KeyReader kr_;
   Repairs repairs_;
+  Rebalances rebalances_;
 };
 
 }  // namespace wort

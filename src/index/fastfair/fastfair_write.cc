@@ -15,6 +15,10 @@ namespace wort {
 
 using namespace fastfair;
 
+namespace {
+constexpr unsigned kMaxRestarts = 4 * kMaxLevels;
+}  // namespace
+
 // --- blocks -----------------------------------------------------------------------------
 
 Status FastFairTree::make_key_word(Key k, std::uint64_t* word) {
@@ -72,8 +76,8 @@ bool FastFairTree::repair_node(NodeRef nr) {
     ++repairs_.dead_slots;
     changed = true;
   }
-  // A split's first change to its node is the cut: an uncut node is full.
-  if (const std::uint64_t sib = nr.n->h.sibling; sib != 0 && nr.end() == slots_) {
+  // (Algorithm 1, line 2: a writer compares with its sibling's first key.)
+  if (const std::uint64_t sib = nr.n->h.sibling; sib != 0) {
     const std::uint64_t first = ref(sib).first_key();
     const std::uint64_t last = nr.last_key();
     if (first != kEmpty && last != kEmpty && kr_.compare_words(first, last) <= 0) {
@@ -94,13 +98,15 @@ Status FastFairTree::link_in_parent(unsigned level, std::uint64_t sib) {
   std::byte scratch[8];
   const SearchKey s = SearchKey::of(kr_.bytes(first, scratch));
   Path path;
-  for (;;) {
+  for (unsigned attempt = 0;; ++attempt) {
+    if (attempt > kMaxRestarts) return Status::corrupt;
     Status err = Status::ok;
     const Descent d = descend(s, level + 1, path, err);
     if (d == Descent::error) return err;
     if (d == Descent::ok) break;
   }
   NodeRef p = ref(path.at[level + 1]);
+  if (repair_node(p)) return link_in_parent(level, sib);  // its dead slot may name sib
   const unsigned end = p.end();
   for (unsigned i = 0; i < end; ++i)
     if (p.rec()[i].ptr == sib) return Status::ok;
@@ -159,15 +165,15 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
 // --- planning ---------------------------------------------------------------------------
 
 // Reserves a node for every full node from `level` up (three for a full root) and a copy
-// of each separator that will move up. A full node is repaired first; if that changed
-// anything the caller restarts (returns exists). out_of_space: nothing reserved.
+// of each separator that will move up. Every node the insert will change is repaired
+// first; if that changed anything the caller restarts (returns exists). out_of_space:
+// nothing reserved.
 Status FastFairTree::plan(const Path& path, unsigned level, Reserve& res) {
   const unsigned m = slots_ / 2;
   unsigned nodes = 0;
   for (unsigned l = level;; ++l) {
     NodeRef nr = ref(path.at[l]);
-    if (nr.end() < slots_) break;
-    if (repair_node(nr)) {
+    if (repair_node(nr)) {  // every node the insert will change is repaired first
       release(res);
       return Status::exists;
     }
@@ -300,7 +306,10 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
 Status FastFairTree::put(Key k, Value v, PutMode mode) {
   if (k.size() > kMaxKeyLength) return Status::invalid_argument;
   const SearchKey s = SearchKey::of(k);
-  for (;;) {
+  for (unsigned attempt = 0;; ++attempt) {
+    // Each restart follows a repair; a crash leaves a few transient states per level, so
+    // a long run of restarts means a damaged tree, not one to loop on.
+    if (attempt > kMaxRestarts) return Status::corrupt;
     Path path;
     Status err = Status::ok;
     const Descent d = descend(s, 0, path, err);
@@ -333,7 +342,8 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
 
 Status FastFairTree::remove(Key k) {
   const SearchKey s = SearchKey::of(k);
-  for (;;) {
+  for (unsigned attempt = 0;; ++attempt) {
+    if (attempt > kMaxRestarts) return Status::corrupt;
     Path path;
     Status err = Status::ok;
     const Descent d = descend(s, 0, path, err);
@@ -346,6 +356,7 @@ Status FastFairTree::remove(Key k) {
     const std::uint64_t word = leaf.rec()[i].key;
     fast_remove(leaf, leaf.end(), static_cast<unsigned>(i));
     if (is_indirect(word)) pool_.allocator().free(word & kOffsetMask);  // unlink is durable
+    rebalance(path, 0);
     return Status::ok;
   }
 }
