@@ -60,6 +60,8 @@ Result<void> FastFairTree::walk(BlockVisitorFn visit,
         if (level > 0) below.push_back(n->rec[i].ptr);
       }
       if (level > 0) {
+        if (end == 0 && n->h.leftmost == 0)  // route() would have no child to return
+          w.fail("inner node at " + kit::CheckedWalk::hex(off) + " has no child");
         if (n->h.leftmost != 0) below.push_back(n->h.leftmost);
         else if (off == first)
           w.fail("first node of level " + std::to_string(level) + " has no leftmost child");
