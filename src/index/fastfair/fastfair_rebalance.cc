@@ -104,36 +104,42 @@ bool FastFairTree::rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left,
     pool_.allocator().free(d);
     ++repairs_.unlinked;
   }
-  const unsigned nl = l.end(), nr = r.end();  // no dead slot after repair_node
-  const unsigned total = nl + nr;
-  const std::uint64_t old_sep = p.rec()[rj].key;
-  auto free_sep = [&] {
-    if (is_indirect(old_sep)) pool_.allocator().free(old_sep & kOffsetMask);
-  };
-
-  if (total <= slots_) {  // merge
-    fast_remove(p, p.end(), rj);  // commit: the right node leaves the parent
-    free_sep();
-    if (nr != 0) append(l, r.rec(), nr);  // commit: its records join the left node
-    pm::store_persist(&l.n->h.sibling, r.n->h.sibling);  // unlink it from the chain
-    pool_.allocator().free(right);
-    ++rebalances_.merges;
+  if (l.end() + r.end() <= slots_) {  // no dead slot after repair_node
+    merge_pair(p, rj, l, r);
     return true;
   }
+  return borrow_pair(p, rj, l, r);
+}
 
-  // borrow: the left node keeps t records, a fresh right node takes the rest
-  const unsigned t = total / 2;
+// Detaches the right node of a pair from the parent (FAST remove: commit) and frees the
+// parent's copy of its separator.
+void FastFairTree::detach(NodeRef p, unsigned rj) {
+  const std::uint64_t sep = p.rec()[rj].key;
+  fast_remove(p, p.end(), rj);  // commit: the right node leaves the parent
+  if (is_indirect(sep)) pool_.allocator().free(sep & kOffsetMask);
+}
+
+void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
+  detach(p, rj);
+  if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr);  // commit: records join
+  pm::store_persist(&l.n->h.sibling, r.n->h.sibling);  // unlink it from the chain
+  pool_.allocator().free(off_of(r.n));
+  ++rebalances_.merges;
+}
+
+// The left node keeps t = total/2 records, a fresh right node takes the rest.
+bool FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
+  const unsigned nl = l.end(), nr = r.end(), total = nl + nr, t = total / 2;
   if (t == nl) return false;
   std::vector<Record> all(l.rec(), l.rec() + nl);
   all.insert(all.end(), r.rec(), r.rec() + nr);
-  std::uint64_t fresh = 0, sep = 0;
+  std::uint64_t fresh = 0, sep = 0;  // both allocated before anything changes
   if (pool_.allocator().allocate(node_size_, &fresh) != Status::ok) return false;
   if (copy_key_word(all[t].key, &sep) != Status::ok) {
     pool_.allocator().free(fresh);
     return false;
   }
-  fast_remove(p, p.end(), rj);  // commit: the right node leaves the parent
-  free_sep();
+  detach(p, rj);
   fresh_node(fresh, r.n->h.level, 0, r.n->h.sibling, &all[t], total - t);
   if (t < nl) {  // the left node gives its upper records: a split of the left node
     pm::fence();
@@ -144,7 +150,7 @@ bool FastFairTree::rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left,
     append(l, &all[nl], t - nl);  // commit (its fence orders the fresh node too)
     pm::store_persist(&l.n->h.sibling, fresh);
   }
-  pool_.allocator().free(right);
+  pool_.allocator().free(off_of(r.n));
   // the parent learns of the fresh node (it has room: it just lost a record)
   const unsigned pend = p.end();
   unsigned pos = 0;

@@ -117,6 +117,9 @@ class FastFairTree {
   // fastfair_rebalance.cc
   void rebalance(const Path& path, unsigned level);
   bool rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left, std::uint64_t right);
+  void detach(NodeRef p, unsigned rj);
+  void merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
+  bool borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
   void append(NodeRef nr, const fastfair::Record* recs, unsigned n);
   bool collapse_root();
 
