@@ -25,7 +25,7 @@ using namespace fastfair;
 // Appends n records (n >= 1) after the last one of nr in one commit: the slots past the
 // end are written first (invisible: the end is the first kEmpty key), then the first
 // slot's key makes them all live.
-void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n) {
+void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfenced) {
   Record* r = nr.rec();
   const unsigned end = nr.end();
   for (unsigned i = 1; i < n; ++i) {
@@ -36,8 +36,8 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n) {
   if (sentinel) pm::store(&r[end + n].key, kEmpty);
   pm::store(&r[end].ptr, recs[0].ptr);
   const unsigned tail = n - 1 + (sentinel ? 1 : 0);
-  if (tail != 0) {
-    pm::flush(&r[end + 1], tail * sizeof(Record));
+  if (tail != 0) pm::flush(&r[end + 1], tail * sizeof(Record));
+  if (tail != 0 || unfenced) {
     pm::publish(&r[end].key, recs[0].key);  // commit: the appended records become live
   } else {
     pm::commit(&r[end].key, recs[0].key);
@@ -121,7 +121,7 @@ void FastFairTree::detach(NodeRef p, unsigned rj) {
 
 void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   detach(p, rj);
-  if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr);  // commit: records join
+  if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
   pm::store_persist(&l.n->h.sibling, r.n->h.sibling);  // unlink it from the chain
   pool_.allocator().free(off_of(r.n));
   ++rebalances_.merges;
@@ -147,7 +147,7 @@ bool FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
     pm::flush(&l.n->h.sibling, sizeof(std::uint64_t));
     pm::publish(&l.rec()[t].key, kEmpty);  // commit: the cut
   } else {  // the left node takes the right node's lower records
-    append(l, &all[nl], t - nl);  // commit (its fence orders the fresh node too)
+    append(l, &all[nl], t - nl, true);  // commit (its fence orders the fresh node too)
     pm::store_persist(&l.n->h.sibling, fresh);
   }
   pool_.allocator().free(off_of(r.n));

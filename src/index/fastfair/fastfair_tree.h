@@ -120,7 +120,8 @@ class FastFairTree {
   void detach(NodeRef p, unsigned rj);
   void merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
   bool borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
-  void append(NodeRef nr, const fastfair::Record* recs, unsigned n);
+  //! `unfenced`: a write-back before it (a fresh node) still needs the commit's leading fence.
+  void append(NodeRef nr, const fastfair::Record* recs, unsigned n, bool unfenced);
   bool collapse_root();
 
   // fastfair_verify.cc
