@@ -194,6 +194,30 @@ TEST(FastFairRegression, CrashMidSplitIsRepaired_AfterCutBeforeParentInsert) {
   EXPECT_EQ(f.tree->stats().keys, k);
 }
 
+// A merge interrupted after the parent let go of the right node (Witcher bug 6 was the
+// authors' non-atomic merge): the node is reached through its left sibling only; the first
+// writer that passes it links it back into the parent (§5.2: "if not mergeable, insert the
+// pointer to the sibling node into the parent").
+TEST(FastFairRecovery, MergeInterruptedAfterDetachIsRelinked) {
+  FastFairFixture f(256);
+  for (std::uint64_t k = 0; k <= 14; ++k) ASSERT_EQ(f.put(k, k), Status::ok);  // 7 + 8
+  ASSERT_EQ(f.tree->height(), 1u);
+  ASSERT_EQ(f.del(14), Status::ok);  // right: 7 = slots/2, no rebalance
+  faults::active = faults::stop_after_detach;
+  ASSERT_EQ(f.del(13), Status::ok);  // right: 6: merge starts, stops after the detach
+  faults::active = 0;
+  f.reopen();
+  EXPECT_EQ(view(*f.tree, f.tree->root()).live_count(), 0u) << "the parent let go";
+  for (std::uint64_t k = 0; k <= 12; ++k) ASSERT_EQ(f.get(k), std::optional<Value>(k));
+  EXPECT_EQ(f.keys().size(), 13u);
+  f.expect_verified();
+  ASSERT_EQ(f.put(100, 1), Status::ok);  // passes the detached node: relinks it
+  EXPECT_EQ(f.tree->repairs().parent_links, 1u);
+  EXPECT_EQ(view(*f.tree, f.tree->root()).live_count(), 1u);
+  f.expect_verified();
+  EXPECT_EQ(f.tree->stats().keys, 14u);
+}
+
 }  // namespace
 }  // namespace wort::test
 

@@ -29,6 +29,7 @@ enum : unsigned {
   stop_after_link = 4u,                 // split stops before the cut (crash state)
   stop_after_cut = 8u,                  // split stops before the parent insert
   skip_dead_repair = 16u,               // Witcher bug 4: writers leave a dead slot as it is
+  stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
 };
 inline unsigned active = 0;
 }  // namespace faults

@@ -121,6 +121,7 @@ void FastFairTree::detach(NodeRef p, unsigned rj) {
 
 void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   detach(p, rj);
+  if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
   pm::store_persist(&l.n->h.sibling, r.n->h.sibling);  // unlink it from the chain
   pool_.allocator().free(off_of(r.n));
