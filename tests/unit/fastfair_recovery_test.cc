@@ -224,24 +224,65 @@ TEST(FastFairRecovery, MergeInterruptedAfterDetachIsRelinked) {
 namespace wort::test {
 namespace {
 
-// A damaged pool gives corrupt (at open or verify), never a crash or a hang: single-byte
-// flips anywhere in the used part of a small tree's pool, then open, verify, reads and a
-// few writes on whatever opened.
+// out_of_space at any point of an insert (a key block, a split's sibling, separator copies,
+// a root split's three nodes) changes nothing: every earlier key stays, the failed one is
+// absent, verify() is clean; removes still work (a borrow that cannot allocate is skipped).
+TEST(FastFairRecovery, OutOfSpaceChangesNothing) {
+  for (bool long_keys : {false, true}) {
+    SCOPED_TRACE(long_keys ? "long keys" : "u64 keys");
+    FastFairFixture f(256, 2u << 20);
+    std::vector<std::string> in;
+    Status st = Status::ok;
+    for (std::uint64_t i = 0; st == Status::ok; ++i) {
+      std::string k = u64_str(i * 2654435761u % 1000003);
+      if (long_keys) k += std::string(40 + i % 50, 'k');
+      st = f.tree->insert(as_key(k), i);
+      if (st == Status::ok) in.push_back(k);
+      else EXPECT_EQ(f.tree->lookup(as_key(k)), std::nullopt);
+    }
+    EXPECT_EQ(st, Status::out_of_space);
+    f.expect_verified();
+    EXPECT_EQ(f.tree->stats().keys, in.size());
+    for (std::size_t i = 0; i < in.size(); i += 7)
+      ASSERT_EQ(f.tree->lookup(as_key(in[i])), std::optional<Value>(i)) << i;
+    for (std::size_t i = 0; i < in.size(); i += 3) ASSERT_EQ(f.tree->remove(as_key(in[i])), Status::ok);
+    f.expect_verified();
+    f.reopen();
+    f.expect_verified();
+  }
+}
+
+// A damaged pool gives corrupt (at open or verify), never a crash or a hang: single-bit
+// flips in node headers, key words and child words of a small tree, then open, verify,
+// reads and a few writes on whatever opened.
 TEST(FastFairRecovery, DamagedPoolsNeverCrash) {
   FastFairFixture f(256, 4u << 20);
   for (std::uint64_t k = 0; k < 600; ++k) ASSERT_EQ(f.put(k * 3, k), Status::ok);
   ASSERT_EQ(f.tree->insert(as_key(std::string(40, 'q')), 1), Status::ok);
+  // the words a walk follows: every node's header and key words (chains from the root)
+  std::vector<std::uint64_t> targets;
+  for (std::uint64_t first = f.tree->root(); first != 0;) {
+    for (std::uint64_t off = first; off != 0; off = f.tree->node_at(off)->h.sibling) {
+      for (std::uint64_t b = 0; b < 32; ++b) targets.push_back(off + b);
+      for (unsigned i = 0; i < f.tree->slots(); ++i)
+        for (std::uint64_t b = 0; b < 8; ++b) targets.push_back(off + 32 + 16 * i + b);
+      const fastfair::Node* n = f.tree->node_at(off);
+      if (n->h.level > 0)
+        for (unsigned i = 0; i < f.tree->slots(); ++i)
+          for (std::uint64_t b = 0; b < 8; ++b) targets.push_back(off + 40 + 16 * i + b);
+    }
+    const fastfair::Node* n = f.tree->node_at(first);
+    first = n->h.level > 0 ? n->h.leftmost : 0;
+  }
   f.tree.reset();
   const std::uint64_t size = f.pool->size();
   std::vector<std::byte> clean(f.pool->base(), f.pool->base() + size);
-  std::uint64_t used = size;
-  while (used > 0 && clean[used - 1] == std::byte{0}) --used;
   std::mt19937_64 rng(77);
   unsigned opened = 0, corrupt = 0;
   for (int trial = 0; trial < 300; ++trial) {
     std::byte* img = static_cast<std::byte*>(std::aligned_alloc(4096, size));
     std::memcpy(img, clean.data(), size);
-    const std::uint64_t at = 4096 + rng() % (used - 4096);  // past the pool header
+    const std::uint64_t at = targets[rng() % targets.size()];
     img[at] ^= static_cast<std::byte>(1u << (rng() % 8));
     {
       auto p = Pool::attach({img, size}, "fastfair");
