@@ -21,6 +21,12 @@ namespace {
 
 using crashsim::KvOp;
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kSampledCap = 8, kSampledRandom = 2;  // ASan: fewer images per point
+#else
+constexpr std::size_t kSampledCap = 16, kSampledRandom = 4;
+#endif
+
 crashsim::Factory fastfair_with(std::uint64_t node_size) {
   return crashsim::Factory{
       "fastfair",
@@ -190,8 +196,8 @@ TEST(FastFairCrash, SampledMixedOperations) {
     o.drain = true;  // after removing every key, nothing beyond an empty tree's blocks
     o.seed = 3;
     o.pool_size = 4u << 20;
-    o.exhaustive_cap = 16;
-    o.random_samples = 4;
+    o.exhaustive_cap = kSampledCap;
+    o.random_samples = kSampledRandom;
     EXPECT_CLEAN(run(b.setup, b.ops, o));
   }
 }
@@ -262,8 +268,8 @@ TEST(FastFairCrash, InnerMergesAndCollapse) {
   ASSERT_LT(after.height, 2u);
   crashsim::Options o;
   o.drain = true;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  o.exhaustive_cap = kSampledCap;
+  o.random_samples = kSampledRandom;
   EXPECT_CLEAN(run(setup, ops, o));
 }
 

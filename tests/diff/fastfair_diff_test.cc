@@ -18,6 +18,12 @@
 namespace wort::test {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kMixSteps = 4000, kMixCheckEvery = 2000;  // ASan: a third of the work
+#else
+constexpr int kMixSteps = 12'000, kMixCheckEvery = 3000;
+#endif
+
 crashsim::Factory fastfair_with(std::uint64_t node_size) {
   return crashsim::Factory{
       "fastfair",
@@ -53,7 +59,7 @@ TEST_P(FastFairDiffGen, RandomOperationMixWithReopen) {
   const auto [g, size] = GetParam();
   DiffChecker d(fastfair_with(size));
   const auto keys = make_keys(g, g == Gen::long_keys ? 200 : 1500, 9);
-  ASSERT_NO_FATAL_FAILURE(random_mix(d, keys, 9, 12'000, 3000, /*reopen=*/true));
+  ASSERT_NO_FATAL_FAILURE(random_mix(d, keys, 9, kMixSteps, kMixCheckEvery, /*reopen=*/true));
 }
 
 std::vector<GenAndSize> all_gens_two_sizes() {
