@@ -18,6 +18,12 @@ class Tracer {
   //! `len` bytes from `src` are about to be stored at `dst` (one store of <= 8 bytes from
   //! pm::store, or a bulk copy from pm::copy / pm::fill).
   virtual void on_store(void* dst, const void* src, std::size_t len) = 0;
+  //! A pm::store_volatile: a store to a pool field that is rebuilt after every restart and
+  //! so never written back on purpose (ROART's selective metadata persistence). A crash may
+  //! keep it or not like any store; only the missing-flush check ignores it.
+  virtual void on_volatile_store(void* dst, const void* src, std::size_t len) {
+    on_store(dst, src, len);
+  }
   //! A non-temporal 8-byte store: written back without a flush, ordered by the next fence.
   virtual void on_nt_store(void* dst, std::uint64_t value) = 0;
   //! Write-back of the cache lines overlapping [addr, addr+len).
@@ -27,8 +33,12 @@ class Tracer {
   //! pm::commit / pm::publish is about to store `len` bytes at `dst` as an operation's
   //! commit store. Called before the store's own on_store (and, for publish, after its
   //! leading fence), so a tracer can check ordering (every line flushed earlier must be
-  //! fenced by now) and count commits per operation against the index's README.
-  virtual void on_commit(void* dst, std::size_t len) { (void)dst, (void)len; }
+  //! fenced by now, unless `shares_fence`: the index declared that write-backs still
+  //! pending may become durable in either order with the commit, pm::commit_sharing_fence)
+  //! and count commits per operation against the index's README.
+  virtual void on_commit(void* dst, std::size_t len, bool shares_fence) {
+    (void)dst, (void)len, (void)shares_fence;
+  }
   //! The allocator handed out the block [p, p+len) (len = its class size). Its bytes are
   //! whatever the allocator guarantees (today: unspecified; see Allocator::allocate).
   virtual void on_alloc(void* p, std::size_t len) { (void)p, (void)len; }

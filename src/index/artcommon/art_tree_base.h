@@ -63,21 +63,6 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   });
 }
 
-//! Publishes new blocks: the fence orders their pending write-backs before the pointer.
-template <class F>
-void ArtTree<F>::publish_ref(Ref* slot, Ref r) {
-  pm::fence();
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
-//! Swaps a pointer to something already durable (nothing pending to order).
-template <class F>
-void ArtTree<F>::swap_ref(Ref* slot, Ref r) {
-  pm::store(slot, r);
-  pm::persist(slot, sizeof(Ref));
-}
-
 template <class F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
@@ -89,7 +74,9 @@ Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOp
   img.magic = F::kAnchorMagic;
   auto a = kit::create_anchor(pool, F::kKind, img);
   if (!a) return a.error();
-  return std::unique_ptr<ArtTree>(new ArtTree(pool, *a));
+  std::unique_ptr<ArtTree> t(new ArtTree(pool, *a));
+  t->reserve_spares();
+  return t;
 }
 
 //! The checked walk (inside kit::recover) comes first: repair then follows only pointers

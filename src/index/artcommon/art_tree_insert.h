@@ -17,7 +17,7 @@ Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
     if (r == kNull) {  // empty tree
       Ref l;
       if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
-      publish_ref(slot, l);
+      pm::publish(slot, l);
       return Status::ok;
     }
     if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
@@ -57,7 +57,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -76,7 +76,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
     free_ref(fresh);
     return s;
   }
-  publish_ref(slot, n);
+  pm::publish(slot, n);
   return Status::ok;
 }
 
@@ -87,12 +87,12 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  publish_ref(&n->eok, fresh);
+  pm::publish(&n->eok, fresh);
   return Status::ok;
 }
 
@@ -129,11 +129,54 @@ template <class F>
 Status ArtTree<F>::build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e,
                               Ref* out) {
   std::uint64_t off = 0;
-  if (Status s = pool_.allocator().allocate(node_bytes(t), &off); s != Status::ok) return s;
+  if (Status s = allocate_node(t, &off); s != Status::ok) return s;
   NodeBase* dst = pool_.at<NodeBase>(off);
   with_ops(t, [&](auto ops) { decltype(ops)::build(dst, hdr, eok, e); });
   *out = node_ref(off);
   return Status::ok;
+}
+
+template <class F>
+NodeType ArtTree<F>::spare_type(unsigned i) {
+  static constexpr NodeType kTypes[4] = {F::Node4::kType, F::Node16::kType, NodeType::node48,
+                                         NodeType::node256};
+  return kTypes[i];
+}
+
+template <class F>
+unsigned ArtTree<F>::spare_index(NodeType t) {
+  if (t == F::Node4::kType) return 0;
+  if (t == F::Node16::kType) return 1;
+  return t == NodeType::node48 ? 2 : 3;
+}
+
+//! A block for a node of type t. When the pool is full, a remove takes the anchor's spare of
+//! that type (cleared, durably, before the block is written: a crash then leaves it
+//! unreachable and the trace frees it); the next remove reserves a new one.
+template <class F>
+Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
+  const Status s = pool_.allocator().allocate(node_bytes(t), off);
+  if (s != Status::out_of_space || !removing_) return s;
+  std::uint64_t* spare = &anchor_->spare[spare_index(t)];
+  if (*spare == 0) return s;
+  *off = *spare;
+  pm::store_persist(spare, std::uint64_t{0});
+  return Status::ok;
+}
+
+//! Fills the empty spare slots (where the pool has room). Not a commit of any operation:
+//! each slot is written and persisted on its own, and a block whose slot store a crash lost
+//! is unreachable, so the trace frees it.
+template <class F>
+void ArtTree<F>::reserve_spares() {
+  for (unsigned i = 0; i < 4; ++i) {
+    const NodeType t = spare_type(i);
+    std::uint64_t* spare = &anchor_->spare[i];
+    if (*spare != 0) continue;
+    std::uint64_t off = 0;
+    if (pool_.allocator().allocate(node_bytes(t), &off) == Status::ok)
+      pm::store_persist(spare, off);
+  }
 }
 
 //! A copy of n (same type, same children and end-of-key leaf) with another header.
@@ -150,7 +193,7 @@ Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e)
   Ref fresh;
   if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
   const Ref old = *slot;
-  publish_ref(slot, fresh);
+  pm::publish(slot, fresh);
   free_ref(old);
   return Status::ok;
 }
@@ -192,7 +235,7 @@ Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
-  publish_ref(slot, parent);
+  pm::publish(slot, parent);
   if constexpr (!F::kDepthRepair) free_ref(old);
   return Status::ok;
 }

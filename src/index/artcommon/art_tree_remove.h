@@ -9,14 +9,25 @@
 
 namespace wort::artcommon {
 
+//! Runs remove_key with the spares reserved (a full pool can always remove: see
+//! allocate_node).
 template <class F>
 Status ArtTree<F>::remove(Key k) {
+  reserve_spares();
+  removing_ = true;
+  const Status s = remove_key(k);
+  removing_ = false;
+  return s;
+}
+
+template <class F>
+Status ArtTree<F>::remove_key(Key k) {
   Ref* slot = &anchor_->root;
   const Ref root = *slot;
   if (root == kNull) return Status::not_found;
   if (is_leaf(root)) {
     if (!leaf_matches(leaf(root), k)) return Status::not_found;
-    swap_ref(slot, kNull);
+    pm::commit(slot, kNull);
     free_ref(root);
     return Status::ok;
   }
@@ -96,7 +107,7 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
     });
     if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
   } else {
-    swap_ref(&n->eok, kNull);
+    pm::commit(&n->eok, kNull);
   }
   free_ref(victim);
   return Status::ok;
@@ -111,7 +122,7 @@ template <class F>
 Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
   const Ref old = *slot;
   if (is_leaf(survivor)) {
-    swap_ref(slot, survivor);
+    pm::commit(slot, survivor);
     free_ref(old);
     return Status::ok;
   }
@@ -124,11 +135,11 @@ Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
     // repairs, so the header's write-back shares the pointer's fence.
     pm::store(&s->hdr, hdr);
     pm::flush(&s->hdr, sizeof(NodeHeader));
-    swap_ref(slot, survivor);
+    pm::commit_sharing_fence(slot, survivor);
   } else {
     Ref copy;
     if (Status st = copy_with_header(s, hdr, &copy); st != Status::ok) return st;
-    publish_ref(slot, copy);
+    pm::publish(slot, copy);
     free_ref(survivor);
   }
   free_ref(old);

@@ -23,6 +23,5 @@ Status make_leaf(Pool& pool, Key k, Value v, Ref* out) noexcept {
   return Status::ok;
 }
 
-void commit_value(Leaf* l, Value v) noexcept { pm::store_persist(&l->value, v); }
 
 }  // namespace wort::artcommon

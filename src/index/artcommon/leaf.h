@@ -38,7 +38,5 @@ std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept;
 //! orders it). On out_of_space nothing is allocated.
 Status make_leaf(Pool& pool, Key k, Value v, Ref* out) noexcept;
 
-//! Overwrites a published leaf's value: the commit store of upsert/update, persisted.
-void commit_value(Leaf* l, Value v) noexcept;
 
 }  // namespace wort::artcommon

@@ -40,16 +40,14 @@ void Node256Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entr
 
 bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   Node256* x = as256(n);
-  pm::fence();  // the new child is durable before the pointer that reaches it
-  pm::store(&x->child[b], r);
-  pm::persist(&x->child[b], sizeof(Ref));
+  // The new child is durable before the pointer that reaches it.
+  pm::publish(&x->child[b], r);
   return true;
 }
 
 void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   Node256* x = as256(n);
-  pm::store(&x->child[b], kNull);
-  pm::persist(&x->child[b], sizeof(Ref));
+  pm::commit(&x->child[b], kNull);
 }
 
 bool Node256Ops::check(const NodeBase*, std::string*) { return true; }

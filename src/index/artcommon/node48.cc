@@ -62,16 +62,14 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   const unsigned i = static_cast<unsigned>(std::countr_one(used));
   pm::store(&x->child[i], r);
   pm::flush(&x->child[i], sizeof(Ref));
-  pm::fence();  // the pointer (and the new child) before the index byte that publishes it
-  pm::store(&x->index[b], static_cast<std::uint8_t>(i + 1));
-  pm::persist(&x->index[b], 1);
+  // The pointer (and the new child) before the index byte that publishes it.
+  pm::publish(&x->index[b], static_cast<std::uint8_t>(i + 1));
   return true;
 }
 
 void Node48Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   Node48* x = as48(n);
-  pm::store(&x->index[b], std::uint8_t{0});
-  pm::persist(&x->index[b], 1);
+  pm::commit(&x->index[b], std::uint8_t{0});
 }
 
 bool Node48Ops::check(const NodeBase* n, std::string* why) {

@@ -80,9 +80,8 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->key[p], b);
   pm::store(&x->child[p], r);
   artcommon::flush_pair(&x->key[p], 1, &x->child[p], sizeof(Ref));
-  pm::fence();  // key, pointer and new child durable before the bit that makes them valid
-  pm::store(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
-  pm::persist(&x->bitmap, sizeof x->bitmap);
+  // Key, pointer and new child durable before the bit that makes them valid.
+  pm::publish(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
   return true;
 }
 
@@ -90,8 +89,7 @@ void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   Node16* x = as16(n);
   const int p = position_of(x, b);
   if (p < 0) return;
-  pm::store(&x->bitmap, static_cast<std::uint16_t>(x->bitmap & ~(1u << p)));
-  pm::persist(&x->bitmap, sizeof x->bitmap);
+  pm::commit(&x->bitmap, static_cast<std::uint16_t>(x->bitmap & ~(1u << p)));
 }
 
 bool Node16Ops::check(const NodeBase* n, std::string* why) {

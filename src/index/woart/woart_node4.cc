@@ -99,9 +99,8 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   const unsigned ci = free_child_index(s);
   pm::store(&x->child[ci], r);
   pm::flush(&x->child[ci], sizeof(Ref));
-  pm::fence();  // pointer (and the new child) durable before the slot word names it
-  pm::store(&x->slots, with_entry(s, b, ci));
-  pm::persist(&x->slots, sizeof(SlotWord));
+  // Pointer (and the new child) durable before the slot word names it.
+  pm::publish(&x->slots, with_entry(s, b, ci));
   return true;
 }
 
@@ -109,8 +108,7 @@ void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   Node4* x = as4(n);
   const int p = position_of(x->slots, b);
   if (p < 0) return;
-  pm::store(&x->slots, without_entry(x->slots, static_cast<unsigned>(p)));
-  pm::persist(&x->slots, sizeof(SlotWord));
+  pm::commit(&x->slots, without_entry(x->slots, static_cast<unsigned>(p)));
 }
 
 bool Node4Ops::check(const NodeBase* n, std::string* why) {

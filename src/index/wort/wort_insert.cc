@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "index/common/anchor.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -15,12 +16,6 @@ namespace wort {
 using namespace wort_index;
 
 namespace {
-
-//! Commit: one 8-byte store of a child word, made durable.
-void commit_child_word(std::uint64_t* slot, std::uint64_t word) noexcept {
-  pm::store(slot, word);
-  pm::persist(slot, sizeof *slot);
-}
 
 bool same_key(const LeafHeader* l, Key k) noexcept {
   return l->key_len == k.size() && (k.empty() || std::memcmp(l + 1, k.data(), k.size()) == 0);
@@ -74,8 +69,7 @@ Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Va
   if (same_key(l, k)) {
     if (mode == PutMode::insert) return Status::exists;
     // Upsert/update commit: the leaf's value word, one 8-byte store.
-    pm::store(&l->value, v);
-    pm::persist(&l->value, sizeof l->value);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   if (mode == PutMode::update) return Status::not_found;
@@ -87,8 +81,7 @@ Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k, Value v) {
   std::uint64_t leaf = 0;
   if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
   flush_leaf(blocks_.leaf(leaf));
-  pm::fence();
-  commit_child_word(slot, leaf);
+  pm::publish(slot, leaf);
   return Status::ok;
 }
 
@@ -116,8 +109,7 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Val
   }
   flush_leaf(blocks_.leaf(leaf));
   pm::flush(blocks_.node(node), sizeof(Node));
-  pm::fence();
-  commit_child_word(slot, node);
+  pm::publish(slot, node);
   return Status::ok;
 }
 
@@ -149,8 +141,7 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   flush_leaf(blocks_.leaf(leaf));
   pm::flush(blocks_.node(parent), sizeof(Node));
   pm::flush(&n->header, sizeof n->header);
-  pm::fence();
-  commit_child_word(slot, parent);
+  pm::publish(slot, parent);
   return Status::ok;
 }
 

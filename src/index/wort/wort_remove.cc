@@ -60,8 +60,7 @@ Status WortTree::remove(Key k) {
 Status WortTree::unlink_leaf(const RemovePath& path) {
   const std::uint64_t leaf = *path.slot;
   if (path.holder == nullptr || child_count(path.holder) > 2) {
-    pm::store(path.slot, std::uint64_t{0});
-    pm::persist(path.slot, sizeof *path.slot);
+    pm::commit(path.slot, std::uint64_t{0});
     pool_.allocator().free(block_of(leaf));
     return Status::ok;
   }
@@ -84,9 +83,12 @@ void WortTree::merge_into_parent(const RemovePath& path, std::uint64_t survivor)
     const Key below = leaf_key(blocks_.leaf(blocks_.leftmost_leaf(survivor)));
     pm::store(&c->header, make_header(path.holder_depth, branch - path.holder_depth, below));
     pm::flush(&c->header, sizeof c->header);
+    // Either store alone leaves a header whose depth disagrees with its place and an
+    // unchanged branch position, which RecoverHeader repairs: one fence for both.
+    pm::commit_sharing_fence(path.holder_slot, survivor);
+    return;
   }
-  pm::store(path.holder_slot, survivor);
-  pm::persist(path.holder_slot, sizeof *path.holder_slot);
+  pm::commit(path.holder_slot, survivor);
 }
 
 }  // namespace wort
