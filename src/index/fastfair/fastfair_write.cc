@@ -7,6 +7,7 @@
 // out_of_space changes nothing.
 #include <cstring>
 
+#include "index/common/anchor.h"
 #include "index/fastfair/fastfair_tree.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -319,7 +320,8 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
     if (repair_node(leaf)) continue;  // a cut may hand the key to the sibling
     if (const int i = leaf.find(s, kr_); i >= 0) {
       if (mode == PutMode::insert) return Status::exists;
-      pm::commit(&leaf.rec()[i].ptr, v);  // commit of upsert / update: the value word
+      kit::commit_value(pool_, &leaf.rec()[i].ptr, v);  // commit of upsert / update: the value
+      // word (publish in a values_are_blocks pool: the caller's value block goes first)
       return Status::ok;
     }
     if (mode == PutMode::update) return Status::not_found;
@@ -334,7 +336,9 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
       release(res);
       return st;
     }
-    insert_up(path, 0, word, v, &s, is_indirect(word), res);
+    // In a values_are_blocks pool the value names a block the caller has just written back:
+    // the commit must fence first, like a key block's.
+    insert_up(path, 0, word, v, &s, is_indirect(word) || pool_.values_are_blocks(), res);
     release(res);
     return Status::ok;
   }
