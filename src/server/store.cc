@@ -84,6 +84,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   s->index_ = std::move(ix).value();
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
   s->ref_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
+  s->token_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
+  s->access_ = std::vector<std::atomic<std::uint32_t>>(s->pool_->size() / 32 + 1);
+  s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
   if (auto r = s->init_meta(fresh); !r) return r.error();
   if (!fresh) {
     if (auto r = s->rebuild(); !r) return r.error();
@@ -161,6 +164,56 @@ bool Store::test_clear_ref(std::uint64_t off) noexcept {
   return true;
 }
 
+void Store::init_access(std::uint64_t off, bool token) noexcept {
+  access_[off >> 5].store(static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu,
+                          std::memory_order_relaxed);
+  auto& w = token_bits_[(off >> 4) >> 6];
+  const std::uint64_t m = 1ull << ((off >> 4) & 63);
+  if (token) w.fetch_or(m, std::memory_order_relaxed);
+  else if (w.load(std::memory_order_relaxed) & m) w.fetch_and(~m, std::memory_order_relaxed);
+}
+
+void Store::note_access(std::uint64_t off, bool update, ItemView* v) noexcept {
+  auto& a = access_[off >> 5];
+  const std::uint32_t old = a.load(std::memory_order_relaxed);
+  const std::uint32_t sec = static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu;
+  if (v) {
+    v->was_hit_before = (old & 0x80000000u) != 0;
+    const std::uint32_t last = old & 0x7fffffffu;
+    v->last_access = last == 0 || last > sec ? 0 : sec - last;
+  }
+  if (!update) return;
+  const std::uint32_t now_v = sec | 0x80000000u;
+  if (old != now_v) a.store(now_v, std::memory_order_relaxed);  // no write when unchanged
+  mark_ref(off);
+}
+
+bool Store::token_sent(std::uint64_t off) const noexcept {
+  const auto& w = token_bits_[(off >> 4) >> 6];
+  return (w.load(std::memory_order_relaxed) >> ((off >> 4) & 63)) & 1;
+}
+
+void Store::set_token(std::uint64_t off) noexcept {
+  token_bits_[(off >> 4) >> 6].fetch_or(1ull << ((off >> 4) & 63), std::memory_order_relaxed);
+}
+
+ItemView Store::view_of(std::uint64_t off) const noexcept {
+  const ItemHeader* h = item_at(off);
+  ItemView iv;
+  iv.key = std::string_view(item_key(h), h->key_len);
+  iv.value = std::string_view(item_value(h), h->value_len);
+  iv.flags = h->flags;
+  iv.exptime = h->exptime;
+  iv.cas = h->cas;
+  iv.iflags = h->iflags;
+  iv.token_sent = token_sent(off);
+  iv.block_bytes = pool_->allocator().block_size(off);
+  iv.size_class = iv.block_bytes <= classes_->max_small()
+                      ? static_cast<std::uint32_t>(classes_->class_of(iv.block_bytes)) + 1
+                      : 0;
+  return iv;
+}
+
 Result<void> Store::rebuild() {
   std::string bad;
   std::uint64_t items = 0, bytes = 0, max_cas = 0;
@@ -229,50 +282,40 @@ const ItemHeader* Store::find_live(std::string_view key, std::uint64_t* off) {
 }
 
 bool Store::get(std::string_view key, ItemFn fn, const std::int64_t* touch) {
+  if (key == kMetaKey) return false;  // the server's own block is no cache item
   maybe_apply_flush();
-  auto view = [&](const ItemHeader* h, bool hit) {
-    ItemView iv;
-    iv.key = std::string_view(item_key(h), h->key_len);
-    iv.value = std::string_view(item_value(h), h->value_len);
-    iv.flags = h->flags;
-    iv.exptime = h->exptime;
-    iv.cas = h->cas;
-    iv.was_hit_before = hit;
-    fn(iv);
-  };
   std::uint64_t off = 0;
   if (touch) {
     std::unique_lock g(lock_);
-    const ItemHeader* h = find_live(key, &off);
-    if (!h) return false;
+    if (!find_live(key, &off)) return false;
     commit_word(&pool_->at<ItemHeader>(off)->exptime, *touch);
-    const bool hit = test_clear_ref(off);
-    mark_ref(off);
-    view(h, hit);
+    ItemView iv = view_of(off);
+    note_access(off, true, &iv);
+    fn(iv);
     return true;
   }
   std::shared_lock g(lock_);
-  const ItemHeader* h = find_live(key, &off);
-  if (!h) return false;
-  const bool hit = test_clear_ref(off);
-  mark_ref(off);
-  view(h, hit);
+  if (!find_live(key, &off)) return false;
+  ItemView iv = view_of(off);
+  note_access(off, true, &iv);
+  fn(iv);
   return true;
 }
 
 bool Store::touch(std::string_view key, std::int64_t exptime) {
+  if (key == kMetaKey) return false;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   std::uint64_t off = 0;
   if (!find_live(key, &off)) return false;
   commit_word(&pool_->at<ItemHeader>(off)->exptime, exptime);
-  mark_ref(off);
+  note_access(off, true, nullptr);
   return true;
 }
 
 StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int64_t exptime,
                              std::uint64_t cas, std::string_view v1, std::string_view v2,
-                             std::uint64_t* off, bool locked) {
+                             std::uint64_t* off, bool locked, std::uint16_t iflags) {
   const std::size_t n = item_bytes(key.size(), v1.size() + v2.size());
   if (!fits(key.size(), v1.size() + v2.size())) return StoreResult::too_large;
   pm::Allocator& a = pool_->allocator();
@@ -293,7 +336,8 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
   hdr.exptime = exptime;
   hdr.flags = flags;
   hdr.value_len = static_cast<std::uint32_t>(v1.size() + v2.size());
-  hdr.key_len = static_cast<std::uint32_t>(key.size());
+  hdr.key_len = static_cast<std::uint16_t>(key.size());
+  hdr.iflags = iflags;
   hdr.magic = kItemMagic;
   pm::copy(h, &hdr, sizeof hdr);
   char* p = item_key(h);
@@ -301,6 +345,7 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
   pm::copy(p + key.size(), v1.data(), v1.size());
   pm::copy(p + key.size() + v1.size(), v2.data(), v2.size());
   pm::flush(h, n);  // fenced by the index's commit (see commit())
+  init_access(*off, false);  // DRAM only: a reused block starts unfetched, no token sent
   return StoreResult::stored;
 }
 
@@ -380,7 +425,8 @@ bool Store::evict_one(std::size_t want, bool any_class) {
 
 StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t flags,
                          std::int64_t exptime, std::string_view value, std::uint64_t cas_in,
-                         std::uint64_t* cas_out) {
+                         std::uint64_t* cas_out, bool stale_ok, std::uint16_t key_iflags) {
+  if (key == kMetaKey) return StoreResult::not_stored;
   maybe_apply_flush();
   std::shared_lock building(build_gate_);
   const bool concat = mode == StoreMode::append || mode == StoreMode::prepend;
@@ -388,7 +434,7 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   std::uint64_t cas = 0;
   if (!concat) {  // build and flush the new item before taking the lock
     cas = take_cas();
-    const StoreResult r = make_item(key, flags, exptime, cas, value, {}, &off, false);
+    const StoreResult r = make_item(key, flags, exptime, cas, value, {}, &off, false, key_iflags);
     if (r != StoreResult::stored) {
       if (mode == StoreMode::set) {  // memcached drops the old value of a failed set
         std::unique_lock g(lock_);
@@ -403,10 +449,13 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   const ItemHeader* o = old ? item_at(old) : nullptr;
   const bool hit = o && live(o, now());
   StoreResult fail = StoreResult::stored;
+  bool mark_stale = false;
   if (mode == StoreMode::cas) {
     if (!hit) fail = StoreResult::not_found;
-    else if (o->cas != cas_in) fail = StoreResult::exists;
-  } else if (cas_in != 0) {
+    else if (o->cas == cas_in) fail = StoreResult::stored;
+    else if (stale_ok && cas_in < o->cas) mark_stale = true;  // memcached's set-to-invalid
+    else fail = StoreResult::exists;
+  } else if (concat && cas_in != 0) {
     if (!hit) fail = StoreResult::not_found;
     else if (o->cas != cas_in) fail = StoreResult::exists;
   }
@@ -419,13 +468,24 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
     if (mode == StoreMode::add && hit) mark_ref(old);
     return fail;
   }
+  bool keep_token = false;
+  if (mark_stale) {
+    // The new value replaces the old one but keeps its TTL, is stale, and keeps a sent
+    // token. The item is not yet published: rewrite its header fields before the commit.
+    auto* h = pool_->at<ItemHeader>(off);
+    pm::store(&h->exptime, o->exptime);
+    pm::store(&h->iflags, static_cast<std::uint16_t>(h->iflags | kItemStale));
+    pm::flush(h, sizeof *h);
+    keep_token = token_sent(old);
+  }
   if (concat) {
     cas = take_cas();
     const std::string_view ov(item_value(o), o->value_len);
+    const std::uint16_t fl = o->iflags & kItemKeyBinary;
     const StoreResult r =
         mode == StoreMode::append
-            ? make_item(key, o->flags, o->exptime, cas, ov, value, &off, true)
-            : make_item(key, o->flags, o->exptime, cas, value, ov, &off, true);
+            ? make_item(key, o->flags, o->exptime, cas, ov, value, &off, true, fl)
+            : make_item(key, o->flags, o->exptime, cas, value, ov, &off, true, fl);
     if (r != StoreResult::stored) return r;
     // Eviction inside make_item may have removed the old item.
     old = 0;
@@ -434,12 +494,14 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   const StoreResult r = commit(key, off, old);
   if (r == StoreResult::stored) {
     mark_ref(off);
+    if (keep_token) set_token(off);
     if (cas_out) *cas_out = cas;
   }
   return r;
 }
 
 StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
+  if (key == kMetaKey) return StoreResult::not_found;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   const auto v = index_->lookup(key_of(key));
@@ -455,9 +517,86 @@ StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
   return StoreResult::stored;
 }
 
-DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::uint64_t* result,
-                         std::uint64_t* cas_out, std::uint64_t cas_in, bool create,
-                         std::uint64_t initial, std::int64_t create_exptime) {
+StoreResult Store::rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
+                           std::int64_t exptime) {
+  const ItemHeader* o = item_at(off);
+  const std::string_view ov(item_value(o), o->value_len);
+  std::uint64_t noff = 0;
+  const StoreResult r = make_item(key, o->flags, exptime, take_cas(), ov, {}, &noff, true, iflags);
+  if (r != StoreResult::stored) return r;
+  std::uint64_t old = 0;
+  if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
+  const StoreResult c = commit(key, noff, old);
+  if (c == StoreResult::stored) mark_ref(noff);
+  return c;
+}
+
+StoreResult Store::meta_delete(std::string_view key, bool has_cas, std::uint64_t cas_in,
+                               bool invalidate, const std::int64_t* ttl) {
+  if (key == kMetaKey) return StoreResult::not_found;
+  maybe_apply_flush();
+  std::unique_lock g(lock_);
+  std::uint64_t off = 0;
+  const ItemHeader* h = find_live(key, &off);
+  if (!h) return StoreResult::not_found;
+  if (has_cas && h->cas != cas_in) return StoreResult::exists;
+  if (!invalidate) {
+    unlink(key, off);
+    return StoreResult::stored;
+  }
+  // Stale copy: new cas, TTL if given, the token cleared (a new block starts without one).
+  return rewrite(key, off, static_cast<std::uint16_t>(h->iflags | kItemStale),
+                 ttl ? *ttl : h->exptime);
+}
+
+bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn fn) {
+  if (key == kMetaKey) return false;
+  maybe_apply_flush();
+  const bool changes = o.ttl || o.vivify || o.may_win;
+  std::uint64_t off = 0;
+  if (!changes) {
+    std::shared_lock g(lock_);
+    const ItemHeader* h = find_live(key, &off);
+    if (!h) return false;
+    // A stale item without a sent token hands one out: that needs the exclusive side.
+    if (!(h->iflags & kItemStale) || token_sent(off)) {
+      ItemView iv = view_of(off);
+      note_access(off, !o.no_update, &iv);
+      if (fn(iv)) set_token(off);  // not reached: the callback claims only on a stale item
+      return true;
+    }
+  }
+  std::unique_lock g(lock_);
+  const ItemHeader* h = find_live(key, &off);
+  bool created = false;
+  if (!h) {
+    if (!o.vivify) return false;
+    std::int64_t e = *o.vivify;
+    if (o.ttl && o.ttl_after_vivify) e = *o.ttl;
+    if (make_item(key, 0, e, take_cas(), {}, {}, &off, true, o.key_iflags) != StoreResult::stored)
+      return false;
+    std::uint64_t old = 0;
+    if (const auto v = index_->lookup(key_of(key))) old = *v;  // expired, or taken by eviction
+    if (commit(key, off, old) != StoreResult::stored) return false;
+    mark_ref(off);
+    created = true;
+  }
+  ItemView iv = view_of(off);
+  iv.created = created;
+  if (created) {
+    iv.exptime = 0;  // memcached creates with no TTL, then applies N (and T) in flag order
+  } else if (o.ttl) {
+    commit_word(&pool_->at<ItemHeader>(off)->exptime, *o.ttl);  // iv keeps the old one
+  }
+  note_access(off, !o.no_update && !created, &iv);
+  if (created) note_access(off, false, nullptr);
+  if (fn(iv)) set_token(off);
+  return true;
+}
+
+DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, DeltaOut* out,
+                         const DeltaOptions& opt) {
+  if (key == kMetaKey) return DeltaResult::not_found;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   std::uint64_t old = 0;
@@ -470,13 +609,17 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::
   std::uint64_t x = 0;
   std::string text;
   std::uint32_t flags = 0;
-  std::int64_t exptime = create_exptime;
+  std::uint16_t iflags = opt.key_iflags;
+  std::int64_t exptime = 0;
+  out->created = !o;
   if (!o) {
-    if (!create) return DeltaResult::not_found;
-    x = initial;
+    if (!opt.create) return DeltaResult::not_found;
+    x = opt.initial;
     text = std::to_string(x);
+    exptime = opt.ttl && opt.ttl_after_create ? *opt.ttl : opt.create_exptime;
+    out->old_exptime = 0;
   } else {
-    if (cas_in != 0 && o->cas != cas_in) return DeltaResult::exists;
+    if (opt.cas_in != 0 && o->cas != opt.cas_in) return DeltaResult::exists;
     if (o->value_len == 0 ||
         !parse_u64_value(std::string_view(item_value(o), o->value_len), &x))
       return DeltaResult::non_numeric;
@@ -485,18 +628,21 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::
     // memcached rewrites a shorter number in place, padded with spaces to the old length.
     if (text.size() < o->value_len) text.append(o->value_len - text.size(), ' ');
     flags = o->flags;
-    exptime = o->exptime;
+    iflags = o->iflags;
+    out->old_exptime = o->exptime;
+    exptime = opt.ttl ? *opt.ttl : o->exptime;
   }
   const std::uint64_t cas = take_cas();
   std::uint64_t off = 0;
-  if (make_item(key, flags, exptime, cas, text, {}, &off, true) != StoreResult::stored)
+  if (make_item(key, flags, exptime, cas, text, {}, &off, true, iflags) != StoreResult::stored)
     return DeltaResult::no_memory;
   old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;
   if (commit(key, off, old) != StoreResult::stored) return DeltaResult::no_memory;
   mark_ref(off);
-  *result = x;
-  if (cas_out) *cas_out = cas;
+  out->value = x;
+  out->cas = cas;
+  out->exptime = exptime;
   return DeltaResult::ok;
 }
 
