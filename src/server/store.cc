@@ -10,6 +10,7 @@
 
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
+#include "server/item_write.h"
 
 namespace wort::server {
 namespace {
@@ -330,21 +331,8 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     }
     if (s != Status::ok) return StoreResult::no_memory;
   }
-  auto* h = pool_->at<ItemHeader>(*off);
-  ItemHeader hdr{};
-  hdr.cas = cas;
-  hdr.exptime = exptime;
-  hdr.flags = flags;
-  hdr.value_len = static_cast<std::uint32_t>(v1.size() + v2.size());
-  hdr.key_len = static_cast<std::uint16_t>(key.size());
-  hdr.iflags = iflags;
-  hdr.magic = kItemMagic;
-  pm::copy(h, &hdr, sizeof hdr);
-  char* p = item_key(h);
-  pm::copy(p, key.data(), key.size());
-  pm::copy(p + key.size(), v1.data(), v1.size());
-  pm::copy(p + key.size() + v1.size(), v2.data(), v2.size());
-  pm::flush(h, n);  // fenced by the index's commit (see commit())
+  write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
+  // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
   init_access(*off, false);  // DRAM only: a reused block starts unfetched, no token sent
   return StoreResult::stored;
 }
