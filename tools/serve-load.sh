@@ -8,8 +8,10 @@
 #   env: ROUNDS=2 SECONDS_PER_RUN=3 CONNS=4 THREADS=2 KEYS=20000 VALUES="32 4096"
 #        MIXES="10:1 1:1" POOL_MB=256 SERVERS="wort woart artcow memcached" OUT=serve-load.md
 #
-# Prints (and writes to $OUT) a markdown table: per server, mix and value size the mean
-# over the rounds of throughput and p50/p99/p99.9 latency; the raw lines go to $OUT.raw.
+# Prints (and writes to $OUT) a markdown table: per server, mix and value size the median
+# over the rounds of throughput (with the min..max range) and of the p50/p99/p99.9
+# latencies; the raw lines go to $OUT.raw. On a shared machine the rounds spread widely:
+# compare medians, and only across servers of the same run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
@@ -80,13 +82,17 @@ for l in open(sys.argv[1]):
     if l.startswith("#"): continue
     d = dict(kv.split("=", 1) for kv in l.split())
     rows.setdefault((d["value"], d["mix"], d["server"]), []).append(d)
-out = ["| value B | GET:SET | server | kops/s | p50 us | p99 us | p99.9 us | get p99 us | set p50 us | set p99 us |",
+out = ["| value B | GET:SET | server | kops/s median (min..max) | p50 us | p99 us | p99.9 us | get p99 us | set p50 us | set p99 us |",
        "|---|---|---|---|---|---|---|---|---|---|"]
 for (v, m, s), ds in rows.items():
-    mean = lambda k: sum(float(d[k]) for d in ds) / len(ds)
-    out.append("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
-        v, m, s, mean("kops_s"), mean("p50_us"), mean("p99_us"), mean("p999_us"),
-        mean("get_p99_us"), mean("set_p50_us"), mean("set_p99_us")))
+    def med(k):
+        xs = sorted(float(d[k]) for d in ds)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    ks = [float(d["kops_s"]) for d in ds]
+    out.append("| %s | %s | %s | %.1f (%.0f..%.0f) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+        v, m, s, med("kops_s"), min(ks), max(ks), med("p50_us"), med("p99_us"), med("p999_us"),
+        med("get_p99_us"), med("set_p50_us"), med("set_p99_us")))
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 EOF
