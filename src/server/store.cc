@@ -17,7 +17,8 @@ namespace {
 
 constexpr std::int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
 constexpr int kEvictTries = 256;      // evictions one allocation may cause
-constexpr std::size_t kEvictBatch = 64;
+constexpr std::size_t kEvictBatch = 64;   // keys the CLOCK hand reads per index scan
+constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evicts
 
 Key key_of(std::string_view s) noexcept { return as_key(s); }
 
@@ -325,8 +326,13 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     if (opts_.no_evict) return StoreResult::no_memory;
     std::unique_lock<std::shared_mutex> g;
     if (!locked) g = std::unique_lock(lock_);
+    // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
+    // this class allocate without another failed attempt (a failed allocation in a full
+    // pool scans the allocator's free lists). Then one victim of any class at a time.
+    if (evict(n, false, kEvictAhead) == 0) evict(n, true, kEvictAhead);
+    s = a.allocate(n, off);
     for (int i = 0; i < kEvictTries && s != Status::ok; ++i) {
-      if (!evict_one(n, i >= kEvictTries / 2)) break;
+      if (evict(n, true, 1) == 0) break;
       s = a.allocate(n, off);
     }
     if (s != Status::ok) return StoreResult::no_memory;
@@ -343,7 +349,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
   for (int i = 0; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
-    if (!evict_one(0, true)) break;
+    if (evict(0, true, 1) == 0) break;
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
     s = index_->upsert(key_of(key), off);
@@ -373,23 +379,24 @@ void Store::unlink(std::string_view key, std::uint64_t off) {
   pool_->allocator().free(off);
 }
 
-bool Store::evict_one(std::size_t want, bool any_class) {
+std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) {
   const std::uint32_t want_block =
       want == 0 ? 0
                 : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
   const std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
   const std::int64_t t = now();
-  std::size_t visited = 0;
-  while (visited < limit) {
-    std::vector<std::pair<std::string, std::uint64_t>> batch;
+  std::size_t visited = 0, evicted = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> batch;
+  while (visited < limit && evicted < victims) {
+    batch.clear();
     index_->scan(key_of(clock_hand_), kEvictBatch + 1, [&](Key k, Value v) {
       if (!batch.empty() || as_string(k) != clock_hand_)
         batch.emplace_back(std::string(as_string(k)), v);
       return batch.size() < kEvictBatch;
     });
     if (batch.empty()) {
-      if (clock_hand_.empty()) return false;  // nothing in the cache at all
-      clock_hand_.clear();                    // wrap around
+      if (clock_hand_.empty()) break;  // nothing in the cache at all
+      clock_hand_.clear();             // wrap around
       continue;
     }
     for (auto& [k, off] : batch) {
@@ -405,10 +412,10 @@ bool Store::evict_one(std::size_t want, bool any_class) {
       if (!fits) continue;
       unlink(k, off);
       if (dead) ++counters_.reclaimed; else ++counters_.evictions;
-      return true;
+      if (++evicted == victims) break;
     }
   }
-  return false;
+  return evicted;
 }
 
 StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t flags,
@@ -481,7 +488,6 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   }
   const StoreResult r = commit(key, off, old);
   if (r == StoreResult::stored) {
-    mark_ref(off);
     if (keep_token) set_token(off);
     if (cas_out) *cas_out = cas;
   }
@@ -514,9 +520,7 @@ StoreResult Store::rewrite(std::string_view key, std::uint64_t off, std::uint16_
   if (r != StoreResult::stored) return r;
   std::uint64_t old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
-  const StoreResult c = commit(key, noff, old);
-  if (c == StoreResult::stored) mark_ref(noff);
-  return c;
+  return commit(key, noff, old);
 }
 
 StoreResult Store::meta_delete(std::string_view key, bool has_cas, std::uint64_t cas_in,
@@ -566,7 +570,6 @@ bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn f
     std::uint64_t old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // expired, or taken by eviction
     if (commit(key, off, old) != StoreResult::stored) return false;
-    mark_ref(off);
     created = true;
   }
   ItemView iv = view_of(off);
@@ -627,7 +630,6 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, Delta
   old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;
   if (commit(key, off, old) != StoreResult::stored) return DeltaResult::no_memory;
-  mark_ref(off);
   out->value = x;
   out->cas = cas;
   out->exptime = exptime;

@@ -175,7 +175,10 @@ class Store {
   //! Commits key -> off, frees the replaced item `old` (0 = none). Exclusive lock held.
   StoreResult commit(std::string_view key, std::uint64_t off, std::uint64_t old);
   void unlink(std::string_view key, std::uint64_t off);  // exclusive lock held
-  bool evict_one(std::size_t want_bytes, bool any_class);  // exclusive lock held
+  //! CLOCK: evicts up to `victims` items (dead ones reclaimed as found) of want_bytes
+  //! size class (any class if any_class; want_bytes 0 = any). Exclusive lock held.
+  //! Returns how many went. Only reads set the CLOCK bit (a second chance).
+  std::size_t evict(std::size_t want_bytes, bool any_class, std::size_t victims);
   void maybe_apply_flush();
   void mark_ref(std::uint64_t off) noexcept;
   bool test_clear_ref(std::uint64_t off) noexcept;
