@@ -538,6 +538,7 @@ void Session::meta_debug(const Tokens& t, std::string& out) {
   ++info_.meta_cmds;
   MetaGetOptions o;
   o.no_update = true;
+  o.block_info = true;
   const std::int64_t now = Store::now();
   const bool hit = store_.meta_get(key, o, [&](const ItemView& it) {
     std::string line = "ME ";

@@ -209,11 +209,14 @@ ItemView Store::view_of(std::uint64_t off) const noexcept {
   iv.cas = h->cas;
   iv.iflags = h->iflags;
   iv.token_sent = token_sent(off);
-  iv.block_bytes = pool_->allocator().block_size(off);
-  iv.size_class = iv.block_bytes <= classes_->max_small()
-                      ? static_cast<std::uint32_t>(classes_->class_of(iv.block_bytes)) + 1
-                      : 0;
   return iv;
+}
+
+void Store::add_block_info(std::uint64_t off, ItemView* iv) const noexcept {
+  iv->block_bytes = pool_->allocator().block_size(off);
+  iv->size_class = iv->block_bytes <= classes_->max_small()
+                       ? static_cast<std::uint32_t>(classes_->class_of(iv->block_bytes)) + 1
+                       : 0;
 }
 
 Result<void> Store::rebuild() {
@@ -553,6 +556,7 @@ bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn f
     // A stale item without a sent token hands one out: that needs the exclusive side.
     if (!(h->iflags & kItemStale) || token_sent(off)) {
       ItemView iv = view_of(off);
+      if (o.block_info) add_block_info(off, &iv);
       note_access(off, !o.no_update, &iv);
       if (fn(iv)) set_token(off);  // not reached: the callback claims only on a stale item
       return true;
@@ -573,6 +577,7 @@ bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn f
     created = true;
   }
   ItemView iv = view_of(off);
+  if (o.block_info) add_block_info(off, &iv);
   iv.created = created;
   if (created) {
     iv.exptime = 0;  // memcached creates with no TTL, then applies N (and T) in flag order

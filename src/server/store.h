@@ -51,8 +51,8 @@ struct ItemView {
   std::uint16_t iflags = 0;       //!< kItemStale | kItemKeyBinary
   bool token_sent = false;        //!< a recache token (meta W) went out already (DRAM only)
   bool created = false;           //!< vivified by this call (meta N)
-  std::uint32_t block_bytes = 0;  //!< the item's block (meta `me` size)
-  std::uint32_t size_class = 0;   //!< 1-based small class, 0 = large span (meta `me` cls)
+  std::uint32_t block_bytes = 0;  //!< the item's block (meta `me` size; block_info only)
+  std::uint32_t size_class = 0;   //!< 1-based small class, 0 = large span (block_info only)
 };
 using ItemFn = FunctionRef<void(const ItemView&)>;
 //! Called under the index lock with the item; returns true to claim the recache token
@@ -68,6 +68,7 @@ struct MetaGetOptions {
   bool ttl_after_vivify = false;        //!< T follows N in the request (a created item
                                         //!< gets the later of the two, as memcached)
   std::uint16_t key_iflags = 0;         //!< kItemKeyBinary for a created item
+  bool block_info = false;              //!< fill ItemView::block_bytes / size_class (me)
 };
 
 //! Meta arithmetic (ma) options; the classic incr/decr use the defaults.
@@ -189,6 +190,7 @@ class Store {
   bool token_sent(std::uint64_t off) const noexcept;
   void set_token(std::uint64_t off) noexcept;
   ItemView view_of(std::uint64_t off) const noexcept;
+  void add_block_info(std::uint64_t off, ItemView* iv) const noexcept;
   //! Builds (make_item) and commits a copy of the live item at `off` with new iflags /
   //! cas / exptime (md I). Exclusive lock held.
   StoreResult rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
