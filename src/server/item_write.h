@@ -46,8 +46,9 @@ inline void write_item(Pool& pool, std::uint64_t off, const ItemFields& f, std::
   pm::copy(h, &hdr, sizeof hdr);
   char* p = item_key(h);
   pm::copy(p, key.data(), key.size());
-  pm::copy(p + key.size(), v1.data(), v1.size());
-  pm::copy(p + key.size() + v1.size(), v2.data(), v2.size());
+  // An empty piece may have a null data(): memcpy must not see it (UB even for 0 bytes).
+  if (!v1.empty()) pm::copy(p + key.size(), v1.data(), v1.size());
+  if (!v2.empty()) pm::copy(p + key.size() + v1.size(), v2.data(), v2.size());
   if (wb == ItemWriteBack::flush) pm::flush(h, item_bytes(key.size(), hdr.value_len));
 }
 

@@ -100,9 +100,10 @@ TEST(Twemproxy, ThreeServersOneKilledAndRestartedEveryAcknowledgedKeyReadsBack) 
   ASSERT_TRUE(c->ok());
   for (int i = 0; i < kKeys; ++i) {
     if (i == kKillAt) srv[1].kill9();  // its keys fail at the proxy until it is back
-    if (i == kKillAt + 300)
+    if (i == kKillAt + 300) {
       ASSERT_TRUE(srv[1].start(dir + "/s1.pool", {"-t", "1", "-m", "16", "-p",
                                                   std::to_string(ports[1])}));
+    }
     const std::string k = "twem:" + std::to_string(i), v = value_of(i);
     const std::string r = c->cmd("set " + k + " 0 0 " + std::to_string(v.size()) + "\r\n" + v +
                                      "\r\n",
