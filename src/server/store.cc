@@ -61,6 +61,15 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   if (opts.kind == "art")
     return Error{Status::invalid_argument,
                  "index kind 'art' is volatile (DRAM only); serve needs a persistent one"};
+  // Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
+  // through pm::publish, overwrites through kit::commit_value) order an item's write-back
+  // before the index names it: tests/server/item_crash_test.cc checks each. roart's
+  // overwrite commits with pm::commit (no fence): refused until it orders the item.
+  auto ordered = [](std::string_view k) { return k == "wort" || k == "woart" || k == "artcow"; };
+  if (!ordered(opts.kind))
+    return Error{Status::invalid_argument,
+                 "index kind '" + opts.kind + "' cannot serve: wort, woart or artcow (an "
+                 "index must order the item's write-back before its commit)"};
   std::unique_ptr<Store> s(new Store());
   s->opts_ = opts;
   bool fresh = false;
@@ -75,8 +84,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   }
   if (!p) return p.error();
   s->pool_ = std::move(p).value();
-  if (s->pool_->kind() == "art")
-    return Error{Status::invalid_argument, "pool holds the volatile index kind 'art'"};
+  if (!ordered(s->pool_->kind()))
+    return Error{Status::invalid_argument,
+                 "pool holds index kind '" + std::string(s->pool_->kind()) + "', which cannot serve"};
   if (!fresh && !s->pool_->values_are_blocks())
     return Error{Status::invalid_argument,
                  "pool '" + opts.pool_path + "' was not created by wort serve "
