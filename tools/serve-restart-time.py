@@ -119,6 +119,8 @@ def main():
         p.wait(timeout=30)
         size = os.path.getsize(pool)
         os.remove(pool)
+        if os.path.exists(port_file):
+            os.remove(port_file)
         line = ("kind=%s items=%d curr_items_after=%d sample_hits=%d/1000 fill_s=%.1f "
                 "listen_s=%.3f first_get_s=%.3f full_s=%.3f pool_mb=%d"
                 % (kind, a.items, items, hits, t_fill, listen, first_get, full, size >> 20))
