@@ -1,0 +1,146 @@
+// wB+Tree node thresholds and recovery states: a leaf filled to capacity and one past it
+// (split, root growth), inner splits, removes down to a chain unlink and root collapse;
+// a split stopped after each of its micro-log steps, then reopened (redo at open); a node
+// whose slot array was left invalid (readers sort, the next write repairs).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "index/wbtree/wbtree_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+#include "support/keygen.h"
+#include "wort/pool.h"
+
+namespace wort::test {
+namespace {
+
+struct Fixture {
+  std::shared_ptr<std::byte> image;  // backing memory after reopen(); outlives pool
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<WbTree> tree;
+  explicit Fixture(std::uint64_t leaf = 4, std::uint64_t inner = 4) {
+    PoolOptions po;
+    po.size = 16u << 20;
+    po.kind = "wbtree";
+    pool = std::move(Pool::create_in_memory(po).value());
+    IndexOptions o;
+    o.words[0] = leaf;
+    o.words[1] = inner;
+    tree = std::move(WbTree::create(*pool, o).value());
+  }
+  Status ins(std::uint64_t k) { return tree->insert(as_key(u64_str(k)), k); }
+  std::uint64_t n(const char* type) { return tree->stats().nodes.at(type); }
+  void check() {
+    auto r = tree->verify();
+    ASSERT_TRUE(r) << r.error().message;
+    auto a = pool->allocator().audit([&](pm::BlockVisitor v) { return tree->visit_blocks(v); });
+    ASSERT_TRUE(a.ok()) << a.describe();
+  }
+  //! As after a crash: the pool's bytes as they are, opened afresh (the allocator traces).
+  void reopen() {
+    tree.reset();
+    const std::uint64_t size = pool->size();
+    std::shared_ptr<std::byte> copy(static_cast<std::byte*>(std::aligned_alloc(64, size)), std::free);
+    std::memcpy(copy.get(), pool->base(), size);
+    pool.reset();
+    image = copy;  // the previous image (if any) is no longer mapped
+    auto p = Pool::attach({image.get(), size}, "wbtree");
+    ASSERT_TRUE(p) << p.error().message;
+    pool = std::move(*p);
+    auto t = WbTree::open(*pool);
+    ASSERT_TRUE(t) << t.error().message;
+    tree = std::move(*t);
+  }
+};
+
+TEST(WbTreeNodes, LeafFullThenSplitWithRootGrowthThenInnerSplit) {
+  Fixture f;
+  for (std::uint64_t k = 1; k <= 4; ++k) ASSERT_EQ(f.ins(k * 10), Status::ok);
+  EXPECT_EQ(f.n("leaf"), 1u);
+  EXPECT_EQ(f.n("inner"), 0u);
+  EXPECT_EQ(f.tree->stats().max_leaf_depth, 1u);
+  ASSERT_EQ(f.ins(25), Status::ok);  // one past capacity
+  EXPECT_EQ(f.n("leaf"), 2u);
+  EXPECT_EQ(f.n("inner"), 1u);
+  EXPECT_EQ(f.tree->stats().max_leaf_depth, 2u);
+  ASSERT_NO_FATAL_FAILURE(f.check());
+  for (std::uint64_t k = 100; k < 140; ++k) ASSERT_EQ(f.ins(k), Status::ok);
+  EXPECT_GE(f.tree->stats().max_leaf_depth, 3u);  // the 4-entry root split
+  ASSERT_NO_FATAL_FAILURE(f.check());
+}
+
+TEST(WbTreeNodes, RemovesUnlinkChainsAndTheRootCollapses) {
+  Fixture f;
+  for (std::uint64_t k = 0; k < 64; ++k) ASSERT_EQ(f.ins(k), Status::ok);
+  const auto before = f.tree->stats();
+  ASSERT_GE(before.max_leaf_depth, 3u);
+  for (std::uint64_t k = 0; k < 63; ++k) {
+    ASSERT_EQ(f.tree->remove(as_key(u64_str(k))), Status::ok);
+    if (k % 7 == 0) ASSERT_NO_FATAL_FAILURE(f.check());
+  }
+  ASSERT_EQ(f.tree->upsert(as_key(u64_str(63)), 1), Status::ok);  // a write collapses the root
+  EXPECT_EQ(f.n("leaf"), 1u);
+  EXPECT_EQ(f.n("inner"), 0u);
+  ASSERT_EQ(f.tree->remove(as_key(u64_str(63))), Status::ok);
+  EXPECT_EQ(f.tree->stats().keys, 0u);
+  EXPECT_EQ(f.n("leaf"), 0u);
+  ASSERT_NO_FATAL_FAILURE(f.check());
+  EXPECT_EQ(f.pool->allocator().stats().blocks_allocated, 1u);  // the anchor alone
+}
+
+// Each micro-log state a crash can leave, made by stopping a split after step 1..4 and
+// reopening from the pool's bytes: the split is forgotten (1) or finished (2-4).
+TEST(WbTreeNodes, SplitStoppedAfterEachLogStepIsRedoneAtOpen) {
+  for (int step = 1; step <= 4; ++step) {
+    SCOPED_TRACE("stopped after step " + std::to_string(step));
+    Fixture f;
+    for (std::uint64_t k = 1; k <= 12; ++k) ASSERT_EQ(f.ins(k * 10), Status::ok);
+    f.tree->stop_next_split_after_for_testing(step);
+    std::uint64_t k = 1000;
+    while (f.ins(k) == Status::ok) ++k;  // until a split stops
+    f.reopen();
+    EXPECT_EQ(f.tree->splits_redone(), step >= 2 ? 1u : 0u);
+    ASSERT_NO_FATAL_FAILURE(f.check());
+    for (std::uint64_t j = 1; j <= 12; ++j)
+      EXPECT_EQ(f.tree->lookup(as_key(u64_str(j * 10))), std::optional<Value>(j * 10));
+    for (std::uint64_t j = 1000; j < k; ++j)
+      EXPECT_EQ(f.tree->lookup(as_key(u64_str(j))), std::optional<Value>(j));
+    EXPECT_EQ(f.tree->lookup(as_key(u64_str(k))), std::nullopt);  // the insert never committed
+    EXPECT_EQ(f.ins(k), Status::ok);
+    ASSERT_NO_FATAL_FAILURE(f.check());
+  }
+}
+
+// A node whose slot-valid bit is clear (a crash between invalidation and commit): readers
+// sort its entries, verify accepts it, the next write rewrites the slot array.
+TEST(WbTreeNodes, InvalidSlotArrayIsReadSortedAndRepairedByTheNextWrite) {
+  Fixture f(8, 8);
+  for (std::uint64_t k : {50, 10, 40, 20}) ASSERT_EQ(f.ins(k), Status::ok);
+  const auto* anchor = f.pool->at<wbtree::Anchor>(f.pool->root());
+  auto* leaf = f.pool->at<wbtree::Node>(anchor->root);
+  pm::store_persist(&leaf->bitmap, leaf->bitmap & ~wbtree::kSlotsValid);
+  pm::store_persist(reinterpret_cast<std::uint64_t*>(leaf->slot), std::uint64_t{0x0102030401});
+  f.reopen();
+  ASSERT_NO_FATAL_FAILURE(f.check());
+  std::size_t seen = 0;
+  std::uint64_t last = 0;
+  f.tree->scan(Key{}, 10, [&](Key k, Value) {
+    EXPECT_GT(key_u64(k), last);
+    last = key_u64(k);
+    ++seen;
+    return true;
+  });
+  EXPECT_EQ(seen, 4u);
+  leaf = f.pool->at<wbtree::Node>(f.pool->at<wbtree::Anchor>(f.pool->root())->root);
+  EXPECT_FALSE(leaf->bitmap & wbtree::kSlotsValid);
+  ASSERT_EQ(f.ins(30), Status::ok);
+  EXPECT_TRUE(leaf->bitmap & wbtree::kSlotsValid);
+  ASSERT_NO_FATAL_FAILURE(f.check());
+}
+
+}  // namespace
+}  // namespace wort::test
