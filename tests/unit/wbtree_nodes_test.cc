@@ -86,7 +86,9 @@ TEST(WbTreeNodes, RemovesUnlinkChainsAndTheRootCollapses) {
   ASSERT_GE(before.max_leaf_depth, 3u);
   for (std::uint64_t k = 0; k < 63; ++k) {
     ASSERT_EQ(f.tree->remove(as_key(u64_str(k))), Status::ok);
-    if (k % 7 == 0) ASSERT_NO_FATAL_FAILURE(f.check());
+    if (k % 7 == 0) {
+      ASSERT_NO_FATAL_FAILURE(f.check());
+    }
   }
   ASSERT_EQ(f.tree->upsert(as_key(u64_str(63)), 1), Status::ok);  // a write collapses the root
   EXPECT_EQ(f.n("leaf"), 1u);
