@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "index/nvtree/nvtree_tree.h"
@@ -147,6 +148,29 @@ TEST(NvTreeNodes, RecoveryTimeAgainstKeyCount) {
               << f.tree->recovery_ns() / 1e6 << " ms, rebuild alone " << f.tree->rebuild_ns() / 1e6
               << " ms), leaves " << f.n("leaf") << "\n";
     EXPECT_EQ(f.tree->stats().keys, n);
+  }
+}
+
+// A damaged pool gives corrupt with a message at open, never a crash: a leaf's count past
+// its capacity, a next pointer into the middle of a block, a cycle in the list.
+TEST(NvTreeNodes, DamagedPoolIsCorruptNotACrash) {
+  for (int damage = 0; damage < 3; ++damage) {
+    SCOPED_TRACE("damage " + std::to_string(damage));
+    Fixture f;
+    for (std::uint64_t k = 0; k < 40; ++k) ASSERT_EQ(f.ins(k), Status::ok);
+    std::ostringstream dump;
+    f.tree->dump(dump);
+    EXPECT_NE(dump.str().find("leaf"), std::string::npos);
+    const std::uint64_t head = f.pool->at<nvtree::Anchor>(f.pool->root())->head;
+    auto* first = f.pool->at<nvtree::Leaf>(head);
+    if (damage == 0) first->count = 5;
+    if (damage == 1) first->next += 64;
+    if (damage == 2) f.pool->at<nvtree::Leaf>(first->next)->next = head;
+    f.tree.reset();
+    auto t = NvTree::open(*f.pool);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().code, Status::corrupt);
+    EXPECT_FALSE(t.error().message.empty());
   }
 }
 

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "index/wbtree/wbtree_tree.h"
@@ -163,6 +164,28 @@ TEST(WbTreeNodes, RecoveryTimeAgainstKeyCount) {
     std::cout << "[wbtree recovery] keys " << n << " open " << f.open_ms << " ms, leaves "
               << f.n("leaf") << "\n";
     EXPECT_EQ(f.tree->stats().keys, n);
+  }
+}
+
+// A damaged pool gives corrupt with a message at open, never a crash: a node's capacity,
+// a child pointer into the middle of a block, a slot array naming a free position.
+TEST(WbTreeNodes, DamagedPoolIsCorruptNotACrash) {
+  for (int damage = 0; damage < 3; ++damage) {
+    SCOPED_TRACE("damage " + std::to_string(damage));
+    Fixture f;
+    for (std::uint64_t k = 0; k < 40; ++k) ASSERT_EQ(f.ins(k), Status::ok);
+    std::ostringstream dump;
+    f.tree->dump(dump);
+    EXPECT_NE(dump.str().find("inner"), std::string::npos);
+    auto* root = f.pool->at<wbtree::Node>(f.pool->at<wbtree::Anchor>(f.pool->root())->root);
+    if (damage == 0) root->capacity = 200;
+    if (damage == 1) root->entries()[root->slot[1]].value += 64;
+    if (damage == 2) root->slot[1] = 62;
+    f.tree.reset();
+    auto t = WbTree::open(*f.pool);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().code, Status::corrupt);
+    EXPECT_FALSE(t.error().message.empty());
   }
 }
 
