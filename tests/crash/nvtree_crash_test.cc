@@ -89,6 +89,24 @@ TEST(NvTreeCrash, SampledMixedOperations) {
   }
 }
 
+// The deliberately broken variant (no fence between the new leaves' write-back and the
+// store that links them): the simulator must report it, so these tests can fail.
+TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
+  IndexOptions o;
+  o.words[0] = 4;
+  o.words[1] = 2;
+  o.words[2] = 2;
+  crashsim::Factory broken{"nvtree",
+                           [o](Pool& p) {
+                             auto t = NvTree::create(p, o);
+                             if (t) (*t)->omit_split_fence_for_testing();
+                             return adapt<NvTree>(std::move(t));
+                           },
+                           [](Pool& p) { return adapt<NvTree>(NvTree::open(p)); }};
+  const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
+  EXPECT_FALSE(r.correct()) << r.summary();
+}
+
 TEST(NvTreeCrash, ReopenAfterKill9) {
   KillReopenSpec spec{crashsim::factory_of<NvTree>(), make_keys(Gen::random_bytes, 20000, 17),
                       random_upserts_and_removes(20000)};

@@ -106,6 +106,23 @@ TEST(WbTreeCrash, SampledMixedOperations) {
   }
 }
 
+// The deliberately broken variant (no fence between the new sibling' write-back and the
+// store that logs it): the simulator must report it, so these tests can fail.
+TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
+  IndexOptions o;
+  o.words[0] = 4;
+  o.words[1] = 4;
+  crashsim::Factory broken{"wbtree",
+                           [o](Pool& p) {
+                             auto t = WbTree::create(p, o);
+                             if (t) (*t)->omit_sibling_fence_for_testing();
+                             return adapt<WbTree>(std::move(t));
+                           },
+                           [](Pool& p) { return adapt<WbTree>(WbTree::open(p)); }};
+  const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
+  EXPECT_FALSE(r.correct()) << r.summary();
+}
+
 TEST(WbTreeCrash, ReopenAfterKill9) {
   KillReopenSpec spec{crashsim::factory_of<WbTree>(), make_keys(Gen::random_bytes, 20000, 17),
                       random_upserts_and_removes(20000)};

@@ -214,7 +214,7 @@ Status NvTree::split_leaf(Inner::Pos pos) {
   init_leaf(leaf(l1), cap, two ? l2 : old->next, live.data(), left_n);
   const std::uint64_t pred = inner_.predecessor(pos);
   std::uint64_t* link = pred ? &leaf(pred)->next : &anchor_->head;
-  pm::fence();                   // both new leaves durable before they are linked in
+  if (!omit_split_fence_) pm::fence();  // both new leaves durable before they are linked in
   pm::store_persist(link, l1);  // the split's one pointer store (not the op's commit)
   free_dead_key_blocks(old, live);
   pool_.allocator().free(old_off);  // (the public reimplementation never freed it)

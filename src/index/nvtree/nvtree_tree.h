@@ -49,6 +49,10 @@ class NvTree {
   //! Leaf splits (two new leaves) and compactions (one new leaf) this handle made.
   std::uint64_t splits() const noexcept { return splits_; }
   std::uint64_t compactions() const noexcept { return compactions_; }
+  //! Tests only: a deliberately broken variant whose splits omit the fence that orders the
+  //! new leaves' write-back before the pointer store links them; the crash tests must
+  //! catch it.
+  void omit_split_fence_for_testing() noexcept { omit_split_fence_ = true; }
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -73,6 +77,7 @@ class NvTree {
   nvtree::Anchor* anchor_;
   nvtree::Inner inner_;
   std::uint64_t recovery_ns_ = 0, splits_ = 0, compactions_ = 0;
+  bool omit_split_fence_ = false;
 };
 
 }  // namespace wort

@@ -97,7 +97,7 @@ Status WbTree::split(std::uint64_t n_off, std::uint64_t p_off) {
   Entry upper[kMaxCapacity];
   for (unsigned i = keep; i < nv.n; ++i) upper[i - keep] = n->entries()[nv.pos[i]];
   init_node(node(s_off), n->level, n->capacity, upper, nv.n - keep);
-  pm::fence();
+  if (!omit_sibling_fence_) pm::fence();
   pm::store_persist(&anchor_->log.sibling, s_off);
   if (stop_split_after_ == 2) return Status::io_error;
   // 3. P gets S

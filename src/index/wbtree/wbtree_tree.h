@@ -47,6 +47,9 @@ class WbTree {
   //! Tests only: stop the next split after `step` of its steps (1: log written, 2: sibling
   //! logged, 3: attached to the parent, 4: node truncated), as a crash there would.
   void stop_next_split_after_for_testing(int step) noexcept { stop_split_after_ = step; }
+  //! Tests only: a deliberately broken variant whose splits omit the fence that orders the
+  //! new sibling's write-back before log.sibling names it; the crash tests must catch it.
+  void omit_sibling_fence_for_testing() noexcept { omit_sibling_fence_ = true; }
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -91,6 +94,7 @@ class WbTree {
   wbtree::Anchor* anchor_;
   std::uint64_t splits_redone_ = 0;
   int stop_split_after_ = 0;
+  bool omit_sibling_fence_ = false;
 };
 
 }  // namespace wort
