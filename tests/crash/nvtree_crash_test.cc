@@ -55,6 +55,22 @@ TEST(NvTreeCrash, SplitsAtTheHeadAndAfterAPredecessor) {
                                     ins(u64_str(96), 4), ins(u64_str(1), 5)}));
 }
 
+// A remove in a full leaf compacts it without the key into one new leaf (its commit is the
+// link store), so that a remove needs one block at most (the spare, in a full pool).
+TEST(NvTreeCrash, RemoveInAFullLeafCompactsWithoutTheKey) {
+  EXPECT_CLEAN(run(inserts(10, 4), {rem(u64_str(11)), rem(u64_str(10)), ins(u64_str(11), 2)}));
+  EXPECT_CLEAN(run(inserts(10, 8), {rem(u64_str(16)), rem(u64_str(12))}));
+}
+
+// Removing a leaf's last live key unlinks the leaf (its commit: the predecessor's next, or
+// the anchor's head) and frees it with its key blocks; down to the empty tree.
+TEST(NvTreeCrash, RemoveOfALeafsLastKeyUnlinksTheLeaf) {
+  crashsim::Options drain;
+  drain.drain = true;
+  EXPECT_CLEAN(run(inserts(10, 6), {rem(u64_str(13)), rem(u64_str(14)), rem(u64_str(15)),
+                                    rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12))}, drain));
+}
+
 // Updates fill a leaf with dead entries: the split finds at most half live and compacts.
 TEST(NvTreeCrash, CompactionIntoOneLeaf) {
   EXPECT_CLEAN(run(inserts(10, 2), {ups(u64_str(10), 1), ups(u64_str(10), 2), ups(u64_str(11), 3),
@@ -81,6 +97,7 @@ TEST(NvTreeCrash, SampledMixedOperations) {
     SCOPED_TRACE(std::string(to_string(g)));
     const MixedBatch b = sampled_mix(make_keys(g, 160, 11), 120, 24);
     crashsim::Options o;
+    o.drain = true;
     o.seed = 3;
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;

@@ -66,9 +66,11 @@ void Inner::rebuild(std::vector<LeafRef> leaves) {
     Pln p;
     p.sep.reserve(pln_cap_ + 1);
     p.leaf.reserve(pln_cap_ + 1);
+    p.live.reserve(pln_cap_ + 1);
     for (std::size_t j = i; j < leaves.size() && j < i + fill_; ++j) {
       p.sep.push_back(leaves[j].sep);
       p.leaf.push_back(leaves[j].leaf);
+      p.live.push_back(leaves[j].live);
     }
     plns_.push_back(std::move(p));
   }
@@ -116,20 +118,33 @@ std::uint64_t Inner::predecessor(Pos pos) const noexcept {
   return 0;
 }
 
-void Inner::replace(Pos pos, std::uint64_t left, std::uint64_t right, const Sep& sep) {
+void Inner::replace(Pos pos, std::uint64_t left, std::uint32_t left_live, std::uint64_t right,
+                    std::uint32_t right_live, const Sep& sep) {
   Pln& p = plns_[pos.pln];
   p.leaf[pos.idx] = left;
+  p.live[pos.idx] = left_live;
   if (right == 0) return;
   p.sep.insert(p.sep.begin() + pos.idx + 1, sep);
   p.leaf.insert(p.leaf.begin() + pos.idx + 1, right);
+  p.live.insert(p.live.begin() + pos.idx + 1, right_live);
   if (p.leaf.size() > pln_cap_) rebuild(all());  // the PLN overflowed: rebuild everything
+}
+
+void Inner::erase(Pos pos) {
+  Pln& p = plns_[pos.pln];
+  // The first separator is a lower bound only: the next leaf inherits it.
+  if (pos.idx + 1 < p.sep.size() && pos.idx == 0) p.sep[1] = p.sep[0];
+  p.sep.erase(p.sep.begin() + pos.idx);
+  p.leaf.erase(p.leaf.begin() + pos.idx);
+  p.live.erase(p.live.begin() + pos.idx);
+  if (p.leaf.empty()) rebuild(all());
 }
 
 std::vector<LeafRef> Inner::all() const {
   std::vector<LeafRef> out;
   out.reserve(leaves());
   for (const Pln& p : plns_)
-    for (std::size_t i = 0; i < p.leaf.size(); ++i) out.push_back({p.sep[i], p.leaf[i]});
+    for (std::size_t i = 0; i < p.leaf.size(); ++i) out.push_back({p.sep[i], p.leaf[i], p.live[i]});
   return out;
 }
 
@@ -147,7 +162,8 @@ std::size_t Inner::in_nodes() const noexcept {
 
 std::size_t Inner::dram_bytes() const noexcept {
   std::size_t b = plns_.capacity() * sizeof(Pln);
-  for (const Pln& p : plns_) b += p.sep.capacity() * sizeof(Sep) + p.leaf.capacity() * 8;
+  for (const Pln& p : plns_)
+    b += p.sep.capacity() * sizeof(Sep) + p.leaf.capacity() * 8 + p.live.capacity() * 4;
   for (const Level& lv : levels_) b += lv.key.capacity() * sizeof(Sep) + lv.count.capacity() * 4;
   for (const std::string& s : arena_) b += sizeof(std::string) + (s.size() > 15 ? s.capacity() : 0);
   return b;

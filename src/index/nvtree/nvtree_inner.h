@@ -27,6 +27,7 @@ struct Sep {
 struct LeafRef {
   Sep sep;
   std::uint64_t leaf = 0;
+  std::uint32_t live = 0;  //!< live keys in the leaf (so a remove knows it empties it)
 };
 
 class Inner {
@@ -45,11 +46,15 @@ class Inner {
   //! The PLN slot whose leaf covers p. Precondition: !empty().
   Pos find(const Probe& p) const noexcept;
   std::uint64_t leaf_at(Pos pos) const noexcept { return plns_[pos.pln].leaf[pos.idx]; }
+  std::uint32_t& live_at(Pos pos) noexcept { return plns_[pos.pln].live[pos.idx]; }
   //! The leaf before pos in key order, or 0 if pos holds the first leaf.
   std::uint64_t predecessor(Pos pos) const noexcept;
   //! The leaf at pos became `left`; `right` (if non-zero) follows it with separator `sep`.
   //! Rebuilds everything if the PLN overflows.
-  void replace(Pos pos, std::uint64_t left, std::uint64_t right, const Sep& sep);
+  void replace(Pos pos, std::uint64_t left, std::uint32_t left_live, std::uint64_t right,
+               std::uint32_t right_live, const Sep& sep);
+  //! The leaf at pos left the list. Rebuilds everything if its PLN becomes empty.
+  void erase(Pos pos);
 
   //! Every (separator, leaf) in key order.
   std::vector<LeafRef> all() const;
@@ -71,6 +76,7 @@ class Inner {
   struct Pln {
     std::vector<Sep> sep;
     std::vector<std::uint64_t> leaf;
+    std::vector<std::uint32_t> live;
   };
   struct Level {
     std::vector<Sep> key;          //!< node j's keys at [j*F, j*F + count[j])

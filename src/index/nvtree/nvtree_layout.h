@@ -3,7 +3,7 @@
 // linked list in key order; the inner nodes (PLNs and INs) are DRAM, rebuilt from the list.
 //
 // Blocks:
-//   Anchor (64 B, the pool root)    magic, head of the leaf list, capacities
+//   Anchor (64 B, the pool root)    magic, head of the leaf list, capacities, spare leaf
 //   Leaf   (64 B + cap x 24 B)      append-only log of insert / delete entries
 //   KeyBlock (8 B + key bytes)      a key longer than 8 bytes
 //
@@ -81,10 +81,12 @@ struct Anchor {
   std::uint32_t pln_capacity;   //!< leaves per parent-of-leaf node (DRAM)
   std::uint32_t in_fanout;      //!< children per inner node (DRAM)
   std::uint32_t rebuild_fill;   //!< leaves per PLN after a rebuild
-  std::uint64_t reserved[4];
+  std::uint64_t spare;          //!< a leaf block held in reserve (0: none), so that a
+                                //!< remove in a full leaf never fails for lack of space
+  std::uint64_t reserved[3];
 };
 static_assert(std::is_standard_layout_v<Anchor> && sizeof(Anchor) == 64);
-static_assert(offsetof(Anchor, head) == 8);
+static_assert(offsetof(Anchor, head) == 8 && offsetof(Anchor, spare) == 32);
 
 inline constexpr std::uint64_t kAnchorMagic = 0x3145455254564e35ull;  // "5NVTREE1"
 

@@ -54,8 +54,14 @@ Result<std::unique_ptr<NvTree>> NvTree::create(Pool& pool, const IndexOptions& o
   image.pln_capacity = *pln;
   image.in_fanout = *fan;
   image.rebuild_fill = *fill;
+  // The spare leaf is reserved from the start, so an empty tree always holds the same blocks.
+  if (Status s = pool.allocator().allocate(leaf_bytes(image.leaf_capacity), &image.spare); s != Status::ok)
+    return Error{s, "nvtree: no space for the spare leaf"};
   auto anchor = kit::create_anchor(pool, kKind, image);  // the create commit: the pool root
-  if (!anchor) return anchor.error();
+  if (!anchor) {
+    pool.allocator().free(image.spare);
+    return anchor.error();
+  }
   return std::unique_ptr<NvTree>(new NvTree(pool, *anchor));
 }
 
@@ -80,8 +86,8 @@ void NvTree::rebuild_from_leaves() {
   bool have_prev = false;
   for (std::uint64_t off = anchor_->head; off != 0; off = leaf(off)->next) {
     std::string sep = have_prev ? prev_max + std::string(1, '\0') : std::string();
-    refs.push_back({inner_.make_sep(as_key(sep)), off});
     live_sorted(base(), leaf(off), live);
+    refs.push_back({inner_.make_sep(as_key(sep)), off, static_cast<std::uint32_t>(live.size())});
     if (!live.empty()) {
       std::array<std::byte, 8> buf;
       prev_max = std::string(as_string(entry_key(base(), live.back(), buf)));
@@ -140,7 +146,7 @@ Status NvTree::insert_first_leaf(const Probe& p, Value v) {
   }
   init_leaf(leaf(off), anchor_->leaf_capacity, 0, &e, 1);
   pm::publish(&anchor_->head, off);  // the commit: the list's first leaf
-  inner_.rebuild({{inner_.make_sep(Key{}), off}});
+  inner_.rebuild({{inner_.make_sep(Key{}), off, 1}});
   return Status::ok;
 }
 
@@ -149,6 +155,7 @@ Status NvTree::put(Key k, Value v, PutMode mode) {
   const Probe p(k);
   if (anchor_->head == 0)
     return mode == PutMode::update ? Status::not_found : insert_first_leaf(p, v);
+  ensure_spare();
   for (;;) {
     const Inner::Pos pos = inner_.find(p);
     Leaf* l = leaf(inner_.leaf_at(pos));
@@ -167,26 +174,61 @@ Status NvTree::put(Key k, Value v, PutMode mode) {
     if (present) e[0] = {p.prefix, meta | kDeleteFlag, 0};
     e[n - 1] = {p.prefix, meta, v};
     append_and_commit(l, e, n);  // the commit: the leaf's count
+    if (!present) ++inner_.live_at(pos);
     return Status::ok;
   }
 }
 
+// A remove appends a delete entry; in a full leaf it instead compacts the leaf's live
+// entries, less the removed key, into one new leaf (taken from the spare if the pool is
+// full), so that a remove never fails for lack of space.
 Status NvTree::remove(Key k) {
   if (anchor_->head == 0 || k.size() > kMaxKeyLength) return Status::not_found;
   const Probe p(k);
-  for (;;) {
-    const Inner::Pos pos = inner_.find(p);
-    Leaf* l = leaf(inner_.leaf_at(pos));
-    const int i = find_latest(base(), l, p);
-    if (i < 0 || is_delete(l->entries()[i])) return Status::not_found;
-    if (l->count + 1 > l->capacity) {
-      if (Status s = split_leaf(pos); s != Status::ok) return s;
-      continue;
-    }
-    const Entry del{p.prefix, key_meta(l->entries()[i]) | kDeleteFlag, 0};
-    append_and_commit(l, &del, 1);  // the commit: the leaf's count
+  ensure_spare();
+  const Inner::Pos pos = inner_.find(p);
+  Leaf* l = leaf(inner_.leaf_at(pos));
+  const int i = find_latest(base(), l, p);
+  if (i < 0 || is_delete(l->entries()[i])) return Status::not_found;
+  if (inner_.live_at(pos) == 1) return unlink_leaf(pos);  // the commit: the link store
+  if (l->count + 1 > l->capacity) return split_leaf(pos, &p);  // the commit: the link store
+  const Entry del{p.prefix, key_meta(l->entries()[i]) | kDeleteFlag, 0};
+  append_and_commit(l, &del, 1);  // the commit: the leaf's count
+  --inner_.live_at(pos);
+  return Status::ok;
+}
+
+// The remove of a leaf's last live key takes the leaf out of the list (one store into the
+// predecessor's next or the anchor's head: the commit), then frees it and its key blocks,
+// so that removing every key gives the space back.
+Status NvTree::unlink_leaf(Inner::Pos pos) {
+  const std::uint64_t off = inner_.leaf_at(pos);
+  const Leaf* l = leaf(off);
+  const std::uint64_t pred = inner_.predecessor(pos);
+  pm::commit(pred ? &leaf(pred)->next : &anchor_->head, l->next);
+  free_dead_key_blocks(l, {});
+  pool_.allocator().free(off);
+  inner_.erase(pos);
+  return Status::ok;
+}
+
+// Re-reserves the spare leaf a split took: a structural store before the operation's commit.
+void NvTree::ensure_spare() {
+  if (anchor_->spare != 0) return;
+  std::uint64_t off = 0;
+  if (pool_.allocator().allocate(leaf_bytes(anchor_->leaf_capacity), &off) != Status::ok) return;
+  pm::store_persist(&anchor_->spare, off);
+}
+
+// A block for a new leaf: the allocator's, or else the spare (unnamed first: a block must not
+// be reachable twice; a crash before the link frees it and the next operation re-reserves).
+Status NvTree::allocate_leaf(std::uint64_t* off) {
+  if (pool_.allocator().allocate(leaf_bytes(anchor_->leaf_capacity), off) == Status::ok)
     return Status::ok;
-  }
+  if (anchor_->spare == 0) return Status::out_of_space;
+  *off = anchor_->spare;
+  pm::store_persist(&anchor_->spare, std::uint64_t{0});
+  return Status::ok;
 }
 
 // A full leaf's live entries, in key order, go to two new leaves (or, when at most half a
@@ -194,18 +236,22 @@ Status NvTree::remove(Key k) {
 // the predecessor's `next` (or the anchor's head) swaps them in; then the old leaf and the
 // key blocks only dead entries named are freed, and the DRAM PLN is updated (a PLN
 // overflow rebuilds the whole inner structure). Structural: the key set is unchanged.
-Status NvTree::split_leaf(Inner::Pos pos) {
+Status NvTree::split_leaf(Inner::Pos pos, const Probe* drop) {
   const std::uint64_t old_off = inner_.leaf_at(pos);
   const Leaf* old = leaf(old_off);
   std::vector<Entry> live;
   live_sorted(base(), old, live);
+  assert(live.size() == inner_.live_at(pos));
+  if (drop) {  // a remove in a full leaf: compact without its key, in one new leaf
+    std::erase_if(live, [&](const Entry& e) { return compare(base(), e, *drop) == 0; });
+  }
   const unsigned cap = anchor_->leaf_capacity;
-  const bool two = live.size() > cap / 2;
+  const bool two = !drop && live.size() > cap / 2;
   const std::size_t left_n = two ? live.size() / 2 : live.size();
   std::uint64_t l1 = 0, l2 = 0;
-  if (Status s = pool_.allocator().allocate(leaf_bytes(cap), &l1); s != Status::ok) return s;
+  if (Status s = allocate_leaf(&l1); s != Status::ok) return s;
   if (two) {
-    if (Status s = pool_.allocator().allocate(leaf_bytes(cap), &l2); s != Status::ok) {
+    if (Status s = allocate_leaf(&l2); s != Status::ok) {
       pool_.allocator().free(l1);
       return s;
     }
@@ -214,8 +260,12 @@ Status NvTree::split_leaf(Inner::Pos pos) {
   init_leaf(leaf(l1), cap, two ? l2 : old->next, live.data(), left_n);
   const std::uint64_t pred = inner_.predecessor(pos);
   std::uint64_t* link = pred ? &leaf(pred)->next : &anchor_->head;
-  if (!omit_split_fence_) pm::fence();  // both new leaves durable before they are linked in
-  pm::store_persist(link, l1);  // the split's one pointer store (not the op's commit)
+  if (drop) {
+    pm::publish(link, l1);  // the remove's commit: the compacted leaf lacks the key
+  } else {
+    if (!omit_split_fence_) pm::fence();  // both new leaves durable before they are linked in
+    pm::store_persist(link, l1);  // the split's one pointer store (not the op's commit)
+  }
   free_dead_key_blocks(old, live);
   pool_.allocator().free(old_off);  // (the public reimplementation never freed it)
   Sep sep;
@@ -226,7 +276,8 @@ Status NvTree::split_leaf(Inner::Pos pos) {
   } else {
     ++compactions_;
   }
-  inner_.replace(pos, l1, l2, sep);
+  inner_.replace(pos, l1, static_cast<std::uint32_t>(left_n), l2,
+                 static_cast<std::uint32_t>(live.size() - left_n), sep);
   return Status::ok;
 }
 

@@ -67,7 +67,10 @@ class NvTree {
   Status put(Key k, Value v, PutMode mode);
   Status insert_first_leaf(const Probe& p, Value v);
   Status key_meta_for(const Probe& p, const Leaf* l, int latest, std::uint64_t* meta);
-  Status split_leaf(nvtree::Inner::Pos pos);
+  Status split_leaf(nvtree::Inner::Pos pos, const Probe* drop = nullptr);
+  Status allocate_leaf(std::uint64_t* off);
+  Status unlink_leaf(nvtree::Inner::Pos pos);
+  void ensure_spare();
   void free_dead_key_blocks(const Leaf* l, const std::vector<Entry>& live);
   void rebuild_from_leaves();
   bool scan_from(const Probe* from, const Probe* hi, std::size_t max, std::size_t& n,

@@ -3,10 +3,13 @@
 // The checked walk follows the leaf list from the anchor: each leaf a carved, 64-aligned
 // block reached once (a cycle fails), its capacity the anchor's, count <= capacity, every
 // key block its entries name (once per leaf: entries of one key share it) carved, with a
-// length <= kMaxKeyLength and its bytes inside the block.
+// length <= kMaxKeyLength and its bytes inside the block, and each entry's prefix that of
+// its key (inline keys zero-padded), since comparisons — and the sorts of the replay — rely
+// on one form per key. The anchor's spare leaf: a leaf block, not in the list.
 // verify() then checks, leaf by leaf in list order: inline keys zero-padded; live keys
 // strictly above every live key of the leaves before; the DRAM inner structure lists
-// exactly the list's leaves in order, each leaf's live keys within its separators.
+// exactly the list's leaves in order, with their live counts, each leaf's live keys within
+// its separators.
 #include <algorithm>
 #include <array>
 #include <iomanip>
@@ -36,9 +39,11 @@ Result<void> walk_leaves(const Pool& pool, const Anchor& a, OnLeaf&& on_leaf, On
     if (!w.fits(off, off, leaf_bytes(l->capacity), "leaf entries")) return;
     if (l->count > l->capacity) { w.fail("leaf" + at + " has count " + std::to_string(l->count)); return; }
     blocks.clear();
-    for (std::uint64_t i = 0; i < l->count; ++i) {
-      const std::uint64_t m = key_meta(l->entries()[i]);
+    for (std::uint64_t i = 0; i < l->count; ++i) {  // inline keys canonical (zero-padded)
+      const Entry& e = l->entries()[i];
+      const std::uint64_t m = key_meta(e);
       if (m > kMaxInline) blocks.push_back(m);
+      else if (m < 8 && (e.prefix << (8 * m)) != 0) { w.fail("leaf" + at + " has an inline key that is not zero-padded"); return; }
     }
     std::sort(blocks.begin(), blocks.end());
     blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
@@ -49,6 +54,14 @@ Result<void> walk_leaves(const Pool& pool, const Anchor& a, OnLeaf&& on_leaf, On
       if (!w.fits(b, b, sizeof(KeyBlock) + len, "key bytes")) return;
       on_key(b);
     }
+    // every entry's prefix agrees with its key block (comparisons rely on one form per key)
+    for (std::uint64_t i = 0; i < l->count; ++i) {
+      const Entry& e = l->entries()[i];
+      const std::uint64_t m = key_meta(e);
+      if (m <= kMaxInline) continue;
+      const auto* kb = pool.at<KeyBlock>(m);
+      if (key_prefix({reinterpret_cast<const std::byte*>(kb + 1), kb->len}) != e.prefix) { w.fail("leaf" + at + " has an entry whose prefix disagrees with its key block"); return; }
+    }
     on_leaf(off, *l);
     if (l->next != 0) w.push(l->next, 0);
   });
@@ -58,8 +71,26 @@ Result<void> walk_leaves(const Pool& pool, const Anchor& a, OnLeaf&& on_leaf, On
 
 Result<void> NvTree::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
-  return walk_leaves(pool_, *anchor_, [&](std::uint64_t off, const Leaf&) { v(off); },
-                     [&](std::uint64_t off) { v(off); });
+  if (const std::uint64_t sp = anchor_->spare; sp != 0) {  // content never read
+    if (!kit::BlockCheck(pool_).holds(sp, leaf_bytes(anchor_->leaf_capacity), 64))
+      return Error{Status::corrupt, "nvtree: spare leaf " + kit::CheckedWalk::hex(sp) +
+                                        " is not a leaf block of this pool"};
+  }
+  auto r = walk_leaves(pool_, *anchor_,
+                       [&](std::uint64_t off, const Leaf&) {
+                         if (off == anchor_->spare) return;  // reported below as corrupt
+                         v(off);
+                       },
+                       [&](std::uint64_t off) { v(off); });
+  if (!r) return r;
+  if (anchor_->spare != 0) {
+    bool in_list = false;
+    for (std::uint64_t off = anchor_->head; off != 0 && !in_list; off = leaf(off)->next)
+      in_list = off == anchor_->spare;
+    if (in_list) return Error{Status::corrupt, "nvtree: the spare leaf is also in the list"};
+    v(anchor_->spare);
+  }
+  return {};
 }
 
 Result<void> NvTree::verify() const {
@@ -81,6 +112,7 @@ Result<void> NvTree::verify() const {
       if (m < 8 && (e.prefix << (8 * m)) != 0) return fail(off, "inline key not zero-padded");
     }
     live_sorted(base(), l, live);
+    if (live.size() != refs[i].live) return fail(off, "live count in DRAM disagrees");
     std::array<std::byte, 8> b1, b2;
     for (const Entry& e : live) {
       const std::string k(as_string(entry_key(base(), e, b1)));
@@ -126,6 +158,8 @@ IndexStats NvTree::stats() const {
   s.nodes["in"] = inner_.in_nodes();
   s.nodes["keyblock"] = keyblocks;
   s.nodes["rebuilds"] = inner_.rebuilds();
+  s.nodes["spare"] = anchor_->spare != 0;
+  if (anchor_->spare != 0) s.pm_bytes += a.block_size(anchor_->spare);
   return s;
 }
 

@@ -4,8 +4,9 @@
 // Checked before a reader may trust them: each node block (aligned, carved, reached once),
 // its capacity (4..63, the anchor's for its kind), its level (one below its parent's), its
 // bitmap (no entry past the capacity), a valid slot array (count = valid entries, positions
-// distinct, valid, inside the node), each key block (carved, length <= kMaxKeyLength, bytes
-// inside the block).
+// distinct, valid, inside the node), each key form (inline keys zero-padded; a key block
+// carved, length 9..kMaxKeyLength, bytes inside the block, prefix equal to the entry's):
+// comparisons, and so the sorts of readers, rely on one form per key.
 //
 // While log.sibling names S (a split past step 2), S is walked first and N's entries that S
 // also holds (same prefix and meta) are not followed again, so every block is reached once
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "index/common/checked_walk.h"
+#include "index/wbtree/wbtree_key.h"
 #include "index/wbtree/wbtree_layout.h"
 #include "wort/key.h"
 #include "wort/pool.h"
@@ -83,11 +85,15 @@ Result<void> walk_tree(const Pool& pool, const Anchor& a, OnNode&& on_node, OnKe
         for (const auto& [pr, me] : moved) m |= pr == e.prefix && me == e.meta;
         if (m) continue;
       }
-      if (e.meta > kMaxInline) {
+      if (e.meta <= kMaxInline) {  // canonical (zero-padded), or comparisons disagree
+        if (e.meta < 8 && (e.prefix << (8 * e.meta)) != 0) { w.fail("node" + at + " has an inline key that is not zero-padded"); return; }
+      } else {
         if (!w.enter(e.meta, sizeof(KeyBlock), 16, "key block")) return;
-        const std::uint64_t len = pool.at<KeyBlock>(e.meta)->len;
+        const auto* kb = pool.at<KeyBlock>(e.meta);
+        const std::uint64_t len = kb->len;
         if (len <= kMaxInline || len > kMaxKeyLength) { w.fail("key block at " + kit::CheckedWalk::hex(e.meta) + " has length " + std::to_string(len)); return; }
         if (!w.fits(e.meta, e.meta, sizeof(KeyBlock) + len, "key bytes")) return;
+        if (key_prefix({reinterpret_cast<const std::byte*>(kb + 1), len}) != e.prefix) { w.fail("node" + at + " has an entry whose prefix disagrees with its key block"); return; }
         on_key(e.meta);
       }
       if (n->level == 0) continue;
