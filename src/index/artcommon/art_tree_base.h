@@ -71,13 +71,21 @@ void ArtTree<F>::free_ref(Ref r) {
 
 template <ArtFlavor F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOptions&) {
+  // Remove's reserve goes into the anchor image, so the create commit (the pool root)
+  // publishes it with the anchor: no store after the commit. A spare the pool has no room
+  // for stays 0 (the first remove reserves it).
   Anchor img{};
   img.magic = F::kAnchorMagic;
+  for (unsigned i = 0; i < 4; ++i)
+    if (pool.allocator().allocate(node_bytes(spare_type(i)), &img.spare[i]) != Status::ok)
+      img.spare[i] = 0;
   auto a = kit::create_anchor(pool, F::kKind, img);
-  if (!a) return a.error();
-  std::unique_ptr<ArtTree> t(new ArtTree(pool, *a));
-  t->reserve_spares();
-  return t;
+  if (!a) {
+    for (std::uint64_t spare : img.spare)
+      if (spare != 0) pool.allocator().free(spare);
+    return a.error();
+  }
+  return std::unique_ptr<ArtTree>(new ArtTree(pool, *a));
 }
 
 //! The checked walk (inside kit::recover) comes first: repair then follows only pointers
