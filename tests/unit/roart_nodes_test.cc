@@ -88,6 +88,44 @@ TEST(RoartNodes, LeafArrayThresholds) {
   ASSERT_TRUE(g.check(4));
 }
 
+//! Slots of the leaf array at the root (0 if the root is not an array).
+unsigned root_array_cap(DiffChecker& d) {
+  auto* anchor = d.pool().at<roart::Anchor>(d.pool().root());
+  if (!roart::is_array(anchor->root)) return 0;
+  return d.pool().at<roart::LeafArray>(roart::ref_offset(anchor->root))->cap;
+}
+
+// Leaf arrays come in 4, 12, 28 and 64 slots (the paper's "leaf arrays with various sizes",
+// §4 Fig. 20): the second key makes an array of 4, a full one is copied into the next size,
+// a full 64 splits; removes shrink 64→28 at 14 leaves, 28→12 at 6, 12→4 at 2.
+TEST(RoartNodes, LeafArraySizesUpAndDown) {
+  DiffChecker d(factory(0), 16u << 20);
+  const std::pair<unsigned, unsigned> up[] = {{2, 4},   {4, 4},   {5, 12}, {12, 12},
+                                              {13, 28}, {28, 28}, {29, 64}, {64, 64}};
+  unsigned n = 0;
+  for (auto [target, cap] : up) {
+    while (n < target) d.insert(child_key(n++), n);
+    EXPECT_EQ(root_array_cap(d), cap) << target << " leaves";
+    ASSERT_TRUE(d.check(target));
+  }
+  const std::pair<unsigned, unsigned> down[] = {{15, 64}, {14, 28}, {7, 28}, {6, 12},
+                                                {3, 12},  {2, 4},   {1, 4}};
+  for (auto [target, cap] : down) {
+    while (n > target) d.remove(child_key(--n));
+    EXPECT_EQ(root_array_cap(d), cap) << target << " leaves";
+    ASSERT_TRUE(d.check(100 + target));
+  }
+  d.remove(child_key(--n));
+  EXPECT_EQ(d.index().stats().keys, 0u);
+  // an array of 4 is one cache line: header and slots (64-byte aligned block of 64 bytes)
+  DiffChecker e(factory(0), 16u << 20);
+  e.insert(child_key(1), 1);
+  e.insert(child_key(2), 2);
+  auto* anchor = e.pool().at<roart::Anchor>(e.pool().root());
+  EXPECT_EQ(roart::ref_offset(anchor->root) % 64, 0u);
+  EXPECT_EQ(e.pool().allocator().block_size(roart::ref_offset(anchor->root)), 64u);
+}
+
 // After a reopen (a new pool generation) every node's volatile metadata is stale and is
 // rebuilt once, on first touch, by readers and writers alike.
 TEST(RoartNodes, GenerationCheckRebuildsEachNodeOnce) {
@@ -199,6 +237,19 @@ TEST(RoartNodes, PersistenceCountsPerOperationType) {
     EXPECT_EQ(x.flushes, 3u);
     EXPECT_EQ(x.fences, 2u);
     print("bare leaf -> leaf array of 2 (LC)", x);
+  }
+  // a full array of 4 grows into one of 12: leaf + the copy (2 lines) + pointer, 2 fences
+  {
+    DiffChecker d(factory(0), 16u << 20);
+    for (unsigned i = 0; i < 4; ++i) d.insert(u64_str(0x100 + i), i);
+    std::uint64_t warm;  // carve the 128-byte class's chunk outside the measured insert
+    ASSERT_EQ(d.pool().allocator().allocate(128, &warm), Status::ok);
+    d.pool().allocator().free(warm);
+    const Cost x = cost_of([&] { d.insert(u64_str(0x200), 7); });
+    EXPECT_EQ(x.flushes, 3u);
+    EXPECT_EQ(x.lines, 4u);
+    EXPECT_EQ(x.fences, 2u);
+    print("leaf array of 4 grows to 12", x);
   }
   // internal (prefix) split: leaf, new N4, old node's prefix, pointer: 4 flushes; 2 fences
   // with MO, 4 without

@@ -35,16 +35,18 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
       return;
     }
     if (is_array(r)) {
-      if (!w.enter(off, sizeof(LeafArray), 64, "leaf array")) return;
+      if (!w.enter(off, offsetof(LeafArray, slot), 64, "leaf array")) return;
       const LeafArray* a = array(r);
-      if (a->type != NodeType::leaf_array) {
+      if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap)) {
         w.fail("leaf array at " + kit::CheckedWalk::hex(off) + " has type byte " +
-               std::to_string(static_cast<unsigned>(a->type)));
+               std::to_string(static_cast<unsigned>(a->type)) + ", size " +
+               std::to_string(static_cast<unsigned>(a->cap)));
         return;
       }
+      if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
       v(off);
-      for (LeafSlot s : a->slot)
-        if (s != 0) w.push(slot_leaf(s) | kTagLeaf, level + 1);
+      for (unsigned i = 0; i < a->cap; ++i)
+        if (a->slot[i] != 0) w.push(slot_leaf(a->slot[i]) | kTagLeaf, level + 1);
       return;
     }
     if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
@@ -105,7 +107,7 @@ Result<void> Roart::check_ref(Ref r, unsigned depth, std::string& path, CheckSta
   const LeafArray* a = array(r);
   std::uint64_t bits = 0;
   std::vector<Key> keys;
-  for (unsigned i = 0; i < kArraySlots; ++i) {
+  for (unsigned i = 0; i < a->cap; ++i) {
     if (a->slot[i] == 0) continue;
     bits |= std::uint64_t{1} << i;
     const Leaf* l = slot_leaf_ptr(a->slot[i]);
@@ -190,7 +192,8 @@ void Roart::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const {
     return;
   }
   if (is_array(r)) {
-    os << "leaf_array (" << count_slots(array(r)) << " leaves)\n";
+    os << "leaf_array (" << count_slots(array(r)) << " of " << unsigned{array(r)->cap}
+       << " slots)\n";
     return;
   }
   const NodeBase* n = node(r);

@@ -76,10 +76,12 @@ Status Roart::new_child(Key k, Value v, Ref* out) {
   return Status::ok;
 }
 
+//! A new array of the smallest size that holds the n items (written back, not fenced).
 Status Roart::make_array(const ArrayItem* items, unsigned n, Ref* out) {
+  const unsigned cap = array_cap_for(n);
   std::uint64_t off;
-  if (Status s = pool_.allocator().allocate(sizeof(LeafArray), &off); s != Status::ok) return s;
-  build_array(pool_.at<LeafArray>(off), items, n, gen_);
+  if (Status s = pool_.allocator().allocate(array_bytes(cap), &off); s != Status::ok) return s;
+  build_array(pool_.at<LeafArray>(off), cap, items, n, gen_);
   *out = off | kTagArray;
   return Status::ok;
 }
@@ -143,7 +145,26 @@ Status Roart::put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool 
   std::uint64_t fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
   if (add_to_array(a, fp, fresh, node_flags())) return Status::ok;
+  if (a->cap < kArraySlots) return grow_array(slot, a, fresh, fp);
   return split_array(slot, a, depth, fresh, fp);
+}
+
+//! A full array smaller than 64 and the new leaf: a copy of the next size holding both,
+//! published in the parent's slot (the leaves are not copied).
+Status Roart::grow_array(ChildSlot slot, const LeafArray* a, std::uint64_t fresh,
+                         std::uint16_t fp) {
+  ArrayItem items[kArraySlots];
+  unsigned n = array_items(a, items);
+  items[n++] = {fp, fresh};
+  Ref grown;
+  if (Status s = make_array(items, n, &grown); s != Status::ok) {
+    pool_.allocator().free(fresh);
+    return s;
+  }
+  const Ref old = slot.get();
+  pm::publish(slot.word, slot.encode(grown));
+  free_ref(old);
+  return Status::ok;
 }
 
 //! A full array and the new leaf: split at the first byte P where the 65 keys differ into
@@ -152,8 +173,7 @@ Status Roart::put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool 
 Status Roart::split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
                           std::uint16_t fp) {
   ArrayItem items[kArraySlots + 1];
-  unsigned n = 0;
-  for (LeafSlot s : a->slot) items[n++] = {slot_fp(s), slot_leaf(s)};
+  unsigned n = array_items(a, items);
   items[n++] = {fp, fresh};
   auto key_of = [&](const ArrayItem& it) { return leaf_key(pool_.at<Leaf>(it.leaf)); };
   const Key k0 = key_of(items[0]);

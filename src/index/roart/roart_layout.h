@@ -40,7 +40,15 @@
 //         N48 index[256] V, zentry[48]            (704 bytes)
 //         N256 child[256] (plain references)      (2112 bytes)
 //
-// Leaf array (576 bytes): [ type | pad | generation P | bitmap V | lock V | pad ] slot[64]
+// Leaf array (32 + 8 * cap bytes; cap = 4, 12, 28 or 64 slots, fixed when it is built):
+//
+//   0      1     2        8            16         24       32                  32 + 8*cap
+//   +------+-----+--------+------------+----------+--------+-------------------+
+//   | type | cap |  pad   | generation |  bitmap  |  lock  | slot[0 .. cap-1]  |
+//   |  P   |  P  |        | P (lazy)   |    V     |   V    |        P          |
+//   +------+-----+--------+------------+----------+--------+-------------------+
+//   cap 4 = 64 bytes: header and slots in ONE cache line; 12 = 128, 28 = 256, 64 = 544.
+//   A full array of cap < 64 is copied into the next size (grow); a full 64 splits.
 // Leaf (16 + key_len bytes): [ value 8 | key_len 4 | pad 4 | key bytes ]
 #pragma once
 
@@ -82,8 +90,12 @@ inline std::uint64_t slot_leaf(LeafSlot s) noexcept { return s & kRefMask; }
 inline constexpr std::size_t kMaxRoartKey = 65000;
 //! Prefix bytes held in the prefix word; longer compressed paths are checked at a leaf.
 inline constexpr unsigned kStoredPrefix = 6;
-//! Leaves per leaf array (the paper's m).
+//! Leaves per leaf array at most (the paper's m).
 inline constexpr unsigned kArraySlots = 64;
+//! Leaf-array sizes (slots): the paper fixes m = 64 and notes the space that wastes on
+//! sparse arrays (§4, Fig. 20: "we can use the approach of ART to provide leaf arrays with
+//! various sizes"); these fill the allocator's 64/128/256/576-byte classes.
+inline constexpr unsigned kArrayCaps[] = {4, 12, 28, 64};
 
 enum class NodeType : std::uint8_t { n4 = 1, n16 = 2, n48 = 3, n256 = 4, leaf_array = 5 };
 
@@ -145,15 +157,22 @@ static_assert(offsetof(Node256, child) == 64 && sizeof(Node256) == 2112);
 
 struct LeafArray {
   NodeType type;             //!< P: leaf_array
-  std::uint8_t pad0[7];
+  std::uint8_t cap;          //!< P: slots in this block (one of kArrayCaps), never changes
+  std::uint8_t pad0[6];
   std::uint64_t generation;  //!< P, lazily (as in NodeBase)
   std::uint64_t bitmap;      //!< V: bit i = slot i used
   std::uint64_t lock;        //!< V
-  std::uint64_t pad1[4];
-  LeafSlot slot[kArraySlots];  //!< P: the commit word of an add / remove in the array
+  //! P: the commit word of an add / remove in the array. Only slot[0, cap) exist: the
+  //! block is array_bytes(cap) long.
+  LeafSlot slot[kArraySlots];
 };
-static_assert(offsetof(LeafArray, generation) == 8 && offsetof(LeafArray, bitmap) == 16);
-static_assert(offsetof(LeafArray, slot) == 64 && sizeof(LeafArray) == 576);
+static_assert(offsetof(LeafArray, cap) == 1 && offsetof(LeafArray, generation) == 8);
+static_assert(offsetof(LeafArray, bitmap) == 16 && offsetof(LeafArray, lock) == 24);
+static_assert(offsetof(LeafArray, slot) == 32);
+//! Bytes of a leaf array of `cap` slots.
+constexpr std::size_t array_bytes(unsigned cap) noexcept { return offsetof(LeafArray, slot) + 8 * cap; }
+static_assert(array_bytes(4) == 64 && array_bytes(12) == 128 && array_bytes(28) == 256);
+static_assert(array_bytes(kArraySlots) == 544 && kArrayCaps[3] == kArraySlots);
 
 struct Leaf {
   std::uint64_t value;  //!< P: commit word of upsert / update
@@ -180,6 +199,6 @@ struct Anchor {
   std::uint64_t pad[5];
 };
 static_assert(sizeof(Anchor) == 64 && offsetof(Anchor, root) == 8);
-inline constexpr std::uint64_t kAnchorMagic = 0x524f4152545f7631ull;  // "ROART_v1"
+inline constexpr std::uint64_t kAnchorMagic = 0x524f4152545f7632ull;  // "ROART_v2"
 
 }  // namespace wort::roart

@@ -1,8 +1,12 @@
 // roart/roart_scan.cc — ordered scans. Inner nodes are visited in byte order (eok first);
 // a leaf array is unsorted inside, so its leaves (those >= the lower bound) are sorted by
-// key before they are reported: at most 64 keys per array, one std::sort of pointers.
+// key before they are reported. The keys of an array share their first `depth` bytes, so
+// each is sorted by the next 8 bytes as one big-endian integer (the paper's "comparing only
+// the different parts of keys"), the whole keys compared only on a tie: insertion sort
+// for the usual few leaves, std::sort above 16.
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "index/roart/roart_tree.h"
@@ -30,25 +34,54 @@ bool Roart::emit(const Leaf* l, bool bounded, ScanState& st) const {
 
 bool Roart::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const {
   if (is_leaf(r)) return emit(leaf(r), bounded, st);
-  if (is_array(r)) return scan_array(touch_array(r), bounded, st);
+  if (is_array(r)) return scan_array(touch_array(r), depth, bounded, st);
   return scan_node(touch(r), depth, bounded, st);
 }
 
-bool Roart::scan_array(const LeafArray* a, bool bounded, ScanState& st) const {
-  const Leaf* ls[kArraySlots];
+namespace {
+struct SortItem {
+  std::uint64_t digest;  //!< key bytes [depth, depth + 8), big-endian, zero-padded
+  const Leaf* leaf;
+};
+std::uint64_t digest_at(const Leaf* l, unsigned depth) noexcept {
+  std::uint64_t d = 0;
+  const unsigned len = l->key_len;
+  if (depth + 8 <= len) {
+    std::memcpy(&d, l->key + depth, 8);
+    return __builtin_bswap64(d);
+  }
+  for (unsigned i = depth; i < depth + 8; ++i)
+    d = d << 8 | (i < len ? static_cast<std::uint8_t>(l->key[i]) : 0u);
+  return d;
+}
+bool sort_less(const SortItem& x, const SortItem& y) noexcept {
+  if (x.digest != y.digest) return x.digest < y.digest;
+  return compare_keys(leaf_key(x.leaf), leaf_key(y.leaf)) < 0;
+}
+}  // namespace
+
+bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const {
+  SortItem it[kArraySlots];
   unsigned n = 0;
-  for (std::uint64_t m = a->bitmap; m != 0; m &= m - 1) {
-    const LeafSlot s = a->slot[std::countr_zero(m)];
+  for (unsigned i = 0; i < a->cap; ++i) {
+    const LeafSlot s = a->slot[i];
     if (s == 0) continue;
     const Leaf* l = slot_leaf_ptr(s);
     if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
-    ls[n++] = l;
+    it[n++] = {digest_at(l, depth), l};
   }
-  std::sort(ls, ls + n, [](const Leaf* x, const Leaf* y) {
-    return compare_keys(leaf_key(x), leaf_key(y)) < 0;
-  });
+  if (n > 16) {
+    std::sort(it, it + n, sort_less);
+  } else {
+    for (unsigned i = 1; i < n; ++i) {
+      const SortItem x = it[i];
+      unsigned j = i;
+      for (; j > 0 && sort_less(x, it[j - 1]); --j) it[j] = it[j - 1];
+      it[j] = x;
+    }
+  }
   for (unsigned i = 0; i < n; ++i)
-    if (!emit(ls[i], false, st)) return false;
+    if (!emit(it[i].leaf, false, st)) return false;
   return true;
 }
 

@@ -61,14 +61,13 @@ LeafArray* Roart::touch_array(Ref r) const {
 }
 
 //! Slot of the leaf holding k (fingerprint filter, then the key), or -1.
+//! The fingerprints filter (SSE2 over the slots, not the bitmap: readers need no metadata);
+//! a candidate slot is re-read whole before its leaf is compared.
 int Roart::find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const {
-  for (std::uint64_t m = a->bitmap; m != 0; m &= m - 1) {
-    const unsigned i = static_cast<unsigned>(std::countr_zero(m));
+  return scan_fingerprints(a, fp, [&](unsigned i) {
     const LeafSlot s = a->slot[i];
-    if (s == 0 || slot_fp(s) != fp) continue;
-    if (leaf_matches(slot_leaf_ptr(s), k)) return static_cast<int>(i);
-  }
-  return -1;
+    return s != 0 && slot_fp(s) == fp && leaf_matches(slot_leaf_ptr(s), k);
+  });
 }
 
 //! Some leaf of the subtree at r (for compressed-path bytes beyond the prefix word).
@@ -77,7 +76,7 @@ const Leaf* Roart::any_leaf(Ref r) const {
     if (is_leaf(r)) return leaf(r);
     if (is_array(r)) {
       const LeafArray* a = array(r);
-      for (unsigned i = 0; i < kArraySlots; ++i)
+      for (unsigned i = 0; i < a->cap; ++i)
         if (a->slot[i] != 0) return slot_leaf_ptr(a->slot[i]);
       return nullptr;
     }
@@ -122,9 +121,13 @@ const Leaf* Roart::find_leaf(Key k) const {
       r = n->eok;
       continue;
     }
-    const ChildSlot cs = find_child(n, key_byte(k, pos));
-    if (cs.word == nullptr) return nullptr;
-    r = cs.get();
+    if (n->type == NodeType::n256) {  // the common top levels: no call
+      r = reinterpret_cast<const Node256*>(n)->child[key_byte(k, pos)];
+    } else {
+      const ChildSlot cs = find_child(n, key_byte(k, pos));
+      if (cs.word == nullptr) return nullptr;
+      r = cs.get();
+    }
     depth = pos + 1;
   }
   return nullptr;
@@ -164,10 +167,15 @@ IndexStats Roart::stats() const {
       return;
     }
     if (is_array(r)) {
-      if (!w.fits(off, off, sizeof(LeafArray), "leaf array")) return;
+      const LeafArray* a = array(r);
+      if (!w.fits(off, off, offsetof(LeafArray, slot), "leaf array")) return;
+      if (!valid_array_cap(a->cap) || !w.fits(off, off, array_bytes(a->cap), "leaf array")) {
+        w.fail("bad leaf array");
+        return;
+      }
       ++s.nodes["leaf_array"];
-      for (LeafSlot sl : array(r)->slot)
-        if (sl != 0) w.push(slot_leaf(sl) | kTagLeaf, level);
+      for (unsigned i = 0; i < a->cap; ++i)
+        if (a->slot[i] != 0) w.push(slot_leaf(a->slot[i]) | kTagLeaf, level);
       return;
     }
     const NodeBase* n = node(r);

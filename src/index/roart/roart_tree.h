@@ -83,6 +83,7 @@ class Roart {
                       Value v);
   Status split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
                      std::uint16_t fp);
+  Status grow_array(ChildSlot slot, const LeafArray* a, std::uint64_t fresh, std::uint16_t fp);
   Status new_child(Key k, Value v, Ref* out);
   Status make_node(NodeType t, std::uint32_t level, const PrefixWord& p, Ref eok,
                    const Children& c, Ref* out);
@@ -94,6 +95,7 @@ class Roart {
   // --- remove (roart_remove.cc)
   Status remove_in_array(ChildSlot slot, NodeBase* parent, ChildSlot parent_slot,
                          unsigned parent_depth, std::uint8_t b, Key k);
+  bool shrink_array(ChildSlot aslot, const LeafArray* a, unsigned i);
   Status remove_child(ChildSlot slot, NodeBase* n, unsigned depth, std::uint8_t b, ChildSlot cs);
   Status remove_eok(ChildSlot slot, NodeBase* n, unsigned depth);
   Status merge(ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor);
@@ -101,7 +103,7 @@ class Roart {
   // --- scans (roart_scan.cc)
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
-  bool scan_array(const LeafArray* a, bool bounded, ScanState& st) const;
+  bool scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const;
   bool emit(const Leaf* l, bool bounded, ScanState& st) const;
 
   // --- checks (roart_check.cc)
