@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,20 +31,24 @@ inline std::vector<std::string> persistent_kinds() {
 //! keys that are prefixes of others, embedded and trailing zero bytes, the empty key.
 inline std::vector<std::string> mixed_keys(std::size_t n) {
   std::vector<std::string> keys;
-  keys.emplace_back();  // the empty key
+  std::set<std::string> seen;
+  auto add = [&](std::string k) {
+    if (seen.insert(k).second) keys.push_back(std::move(k));
+  };
+  add("");  // the empty key
   for (std::size_t i = 0; keys.size() < n; ++i) {
     switch (i % 5) {
       case 0: {
         const std::uint64_t v = i * 0x9e3779b97f4a7c15ull;
         std::string k(8, '\0');
         for (int b = 0; b < 8; ++b) k[b] = static_cast<char>(v >> (56 - 8 * b));
-        keys.push_back(k);
+        add(k);
         break;
       }
-      case 1: keys.push_back("user:" + std::to_string(i)); break;
-      case 2: keys.push_back("user:" + std::to_string(i / 5)); break;  // prefixes of case 1
-      case 3: keys.push_back(std::string(40 + i % 60, static_cast<char>('a' + i % 26)) + std::to_string(i)); break;
-      default: keys.push_back(std::string("z\0", 2) + std::to_string(i) + std::string(i % 3, '\0'));
+      case 1: add("user:" + std::to_string(i)); break;
+      case 2: add("user:" + std::to_string(i / 50)); break;  // prefixes of case 1
+      case 3: add(std::string(40 + i % 60, static_cast<char>('a' + i % 26)) + std::to_string(i)); break;
+      default: add(std::string("z\0", 2) + std::to_string(i) + std::string(i % 3, '\0'));
     }
   }
   return keys;

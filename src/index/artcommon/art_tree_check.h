@@ -159,10 +159,14 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
       w.fail("end-of-key slot of the node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
       return;
     }
-    visit(r, level);
     // Pushed last-first so that the walk pops them in key order (eok first).
     Entries e;
     collect(n, e);
+    if (e.n == 0 && n->eok == kNull) {  // readers take a node's smallest leaf (min_leaf)
+      w.fail("node at " + kit::CheckedWalk::hex(off) + " holds nothing");
+      return;
+    }
+    visit(r, level);
     for (unsigned i = e.n; i-- > 0;) w.push(e.refs[i], level + 1);
     if (n->eok != kNull) w.push(n->eok, level + 1);
   });
