@@ -184,4 +184,28 @@ inline void publish(T* dst, const T& v) noexcept {
   commit(dst, v);
 }
 
+//! Commit store for indexes whose readers take no lock (ROWEX: ROART, P-ART): a
+//! non-temporal store (movnti) and a fence. The new value bypasses the cache, so no other
+//! thread can read it before it is durable (no dirty read, ROART §3.4.1); the fence makes it
+//! durable and visible. Under ThreadSanitizer (which does not see inline asm) it is a release
+//! store + write-back + fence instead, so the sanitizer sees the publication.
+inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
+  ++detail::tls_counters.commits;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof v, false);
+#if defined(__SANITIZE_THREAD__)
+  __atomic_store_n(dst, v, __ATOMIC_RELEASE);
+  flush(dst, sizeof v);
+#else
+  nt_store(dst, v);
+#endif
+  fence();
+}
+
+//! Fence, then commit_nt: for a commit whose data (a new node) was flushed but not fenced.
+inline void publish_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
+  fence();
+  commit_nt(dst, v);
+}
+
 }  // namespace wort::pm
