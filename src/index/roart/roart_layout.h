@@ -52,11 +52,31 @@
 // Leaf (16 + key_len bytes): [ value 8 | key_len 4 | pad 4 | key bytes ]
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 namespace wort::roart {
+
+//! A pool word that writers change (pm::store / pm::commit_nt / pm::store_volatile on
+//! `&w.raw`) while lock-free readers load it (ROWEX): every read is one atomic acquire load,
+//! so a reader sees a whole old or new value and whatever was written before its store.
+template <class T>
+struct alignas(sizeof(T)) Shared {
+  T raw;
+  T get() const noexcept {
+    if constexpr (std::is_integral_v<T>) {
+      return __atomic_load_n(&raw, __ATOMIC_ACQUIRE);
+    } else {
+      static_assert(sizeof(T) == 8);
+      const std::uint64_t bits =
+          __atomic_load_n(reinterpret_cast<const std::uint64_t*>(&raw), __ATOMIC_ACQUIRE);
+      return std::bit_cast<T>(bits);
+    }
+  }
+  operator T() const noexcept { return get(); }  // NOLINT: reads are loads
+};
 
 //! A tagged 48-bit reference (see the diagram above); 0 = none.
 using Ref = std::uint64_t;
@@ -108,15 +128,15 @@ static_assert(sizeof(PrefixWord) == 8 && std::is_trivially_copyable_v<PrefixWord
 
 //! First 48 bytes of every inner node (see the diagram).
 struct NodeBase {
-  PrefixWord prefix;         //!< P: rewritten in place by a split / merge, then repaired
+  Shared<PrefixWord> prefix;  //!< P: rewritten in place by a split / merge, then repaired
   std::uint32_t level;       //!< P: key position this node branches on (constant)
   NodeType type;             //!< P
   std::uint8_t pad0[3];
-  std::uint64_t generation;  //!< P, lazily: the pool generation its V fields belong to
-  Ref eok;                   //!< P: leaf whose key ends at `level`, or 0 (commit word)
-  std::uint64_t lock;        //!< V
-  std::uint16_t count;       //!< V: used entries
-  std::uint16_t next_pos;    //!< V: one past the highest used slot (N4/N16/N48)
+  Shared<std::uint64_t> generation;  //!< P, lazily: the pool generation its V fields belong to
+  Shared<Ref> eok;                   //!< P: leaf whose key ends at `level`, or 0 (commit word)
+  Shared<std::uint64_t> lock;        //!< V: writers' lock word (roart_lock.h)
+  Shared<std::uint16_t> count;       //!< V: used entries
+  Shared<std::uint16_t> next_pos;    //!< V: one past the highest used slot (N4/N16/N48)
   std::uint32_t pad1;
 };
 static_assert(std::is_standard_layout_v<NodeBase> && sizeof(NodeBase) == 48);
@@ -126,15 +146,15 @@ static_assert(offsetof(NodeBase, eok) == 24 && offsetof(NodeBase, count) == 40);
 
 struct Node4 {
   NodeBase base;
-  std::uint8_t keys[16];  //!< EC off only: P key bytes written before the entry (cost model)
-  Zentry entry[4];        //!< P: the commit word of an add / remove
+  Shared<std::uint8_t> keys[16];  //!< EC off only: P key bytes written before the entry
+  Shared<Zentry> entry[4];        //!< P: the commit word of an add / remove
 };
 static_assert(offsetof(Node4, entry) == 64 && sizeof(Node4) == 96);
 
 struct Node16 {
   NodeBase base;
-  std::uint8_t keys[16];  //!< V: key byte of entry i (SIMD search)
-  Zentry entry[16];       //!< P
+  Shared<std::uint8_t> keys[16];  //!< V: key byte of entry i (SIMD search)
+  Shared<Zentry> entry[16];       //!< P
 };
 static_assert(offsetof(Node16, keys) == 48 && offsetof(Node16, entry) == 64);
 static_assert(sizeof(Node16) == 192);
@@ -142,8 +162,8 @@ static_assert(sizeof(Node16) == 192);
 struct Node48 {
   NodeBase base;
   std::uint8_t pad[16];
-  std::uint8_t index[256];  //!< V: slot + 1 of the entry for a key byte, 0 = none
-  Zentry entry[48];         //!< P
+  Shared<std::uint8_t> index[256];  //!< V: slot + 1 of the entry for a key byte, 0 = none
+  Shared<Zentry> entry[48];         //!< P
 };
 static_assert(offsetof(Node48, index) == 64 && offsetof(Node48, entry) == 320);
 static_assert(sizeof(Node48) == 704);
@@ -151,7 +171,7 @@ static_assert(sizeof(Node48) == 704);
 struct Node256 {
   NodeBase base;
   std::uint8_t pad[16];
-  Ref child[256];  //!< P: the commit word (no key byte to pack)
+  Shared<Ref> child[256];  //!< P: the commit word (no key byte to pack)
 };
 static_assert(offsetof(Node256, child) == 64 && sizeof(Node256) == 2112);
 
@@ -159,12 +179,12 @@ struct LeafArray {
   NodeType type;             //!< P: leaf_array
   std::uint8_t cap;          //!< P: slots in this block (one of kArrayCaps), never changes
   std::uint8_t pad0[6];
-  std::uint64_t generation;  //!< P, lazily (as in NodeBase)
-  std::uint64_t bitmap;      //!< V: bit i = slot i used
-  std::uint64_t lock;        //!< V
+  Shared<std::uint64_t> generation;  //!< P, lazily (as in NodeBase)
+  Shared<std::uint64_t> bitmap;      //!< V: bit i = slot i used
+  Shared<std::uint64_t> lock;        //!< V: writers' lock word (roart_lock.h)
   //! P: the commit word of an add / remove in the array. Only slot[0, cap) exist: the
   //! block is array_bytes(cap) long.
-  LeafSlot slot[kArraySlots];
+  Shared<LeafSlot> slot[kArraySlots];
 };
 static_assert(offsetof(LeafArray, cap) == 1 && offsetof(LeafArray, generation) == 8);
 static_assert(offsetof(LeafArray, bitmap) == 16 && offsetof(LeafArray, lock) == 24);
@@ -175,7 +195,7 @@ static_assert(array_bytes(4) == 64 && array_bytes(12) == 128 && array_bytes(28) 
 static_assert(array_bytes(kArraySlots) == 544 && kArrayCaps[3] == kArraySlots);
 
 struct Leaf {
-  std::uint64_t value;  //!< P: commit word of upsert / update
+  Shared<std::uint64_t> value;  //!< P: commit word of upsert / update
   std::uint32_t key_len;
   std::uint32_t pad;
   std::byte key[];  // NOLINT: flexible array, key_len bytes
@@ -194,7 +214,7 @@ enum : std::uint64_t {
 //! The block the pool root names.
 struct Anchor {
   std::uint64_t magic;  //!< kAnchorMagic
-  Ref root;             //!< commit word of the first insert / last remove
+  Shared<Ref> root;     //!< commit word of the first insert / last remove
   std::uint64_t flags;  //!< k* above, fixed at create
   std::uint64_t pad[5];
 };

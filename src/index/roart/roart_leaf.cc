@@ -63,13 +63,13 @@ std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept {
 Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept {
   if (Status s = pool.allocator().allocate(leaf_bytes(k.size()), off); s != Status::ok) return s;
   Leaf* l = pool.at<Leaf>(*off);
-  const Leaf head{v, static_cast<std::uint32_t>(k.size()), 0};
+  const Leaf head{{v}, static_cast<std::uint32_t>(k.size()), 0};
   pm::copy(l, &head, sizeof head);
   if (!k.empty()) pm::copy(l->key, k.data(), k.size());
   pm::flush(l, leaf_bytes(k.size()));
   return Status::ok;
 }
 
-void commit_value(Leaf* l, Value v) noexcept { pm::commit(&l->value, v); }
+void commit_value(Leaf* l, Value v) noexcept { pm::commit_nt(&l->value.raw, v); }
 
 }  // namespace wort::roart

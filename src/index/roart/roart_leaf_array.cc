@@ -34,10 +34,10 @@ void build_array(LeafArray* dst, unsigned cap, const ArrayItem* items, unsigned 
   LeafArray img{};
   img.type = NodeType::leaf_array;
   img.cap = static_cast<std::uint8_t>(cap);
-  img.generation = gen;
+  img.generation.raw = gen;
   for (unsigned i = 0; i < n; ++i) {
-    img.slot[i] = make_slot(items[i].fp, items[i].leaf);
-    img.bitmap |= std::uint64_t{1} << i;
+    img.slot[i].raw = make_slot(items[i].fp, items[i].leaf);
+    img.bitmap.raw |= std::uint64_t{1} << i;
   }
   pm::copy(dst, &img, array_bytes(cap));
   pm::flush(dst, array_bytes(cap));
@@ -46,22 +46,21 @@ void build_array(LeafArray* dst, unsigned cap, const ArrayItem* items, unsigned 
 void rebuild_array_meta(LeafArray* a, std::uint64_t gen) noexcept {
   std::uint64_t bits = 0;
   for (unsigned i = 0; i < a->cap; ++i)
-    if (a->slot[i] != 0) bits |= std::uint64_t{1} << i;
-  pm::store_volatile(&a->bitmap, bits);
-  pm::store_volatile(&a->lock, std::uint64_t{0});
-  pm::store_volatile(&a->generation, gen);
+    if (a->slot[i].get() != 0) bits |= std::uint64_t{1} << i;
+  pm::store_volatile(&a->bitmap.raw, bits);
+  pm::store_volatile_release(&a->generation.raw, gen);  // last (see rebuild_node_meta)
 }
 
 unsigned count_slots(const LeafArray* a) noexcept {
   unsigned n = 0;
-  for (unsigned i = 0; i < a->cap; ++i) n += a->slot[i] != 0;
+  for (unsigned i = 0; i < a->cap; ++i) n += a->slot[i].get() != 0;
   return n;
 }
 
 unsigned array_items(const LeafArray* a, ArrayItem* out) noexcept {
   unsigned n = 0;
   for (unsigned i = 0; i < a->cap; ++i) {
-    const LeafSlot s = a->slot[i];
+    const LeafSlot s = a->slot[i].get();
     if (s != 0) out[n++] = {slot_fp(s), slot_leaf(s)};
   }
   return n;
@@ -70,9 +69,9 @@ unsigned array_items(const LeafArray* a, ArrayItem* out) noexcept {
 namespace {
 void set_bitmap(LeafArray* a, std::uint64_t bits, NodeFlags f) noexcept {
   if (f.selective_persist) {
-    pm::store_volatile(&a->bitmap, bits);
+    pm::store_volatile(&a->bitmap.raw, bits);
   } else {
-    pm::store(&a->bitmap, bits);
+    pm::store(&a->bitmap.raw, bits);
     pm::flush(&a->bitmap, sizeof bits);
   }
 }
@@ -82,12 +81,12 @@ bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags 
   const unsigned i = static_cast<unsigned>(std::countr_zero(~a->bitmap));
   if (i >= a->cap) return false;  // full (bits at and above cap are never set)
   set_bitmap(a, a->bitmap | (std::uint64_t{1} << i), f);
-  pm::publish(&a->slot[i], make_slot(fp, leaf));
+  pm::publish_nt(&a->slot[i].raw, make_slot(fp, leaf));
   return true;
 }
 
 void remove_from_array(LeafArray* a, unsigned i, NodeFlags f) noexcept {
-  pm::commit(&a->slot[i], LeafSlot{0});
+  pm::commit_nt(&a->slot[i].raw, LeafSlot{0});
   set_bitmap(a, a->bitmap & ~(std::uint64_t{1} << i), f);
   if (!f.selective_persist) pm::fence();
 }

@@ -76,7 +76,7 @@ template <class F>
   for (std::uint64_t m = a->bitmap; m != 0; m &= m - 1) {
     const unsigned i = static_cast<unsigned>(std::countr_zero(m));
     if (i >= cap) break;
-    if (slot_fp(__atomic_load_n(&a->slot[i], __ATOMIC_RELAXED)) == fp && cand(i))
+    if (slot_fp(a->slot[i].get()) == fp && cand(i))
       return static_cast<int>(i);
   }
   return -1;

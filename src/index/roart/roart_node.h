@@ -26,8 +26,13 @@ struct Children {
 struct ChildSlot {
   std::uint64_t* word = nullptr;
   bool zentry = false;
-  Ref get() const noexcept { return zentry ? zentry_ref(*word) : *word; }
-  std::uint64_t encode(Ref r) const noexcept { return zentry ? (*word & ~kRefMask) | r : r; }
+  Ref get() const noexcept {
+    const std::uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    return zentry ? zentry_ref(w) : w;
+  }
+  std::uint64_t encode(Ref r) const noexcept {
+    return zentry ? (__atomic_load_n(word, __ATOMIC_ACQUIRE) & ~kRefMask) | r : r;
+  }
 };
 
 //! Per-operation switches the tree passes down (its create-time flags).

@@ -28,7 +28,7 @@ bool Roart::emit(const Leaf* l, bool bounded, ScanState& st) const {
   if (bounded && compare_keys(k, st.lo) < 0) return true;
   if (st.has_hi && compare_keys(k, st.hi) >= 0) return false;
   ++st.count;
-  if (!(*st.visit)(k, l->value)) return false;
+  if (!(*st.visit)(k, l->value.get())) return false;
   return st.count < st.max;
 }
 
@@ -50,6 +50,11 @@ std::uint64_t digest_at(const Leaf* l, unsigned depth) noexcept {
     std::memcpy(&d, l->key + depth, 8);
     return __builtin_bswap64(d);
   }
+  if (depth >= len) return 0;
+  if (len >= 8) {  // the key's last 8 bytes, shifted so that byte `depth` leads
+    std::memcpy(&d, l->key + len - 8, 8);
+    return __builtin_bswap64(d) << 8 * (depth + 8 - len);
+  }
   for (unsigned i = depth; i < depth + 8; ++i)
     d = d << 8 | (i < len ? static_cast<std::uint8_t>(l->key[i]) : 0u);
   return d;
@@ -66,7 +71,7 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
   for (unsigned i = 0; i < a->cap; ++i) {
     const LeafSlot s = a->slot[i];
     if (s == 0) continue;
-    const Leaf* l = slot_leaf_ptr(s);
+    const Leaf* l = slot_leaf_ptr(s);  // (an array's slots are read once, atomically)
     if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
     it[n++] = {digest_at(l, depth), l};
   }
@@ -101,22 +106,22 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
     if (st.lo.size() == pos) bounded = false;  // eok == lo, every child above it
     else bound_byte = key_byte(st.lo, pos);
   }
-  if (n->eok != kNull && !bounded && !emit(leaf(n->eok), false, st)) return false;
+  if (const Ref e = n->eok; e != kNull && !bounded && !emit(leaf(e), false, st)) return false;
   auto child = [&](unsigned b, Ref c) {
     if (static_cast<int>(b) < bound_byte) return true;
     return scan_ref(c, pos + 1, bounded && static_cast<int>(b) == bound_byte, st);
   };
   if (n->type == NodeType::n256) {
-    const Ref* c = reinterpret_cast<const Node256*>(n)->child;
+    const Shared<Ref>* c = reinterpret_cast<const Node256*>(n)->child;
     for (unsigned b = bound_byte < 0 ? 0 : static_cast<unsigned>(bound_byte); b < 256; ++b)
-      if (c[b] != kNull && !child(b, c[b])) return false;
+      if (const Ref r = c[b]; r != kNull && !child(b, r)) return false;
     return true;
   }
   if (n->type == NodeType::n48) {
     const auto* n48 = reinterpret_cast<const Node48*>(n);
     for (unsigned b = bound_byte < 0 ? 0 : static_cast<unsigned>(bound_byte); b < 256; ++b) {
       const unsigned i = n48->index[b];
-      const Zentry e = i == 0 ? 0 : n48->entry[i - 1];
+      const Zentry e = i == 0 || i > 48 ? 0 : n48->entry[i - 1].get();
       if (e != 0 && zentry_byte(e) == b && !child(b, zentry_ref(e)))
         return false;
     }
@@ -130,24 +135,28 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
 }
 
 std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
-  if (max == 0 || anchor_->root == kNull) return 0;
+  Epochs::Guard g(epochs_);
+  const Ref root = anchor_->root;
+  if (max == 0 || root == kNull) return 0;
   ScanState st;
   st.lo = from;
   st.max = max;
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 
 std::size_t Roart::range(Key lo, Key hi, Visitor v) const {
-  if (anchor_->root == kNull || compare_keys(lo, hi) >= 0) return 0;
+  Epochs::Guard g(epochs_);
+  const Ref root = anchor_->root;
+  if (root == kNull || compare_keys(lo, hi) >= 0) return 0;
   ScanState st;
   st.lo = lo;
   st.hi = hi;
   st.has_hi = true;
   st.max = std::numeric_limits<std::size_t>::max();
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 
