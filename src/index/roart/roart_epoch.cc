@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
 
 #include "pm/allocator.h"
 
@@ -41,10 +42,11 @@ struct ThreadId {
 
 }  // namespace
 
-unsigned Epochs::register_thread() {
+std::size_t Epochs::register_thread() {
   thread_local ThreadId t;  // gives the id back when the thread ends
-  tls_id = t.id + 1;
-  return tls_id;
+  tls_slot_offset = static_cast<std::size_t>(reinterpret_cast<char*>(&slots_[t.id]) -
+                                             reinterpret_cast<char*>(this));
+  return tls_slot_offset;
 }
 
 namespace {

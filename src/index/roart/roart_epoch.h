@@ -28,21 +28,18 @@ class Epochs {
   Epochs(const Epochs&) = delete;
   Epochs& operator=(const Epochs&) = delete;
 
-  //! RAII pin; nested pins on one thread are free (only the outermost announces). Inline:
-  //! every operation takes one (a thread-local id, one exchange, one store).
+  //! RAII pin for one operation (the public entry points; they never nest). Inline: a
+  //! thread-local offset, one exchange, one store.
   class Guard {
    public:
     explicit Guard(Epochs& e) noexcept : e_(e) {
-      unsigned id = tls_id;
-      if (id == 0) [[unlikely]] id = register_thread();
-      slot_ = &e.slots_[id - 1].epoch;
-      outer_ = slot_->load(std::memory_order_relaxed) == 0;
+      std::size_t off = tls_slot_offset;
+      if (off == 0) [[unlikely]] off = e.register_thread();
+      slot_ = reinterpret_cast<std::atomic<std::uint64_t>*>(reinterpret_cast<char*>(&e) + off);
       // An RMW: the tree reads that follow cannot be ordered before the announcement.
-      if (outer_)
-        slot_->exchange(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+      slot_->exchange(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
     }
     ~Guard() {
-      if (!outer_) return;
       slot_->store(0, std::memory_order_release);
       if (e_.pending_.load(std::memory_order_relaxed) != 0) [[unlikely]] e_.reclaim();
     }
@@ -52,7 +49,6 @@ class Epochs {
    private:
     Epochs& e_;
     std::atomic<std::uint64_t>* slot_;
-    bool outer_;
   };
 
   //! Frees the block at `off` once no thread that may still hold it is pinned.
@@ -67,9 +63,10 @@ class Epochs {
     std::atomic<std::uint64_t> epoch{0};  //!< 0 = not pinned
   };
   void reclaim();
-  //! This thread's process-wide id + 1 (0: none yet); returned when the thread ends.
-  static inline thread_local unsigned tls_id = 0;
-  static unsigned register_thread();
+  //! Byte offset of this thread's slot in any Epochs (0: no id yet; slot 0 is never at
+  //! offset 0). The id is process-wide and returned when the thread ends.
+  static inline thread_local std::size_t tls_slot_offset = 0;
+  std::size_t register_thread();  // (the offset is the same in every Epochs)
 
   pm::Allocator& al_;
   std::atomic<std::uint64_t> global_{1};

@@ -125,6 +125,7 @@ struct alignas(8) PrefixWord {
   std::uint8_t bytes[kStoredPrefix] = {};  //!< its first min(len, 6) bytes
 };
 static_assert(sizeof(PrefixWord) == 8 && std::is_trivially_copyable_v<PrefixWord>);
+static_assert(offsetof(PrefixWord, bytes) == 2);  // find_leaf reads {len | bytes} as one word
 
 //! First 48 bytes of every inner node (see the diagram).
 struct NodeBase {

@@ -124,11 +124,16 @@ const Leaf* Roart::find_leaf(Key k) const {
       return i < 0 ? nullptr : slot_leaf_ptr(a->slot[i].get());
     }
     NodeBase* n = touch(r);
-    const PrefixWord p = n->prefix;
-    if (depth + p.len == n->level) {
-      const unsigned stored = std::min<unsigned>(p.len, kStoredPrefix);
-      for (unsigned i = 0; i < stored; ++i)
-        if (depth + i >= k.size() || key_byte(k, depth + i) != p.bytes[i]) return nullptr;
+    // One load of the prefix word, taken apart in a register: {len:16 | bytes[6]:48}.
+    std::uint64_t pw =
+        __atomic_load_n(reinterpret_cast<const std::uint64_t*>(&n->prefix.raw), __ATOMIC_ACQUIRE);
+    const unsigned plen = static_cast<std::uint16_t>(pw);
+    if (plen != 0 && depth + plen == n->level) {
+      const unsigned stored = std::min<unsigned>(plen, kStoredPrefix);
+      pw >>= 16;
+      for (unsigned i = 0; i < stored; ++i, pw >>= 8)
+        if (depth + i >= k.size() || key_byte(k, depth + i) != static_cast<std::uint8_t>(pw))
+          return nullptr;
     }
     const unsigned pos = n->level;
     if (k.size() < pos) return nullptr;
