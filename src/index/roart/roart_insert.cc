@@ -1,11 +1,11 @@
 // roart/roart_insert.cc — insert / upsert, one case per function. Every path writes its new
 // blocks first (unreachable, written back), then commits with one 8-byte store:
-//   new key in a leaf array with room   the array slot                pm::publish
-//   new child under a node with room    the Zentry (N256: reference)  pm::publish
-//   key ending at a node                the node's eok reference      pm::publish
+//   new key in a leaf array with room   the array slot                pm::publish_nt
+//   new child under a node with room    the Zentry (N256: reference)  pm::publish_nt
+//   key ending at a node                the node's eok reference      pm::publish_nt
 //   full array (split), full node (grow), leaf split (LC off), prefix split
-//                                       the parent's slot             pm::publish
-//   existing key (upsert)               the leaf's value word         pm::commit
+//                                       the parent's slot             pm::publish_nt
+//   existing key (upsert)               the leaf's value word         pm::commit_nt
 #include <algorithm>
 #include <bit>
 

@@ -41,10 +41,10 @@ void rebuild_array_meta(LeafArray* a, std::uint64_t gen) noexcept;
 unsigned count_slots(const LeafArray* a) noexcept;
 //! The used slots as items (at most a->cap), in slot order; returns how many.
 unsigned array_items(const LeafArray* a, ArrayItem* out) noexcept;
-//! Puts a leaf into a free slot: commit pm::publish(slot) (the fence orders the new leaf).
+//! Puts a leaf into a free slot: commit pm::publish_nt(slot) (the fence orders the new leaf).
 //! Returns false if the array is full. Needs current metadata.
 bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags f) noexcept;
-//! Clears slot i: commit pm::commit(slot, 0), then the bitmap.
+//! Clears slot i: commit pm::commit_nt(slot, 0), then the bitmap.
 void remove_from_array(LeafArray* a, unsigned i, NodeFlags f) noexcept;
 
 //! Calls `cand(i)` for the used slots i whose fingerprint is `fp` (a superset: the slot must
