@@ -82,6 +82,29 @@ inline void store_volatile(T* dst, const T& v) noexcept {
   __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
 }
 
+//! Compare-and-swap of a volatile pool word (a writers' lock word that a restart can never
+//! see held: the index tags it with the pool generation). Acquire on success; traced like
+//! store_volatile when it succeeds (never written back).
+inline bool cas_volatile(std::uint64_t* dst, std::uint64_t expected,
+                         std::uint64_t desired) noexcept {
+  if (!__atomic_compare_exchange_n(dst, &expected, desired, false, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED))
+    return false;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_volatile_store(dst, &desired, sizeof desired);
+  return true;
+}
+
+//! store_volatile with release ordering: a lock word's unlock, or the stamp that tells
+//! lock-free readers the volatile metadata written before it is complete.
+template <class T>
+inline void store_volatile_release(T* dst, const T& v) noexcept {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 8);
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_volatile_store(dst, &v, sizeof(T));
+  __atomic_store_n(dst, v, __ATOMIC_RELEASE);
+}
+
 //! Bulk copy into pool memory that is not yet reachable (a fresh node). Not atomic.
 inline void copy(void* dst, const void* src, std::size_t n) noexcept {
   if (Tracer* t = detail::tls_tracer) [[unlikely]]
@@ -184,6 +207,30 @@ template <class T>
 inline void publish(T* dst, const T& v) noexcept {
   fence();
   commit(dst, v);
+}
+
+//! Commit store for indexes whose readers take no lock (ROWEX: ROART, P-ART): a
+//! non-temporal store (movnti) and a fence. The new value bypasses the cache, so no other
+//! thread can read it before it is durable (no dirty read, ROART §3.4.1); the fence makes it
+//! durable and visible. Under ThreadSanitizer (which does not see inline asm) it is a release
+//! store + write-back + fence instead, so the sanitizer sees the publication.
+inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
+  ++detail::tls_counters.commits;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof v, false);
+#if defined(__SANITIZE_THREAD__)
+  __atomic_store_n(dst, v, __ATOMIC_RELEASE);
+  flush(dst, sizeof v);
+#else
+  nt_store(dst, v);
+#endif
+  fence();
+}
+
+//! Fence, then commit_nt: for a commit whose data (a new node) was flushed but not fenced.
+inline void publish_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
+  fence();
+  commit_nt(dst, v);
 }
 
 }  // namespace wort::pm

@@ -81,6 +81,31 @@ TEST(RoartCrash, AddToArrayAndSplitIt) {
   EXPECT_CLEAN(run(pre, {ins("pp", 9)}));
 }
 
+// Adaptive leaf arrays: a full array of 4 / 12 / 28 is copied into the next size and the
+// copy published in the parent's slot (the root, and a Zentry under a node); removes
+// shrink 64→28 at 14 leaves, 28→12 at 6, 12→4 at 2 (a smaller copy, same commit).
+TEST(RoartCrash, GrowAndShrinkLeafArrays) {
+  for (unsigned n : {4u, 12u, 28u}) {
+    SCOPED_TRACE("grow a root array of " + std::to_string(n));
+    std::vector<KvOp> setup;
+    for (unsigned i = 0; i < n; ++i) setup.push_back(ins(u64_str(0xab00 + i * 3), i));
+    EXPECT_CLEAN(run(setup, {ins(u64_str(0xab00 + 500), 1), ins(u64_str(0xab00 + 501), 2)}));
+  }
+  {
+    SCOPED_TRACE("grow an array under a node (28 -> 64)");
+    std::vector<KvOp> setup = arrays_under_node(3);  // three arrays of ~22 leaves
+    for (unsigned i = 0; i < 6; ++i) setup.push_back(ins(group_key(1, i), i));
+    EXPECT_CLEAN(run(setup, {ins(group_key(1, 50), 7), ins(group_key(1, 51), 8)}));
+  }
+  for (auto [grow, shrink_at] : {std::pair{40u, 14u}, std::pair{20u, 6u}, std::pair{8u, 2u}}) {
+    SCOPED_TRACE("shrink at " + std::to_string(shrink_at));
+    std::vector<KvOp> setup;
+    for (unsigned i = 0; i < grow; ++i) setup.push_back(ins(u64_str(0xab00 + i), i));
+    for (unsigned i = grow; i-- > shrink_at + 1;) setup.push_back(rem(u64_str(0xab00 + i)));
+    EXPECT_CLEAN(run(setup, {rem(u64_str(0xab00)), rem(u64_str(0xab00 + 1))}));
+  }
+}
+
 // A new child in a node with room: the Zentry of N4/N16/N48, N256's reference.
 TEST(RoartCrash, AddChildToEachNodeType) {
   for (unsigned n : {2u, 3u, 5u, 10u, 17u, 30u, 49u, 100u}) {

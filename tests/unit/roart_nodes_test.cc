@@ -88,6 +88,44 @@ TEST(RoartNodes, LeafArrayThresholds) {
   ASSERT_TRUE(g.check(4));
 }
 
+//! Slots of the leaf array at the root (0 if the root is not an array).
+unsigned root_array_cap(DiffChecker& d) {
+  auto* anchor = d.pool().at<roart::Anchor>(d.pool().root());
+  if (!roart::is_array(anchor->root)) return 0;
+  return d.pool().at<roart::LeafArray>(roart::ref_offset(anchor->root))->cap;
+}
+
+// Leaf arrays come in 4, 12, 28 and 64 slots (the paper's "leaf arrays with various sizes",
+// §4 Fig. 20): the second key makes an array of 4, a full one is copied into the next size,
+// a full 64 splits; removes shrink 64→28 at 14 leaves, 28→12 at 6, 12→4 at 2.
+TEST(RoartNodes, LeafArraySizesUpAndDown) {
+  DiffChecker d(factory(0), 16u << 20);
+  const std::pair<unsigned, unsigned> up[] = {{2, 4},   {4, 4},   {5, 12}, {12, 12},
+                                              {13, 28}, {28, 28}, {29, 64}, {64, 64}};
+  unsigned n = 0;
+  for (auto [target, cap] : up) {
+    while (n < target) d.insert(child_key(n++), n);
+    EXPECT_EQ(root_array_cap(d), cap) << target << " leaves";
+    ASSERT_TRUE(d.check(target));
+  }
+  const std::pair<unsigned, unsigned> down[] = {{15, 64}, {14, 28}, {7, 28}, {6, 12},
+                                                {3, 12},  {2, 4},   {1, 4}};
+  for (auto [target, cap] : down) {
+    while (n > target) d.remove(child_key(--n));
+    EXPECT_EQ(root_array_cap(d), cap) << target << " leaves";
+    ASSERT_TRUE(d.check(100 + target));
+  }
+  d.remove(child_key(--n));
+  EXPECT_EQ(d.index().stats().keys, 0u);
+  // an array of 4 is one cache line: header and slots (64-byte aligned block of 64 bytes)
+  DiffChecker e(factory(0), 16u << 20);
+  e.insert(child_key(1), 1);
+  e.insert(child_key(2), 2);
+  auto* anchor = e.pool().at<roart::Anchor>(e.pool().root());
+  EXPECT_EQ(roart::ref_offset(anchor->root) % 64, 0u);
+  EXPECT_EQ(e.pool().allocator().block_size(roart::ref_offset(anchor->root)), 64u);
+}
+
 // After a reopen (a new pool generation) every node's volatile metadata is stale and is
 // rebuilt once, on first touch, by readers and writers alike.
 TEST(RoartNodes, GenerationCheckRebuildsEachNodeOnce) {
@@ -114,18 +152,18 @@ TEST(RoartNodes, InconsistentPrefixIsSkippedByReadersAndRepairedByWriters) {
   Roart& t = tree(d);
   auto* anchor = d.pool().at<roart::Anchor>(d.pool().root());
   auto* n = d.pool().at<roart::NodeBase>(roart::ref_offset(anchor->root));
-  ASSERT_EQ(n->level, 7u);
+  ASSERT_EQ(n->level, 7u);  // (n->prefix is read through Shared: one atomic load)
   roart::PrefixWord trimmed{};
   trimmed.len = 3;  // as if a split at byte 3 had committed its fence but not its pointer
   std::memcpy(trimmed.bytes, "\x23\x45\x67", 3);  // key bytes [4, 7)
-  pm::store(&n->prefix, trimmed);
+  pm::store(&n->prefix.raw, trimmed);
   ASSERT_TRUE(d.index().verify().ok());  // a repairable state
   d.lookup(u64_str(a));
   d.lookup(u64_str(a ^ 0xff00));  // absent: found out at the leaf
   EXPECT_EQ(t.repairs(), 0u);
   d.insert(u64_str(a + 5), 3);
   EXPECT_EQ(t.repairs(), 1u);
-  EXPECT_EQ(n->prefix.len, 7u);
+  EXPECT_EQ(n->prefix.get().len, 7u);
   ASSERT_TRUE(d.check(6));
 }
 
@@ -139,7 +177,10 @@ Cost cost_of(Op op) {
   const pm::Counters before = pm::counters();
   op();
   const pm::Counters after = pm::counters();
-  return {after.flushes - before.flushes, after.lines_flushed - before.lines_flushed,
+  // A commit is a non-temporal store (pm::commit_nt): it writes its line back like a clwb,
+  // so write-backs = flush calls + nt stores (the paper's clwb column).
+  return {after.flushes - before.flushes + after.nt_stores - before.nt_stores,
+          after.lines_flushed - before.lines_flushed + after.nt_stores - before.nt_stores,
           after.fences - before.fences};
 }
 
@@ -147,7 +188,7 @@ Cost cost_of(Op op) {
 // inside the measured one (carving a chunk persists the chunk table: 2 flushes, 2 fences).
 TEST(RoartNodes, PersistenceCountsPerOperationType) {
   auto print = [](const char* what, const Cost& x) {
-    std::printf("[roart cost] %-34s %llu flushes (%llu lines), %llu fences\n", what,
+    std::printf("[roart cost] %-34s %llu write-backs (%llu lines), %llu fences\n", what,
                 (unsigned long long)x.flushes, (unsigned long long)x.lines,
                 (unsigned long long)x.fences);
   };
@@ -199,6 +240,19 @@ TEST(RoartNodes, PersistenceCountsPerOperationType) {
     EXPECT_EQ(x.flushes, 3u);
     EXPECT_EQ(x.fences, 2u);
     print("bare leaf -> leaf array of 2 (LC)", x);
+  }
+  // a full array of 4 grows into one of 12: leaf + the copy (2 lines) + pointer, 2 fences
+  {
+    DiffChecker d(factory(0), 16u << 20);
+    for (unsigned i = 0; i < 4; ++i) d.insert(u64_str(0x100 + i), i);
+    std::uint64_t warm;  // carve the 128-byte class's chunk outside the measured insert
+    ASSERT_EQ(d.pool().allocator().allocate(128, &warm), Status::ok);
+    d.pool().allocator().free(warm);
+    const Cost x = cost_of([&] { d.insert(u64_str(0x200), 7); });
+    EXPECT_EQ(x.flushes, 3u);
+    EXPECT_EQ(x.lines, 4u);
+    EXPECT_EQ(x.fences, 2u);
+    print("leaf array of 4 grows to 12", x);
   }
   // internal (prefix) split: leaf, new N4, old node's prefix, pointer: 4 flushes; 2 fences
   // with MO, 4 without

@@ -35,16 +35,18 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
       return;
     }
     if (is_array(r)) {
-      if (!w.enter(off, sizeof(LeafArray), 64, "leaf array")) return;
+      if (!w.enter(off, offsetof(LeafArray, slot), 64, "leaf array")) return;
       const LeafArray* a = array(r);
-      if (a->type != NodeType::leaf_array) {
+      if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap)) {
         w.fail("leaf array at " + kit::CheckedWalk::hex(off) + " has type byte " +
-               std::to_string(static_cast<unsigned>(a->type)));
+               std::to_string(static_cast<unsigned>(a->type)) + ", size " +
+               std::to_string(static_cast<unsigned>(a->cap)));
         return;
       }
+      if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
       v(off);
-      for (LeafSlot s : a->slot)
-        if (s != 0) w.push(slot_leaf(s) | kTagLeaf, level + 1);
+      for (unsigned i = 0; i < a->cap; ++i)
+        if (const LeafSlot s = a->slot[i]; s != 0) w.push(slot_leaf(s) | kTagLeaf, level + 1);
       return;
     }
     if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
@@ -55,20 +57,20 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
       return;
     }
     if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
-    if (n->eok != kNull) {
-      if (!is_leaf(n->eok)) {
+    if (const Ref e = n->eok; e != kNull) {
+      if (!is_leaf(e)) {
         w.fail("eok of node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
         return;
       }
-      w.push(n->eok, level + 1);
+      w.push(e, level + 1);
     }
     v(off);
     if (n->type != NodeType::n256) {
       const unsigned cap = node_capacity(n->type);
-      const Zentry* e = reinterpret_cast<const Zentry*>(reinterpret_cast<const std::byte*>(n) +
-                                                        node_bytes(n->type) - 8 * cap);
+      const auto* e = reinterpret_cast<const Shared<Zentry>*>(
+          reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) - 8 * cap);
       for (unsigned i = 0; i < cap; ++i)
-        if (e[i] != 0 && (e[i] >> 56) != 1) {
+        if (const Zentry z = e[i]; z != 0 && (z >> 56) != 1) {
           w.fail("bad Zentry in node at " + kit::CheckedWalk::hex(off));
           return;
         }
@@ -105,11 +107,12 @@ Result<void> Roart::check_ref(Ref r, unsigned depth, std::string& path, CheckSta
   const LeafArray* a = array(r);
   std::uint64_t bits = 0;
   std::vector<Key> keys;
-  for (unsigned i = 0; i < kArraySlots; ++i) {
-    if (a->slot[i] == 0) continue;
+  for (unsigned i = 0; i < a->cap; ++i) {
+    const LeafSlot s = a->slot[i];
+    if (s == 0) continue;
     bits |= std::uint64_t{1} << i;
-    const Leaf* l = slot_leaf_ptr(a->slot[i]);
-    if (fingerprint(leaf_key(l)) != slot_fp(a->slot[i])) return bad("fingerprint mismatch");
+    const Leaf* l = slot_leaf_ptr(s);
+    if (fingerprint(leaf_key(l)) != slot_fp(s)) return bad("fingerprint mismatch");
     if (auto c = check_leaf(l, path, st); !c) return c;
     keys.push_back(leaf_key(l));
   }
@@ -123,7 +126,8 @@ Result<void> Roart::check_ref(Ref r, unsigned depth, std::string& path, CheckSta
 
 Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& path,
                                CheckState& st) const {
-  const unsigned level = n->level, plen = n->prefix.len;
+  const PrefixWord pw = n->prefix;
+  const unsigned level = n->level, plen = pw.len;
   if (level < depth) return bad("node level below its depth");
   if (plen > level) return bad("prefix longer than the level");
   const Leaf* l = any_leaf(pool_.offset_of(n));
@@ -132,24 +136,26 @@ Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& p
   const std::size_t saved = path.size();
   path.append(reinterpret_cast<const char*>(w.data()) + depth, level - depth);
   for (unsigned i = 0; i < std::min(plen, kStoredPrefix); ++i)
-    if (n->prefix.bytes[i] != static_cast<std::uint8_t>(path[level - plen + i]))
+    if (pw.bytes[i] != static_cast<std::uint8_t>(path[level - plen + i]))
       return bad("prefix word disagrees with the keys at level " + std::to_string(level));
   Children c;
   collect_children(n, c);
-  if (c.n + (n->eok != kNull) < 2) return bad("node with fewer than two entries");
+  const Ref eok = n->eok;
+  if (c.n + (eok != kNull) < 2) return bad("node with fewer than two entries");
   for (unsigned i = 1; i < c.n; ++i)
     if (c.byte[i] == c.byte[i - 1]) return bad("a key byte twice in a node");
   if (n->generation == gen_) {
     if (n->count != c.n) return bad("volatile count != entries");
     if (n->type == NodeType::n16 || n->type == NodeType::n48 || n->type == NodeType::n4) {
-      const Zentry* e = reinterpret_cast<const Zentry*>(reinterpret_cast<const std::byte*>(n) +
-                                                        node_bytes(n->type) -
-                                                        8 * node_capacity(n->type));
+      const auto* e = reinterpret_cast<const Shared<Zentry>*>(
+          reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) -
+          8 * node_capacity(n->type));
       unsigned next = 0;
       for (unsigned i = 0; i < node_capacity(n->type); ++i) {
-        if (e[i] == 0) continue;
+        const Zentry z = e[i];
+        if (z == 0) continue;
         next = i + 1;
-        const std::uint8_t b = zentry_byte(e[i]);
+        const std::uint8_t b = zentry_byte(z);
         if (n->type == NodeType::n16 && reinterpret_cast<const Node16*>(n)->keys[i] != b)
           return bad("volatile N16 key byte != entry");
         if (n->type == NodeType::n48 && reinterpret_cast<const Node48*>(n)->index[b] != i + 1)
@@ -161,9 +167,9 @@ Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& p
                    " is not past the last used slot " + std::to_string(next));
     }
   }
-  if (n->eok != kNull) {
-    if (leaf(n->eok)->key_len != level) return bad("eok key does not end at the level");
-    if (auto r = check_leaf(leaf(n->eok), path, st); !r) return r;
+  if (eok != kNull) {
+    if (leaf(eok)->key_len != level) return bad("eok key does not end at the level");
+    if (auto r = check_leaf(leaf(eok), path, st); !r) return r;
   }
   for (unsigned i = 0; i < c.n; ++i) {
     path.push_back(static_cast<char>(c.byte[i]));
@@ -186,17 +192,19 @@ void Roart::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const {
   os << std::string(indent, ' ');
   if (byte >= 0) os << "[" << byte << "] ";
   if (is_leaf(r)) {
-    os << "leaf " << as_string(leaf_key(leaf(r))).size() << "B = " << leaf(r)->value << "\n";
+    os << "leaf " << as_string(leaf_key(leaf(r))).size() << "B = " << leaf(r)->value.get()
+       << "\n";
     return;
   }
   if (is_array(r)) {
-    os << "leaf_array (" << count_slots(array(r)) << " leaves)\n";
+    os << "leaf_array (" << count_slots(array(r)) << " of " << unsigned{array(r)->cap}
+       << " slots)\n";
     return;
   }
   const NodeBase* n = node(r);
-  os << node_name(n->type) << " level " << n->level << " prefix " << n->prefix.len
-     << " gen " << n->generation << "\n";
-  if (n->eok != kNull) dump_ref(os, n->eok, indent + 2, -1);
+  os << node_name(n->type) << " level " << n->level << " prefix " << n->prefix.get().len
+     << " gen " << n->generation.get() << "\n";
+  if (const Ref e = n->eok; e != kNull) dump_ref(os, e, indent + 2, -1);
   Children c;
   collect_children(n, c);
   for (unsigned i = 0; i < c.n; ++i) dump_ref(os, c.ref[i], indent + 2, c.byte[i]);

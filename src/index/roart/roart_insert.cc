@@ -1,43 +1,124 @@
 // roart/roart_insert.cc — insert / upsert, one case per function. Every path writes its new
 // blocks first (unreachable, written back), then commits with one 8-byte store:
-//   new key in a leaf array with room   the array slot                pm::publish
-//   new child under a node with room    the Zentry (N256: reference)  pm::publish
-//   key ending at a node                the node's eok reference      pm::publish
+//   new key in a leaf array with room   the array slot                pm::publish_nt
+//   new child under a node with room    the Zentry (N256: reference)  pm::publish_nt
+//   key ending at a node                the node's eok reference      pm::publish_nt
 //   full array (split), full node (grow), leaf split (LC off), prefix split
-//                                       the parent's slot             pm::publish
-//   existing key (upsert)               the leaf's value word         pm::commit
+//                                       the parent's slot             pm::publish_nt
+//   existing key (upsert)               the leaf's value word         pm::commit_nt
 #include <algorithm>
+#include <bit>
 
 #include "index/roart/roart_tree.h"
+#include "index/roart/roart_lock.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
 
+//! ROWEX (§3.4.1): the write walks down like a reader (no locks), then locks the slot's
+//! owner and the block the change is at, checks that neither was unlinked meanwhile and that
+//! the slot still names that block, and decides again under the locks. Anything changed:
+//! it restarts from the root.
 Status Roart::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxRoartKey) return Status::invalid_argument;
-  ChildSlot slot{&anchor_->root, false};
+  Epochs::Guard g(epochs_);
+  Status s = Status::ok;
+  while (!put_once(k, v, overwrite, &s)) {
+  }
+  return s;
+}
+
+//! One attempt; false: restart (a lock found its block obsolete, or a slot changed).
+bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
+  NodeBase* owner = nullptr;  // the node holding `slot` (nullptr: the anchor)
+  ChildSlot slot{&anchor_->root.raw, false};
   unsigned depth = 0;
   for (;;) {
     const Ref r = slot.get();
-    if (r == kNull) {  // empty tree
-      Ref c;
-      if (Status s = new_child(k, v, &c); s != Status::ok) return s;
-      pm::publish(slot.word, slot.encode(c));
-      return Status::ok;
+    if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
+      LeafArray* a = touch_array(r);
+      WriteLocks l(gen_);
+      if (!l.lock(&a->lock)) return false;  // replaced meanwhile (grow, split, shrink)
+      // Not obsolete under its lock: still linked (only its lock holder unlinks it).
+      const std::uint16_t fp = fingerprint(k);
+      if (const int i = find_in_array(a, k, fp); i >= 0) {
+        if (!overwrite) {
+          *out = Status::exists;
+        } else {
+          commit_value(slot_leaf_ptr(a->slot[i].get()), v);
+          *out = Status::ok;
+        }
+        return true;
+      }
+      if (std::popcount(a->bitmap.get()) < static_cast<int>(a->cap)) {
+        std::uint64_t fresh;
+        *out = make_leaf(pool_, k, v, &fresh);
+        if (*out == Status::ok && !add_to_array(a, fp, fresh, node_flags()))
+          *out = Status::corrupt;  // unreachable: room was checked under the lock
+        return true;
+      }
     }
-    if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
-    if (is_array(r)) return put_in_array(slot, depth, k, v, overwrite);
+    if (r == kNull || is_leaf(r) || is_array(r)) {  // (a full array: grow or split)
+      WriteLocks l(gen_);
+      if (!l.lock(owner_lock(owner)) || slot.get() != r) return false;
+      if (r == kNull) {  // empty tree
+        Ref c;
+        if (Status s = new_child(k, v, &c); s != Status::ok) {
+          *out = s;
+          return true;
+        }
+        pm::publish_nt(slot.word, slot.encode(c));
+        *out = Status::ok;
+        return true;
+      }
+      if (is_leaf(r)) {
+        *out = put_at_leaf(slot, depth, k, v, overwrite);
+        return true;
+      }
+      if (!l.lock(&touch_array(r)->lock)) return false;
+      *out = put_in_array(l, slot, depth, k, v, overwrite);
+      return true;
+    }
     NodeBase* n = touch(r);
-    if (n->level < depth) return Status::corrupt;
-    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
-    const unsigned m = prefix_mismatch(n, depth, k);
-    if (m < n->prefix.len) return split_prefix(slot, n, depth, m, k, v);
     const unsigned pos = n->level;
-    if (k.size() == pos) return put_at_eok(n, k, v, overwrite);
+    if (pos < depth) {
+      *out = Status::corrupt;
+      return true;
+    }
+    // Without locks: go down if k continues through an existing child.
+    const PrefixWord p = n->prefix;  // one load: a split may change it meanwhile
+    if (depth + p.len == pos && k.size() > pos &&
+        (p.len == 0 || prefix_mismatch(n, p, depth, k) == p.len)) {
+      const ChildSlot cs = find_child(n, key_byte(k, pos));
+      if (cs.word != nullptr) {
+        owner = n;
+        slot = cs;
+        depth = pos + 1;
+        continue;
+      }
+    }
+    // A change at n: lock its owner and n, then decide again.
+    WriteLocks l(gen_);
+    if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock)) return false;
+    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
+    const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
+    const unsigned m = prefix_mismatch(n, lp, depth, k);
+    if (m < lp.len) {
+      *out = split_prefix(slot, n, depth, m, k, v);
+      return true;
+    }
+    if (k.size() == pos) {
+      *out = put_at_eok(n, k, v, overwrite);
+      return true;
+    }
     const std::uint8_t b = key_byte(k, pos);
     const ChildSlot cs = find_child(n, b);
-    if (cs.word == nullptr) return add_child(slot, n, b, k, v);
+    if (cs.word == nullptr) {
+      *out = add_child(l, slot, n, b, k, v);
+      return true;
+    }
+    owner = n;  // a child for b arrived meanwhile: go on (the locks are released)
     slot = cs;
     depth = pos + 1;
   }
@@ -47,18 +128,19 @@ Status Roart::put(Key k, Value v, bool overwrite) {
 //! the right prefix is key bytes [depth, level) of any leaf below). A repair, not a commit.
 void Roart::repair_prefix(NodeBase* n, unsigned depth) {
   const Leaf* l = any_leaf(pool_.offset_of(n));
-  pm::store(&n->prefix, prefix_from(leaf_key(l), depth, n->level));
+  pm::store(&n->prefix.raw, prefix_from(leaf_key(l), depth, n->level));
   pm::persist(&n->prefix, sizeof(PrefixWord));
-  ++repairs_;
+  repairs_.fetch_add(1, std::memory_order_relaxed);
 }
 
 //! First position (relative to depth) where k leaves n's compressed path; its length if k
 //! follows all of it. Bytes past the prefix word's six come from a leaf.
-unsigned Roart::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const {
-  const unsigned plen = n->prefix.len;
+unsigned Roart::prefix_mismatch(const NodeBase* n, const PrefixWord& p, unsigned depth,
+                                Key k) const {
+  const unsigned plen = p.len;
   const unsigned stored = std::min(plen, kStoredPrefix);
   for (unsigned i = 0; i < stored; ++i)
-    if (depth + i >= k.size() || key_byte(k, depth + i) != n->prefix.bytes[i]) return i;
+    if (depth + i >= k.size() || key_byte(k, depth + i) != p.bytes[i]) return i;
   if (plen <= kStoredPrefix) return plen;
   const Key w = leaf_key(any_leaf(pool_.offset_of(n)));
   for (unsigned i = stored; i < plen; ++i)
@@ -76,10 +158,12 @@ Status Roart::new_child(Key k, Value v, Ref* out) {
   return Status::ok;
 }
 
+//! A new array of the smallest size that holds the n items (written back, not fenced).
 Status Roart::make_array(const ArrayItem* items, unsigned n, Ref* out) {
+  const unsigned cap = array_cap_for(n);
   std::uint64_t off;
-  if (Status s = pool_.allocator().allocate(sizeof(LeafArray), &off); s != Status::ok) return s;
-  build_array(pool_.at<LeafArray>(off), items, n, gen_);
+  if (Status s = pool_.allocator().allocate(array_bytes(cap), &off); s != Status::ok) return s;
+  build_array(pool_.at<LeafArray>(off), cap, items, n, gen_);
   *out = off | kTagArray;
   return Status::ok;
 }
@@ -128,32 +212,53 @@ Status Roart::put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool o
     pool_.allocator().free(fresh);
     return s;
   }
-  pm::publish(slot.word, slot.encode(repl));
+  pm::publish_nt(slot.word, slot.encode(repl));
   return Status::ok;
 }
 
-Status Roart::put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite) {
+//! Holds the owner's and the array's locks.
+Status Roart::put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k, Value v,
+                           bool overwrite) {
   LeafArray* a = touch_array(slot.get());
   const std::uint16_t fp = fingerprint(k);
   if (const int i = find_in_array(a, k, fp); i >= 0) {
     if (!overwrite) return Status::exists;
-    commit_value(slot_leaf_ptr(a->slot[i]), v);
+    commit_value(slot_leaf_ptr(a->slot[i].get()), v);
     return Status::ok;
   }
   std::uint64_t fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
   if (add_to_array(a, fp, fresh, node_flags())) return Status::ok;
-  return split_array(slot, a, depth, fresh, fp);
+  if (a->cap < kArraySlots) return grow_array(l, slot, a, fresh, fp);
+  return split_array(l, slot, a, depth, fresh, fp);
+}
+
+//! A full array smaller than 64 and the new leaf: a copy of the next size holding both,
+//! published in the parent's slot (the leaves are not copied).
+Status Roart::grow_array(WriteLocks& l, ChildSlot slot, LeafArray* a, std::uint64_t fresh,
+                         std::uint16_t fp) {
+  ArrayItem items[kArraySlots];
+  unsigned n = array_items(a, items);
+  items[n++] = {fp, fresh};
+  Ref grown;
+  if (Status s = make_array(items, n, &grown); s != Status::ok) {
+    pool_.allocator().free(fresh);
+    return s;
+  }
+  const Ref old = slot.get();
+  pm::publish_nt(slot.word, slot.encode(grown));
+  l.obsolete(&a->lock);
+  free_ref(old);
+  return Status::ok;
 }
 
 //! A full array and the new leaf: split at the first byte P where the 65 keys differ into
 //! one array per byte value (a bare leaf for a group of one; the key of length P, if any,
 //! as the eok) under a new node at level P. Leaves are reused; the parent's slot is the one commit.
-Status Roart::split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
-                          std::uint16_t fp) {
+Status Roart::split_array(WriteLocks& l, ChildSlot slot, LeafArray* a, unsigned depth,
+                          std::uint64_t fresh, std::uint16_t fp) {
   ArrayItem items[kArraySlots + 1];
-  unsigned n = 0;
-  for (LeafSlot s : a->slot) items[n++] = {slot_fp(s), slot_leaf(s)};
+  unsigned n = array_items(a, items);
   items[n++] = {fp, fresh};
   auto key_of = [&](const ArrayItem& it) { return leaf_key(pool_.at<Leaf>(it.leaf)); };
   const Key k0 = key_of(items[0]);
@@ -188,21 +293,22 @@ Status Roart::split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uin
     st = make_node(type_for(c.n), static_cast<std::uint32_t>(p),
                    prefix_from(k0, depth, static_cast<unsigned>(p)), eok, c, &nn);
   if (st != Status::ok) {
-    for (unsigned i = 0; i < c.n; ++i)
-      if (is_array(c.ref[i])) free_ref(c.ref[i]);
+    for (unsigned i = 0; i < c.n; ++i)  // never published: freed at once
+      if (is_array(c.ref[i])) pool_.allocator().free(ref_offset(c.ref[i]));
     pool_.allocator().free(fresh);
     return st;
   }
   const Ref old = slot.get();
-  pm::publish(slot.word, slot.encode(nn));
+  pm::publish_nt(slot.word, slot.encode(nn));
+  l.obsolete(&a->lock);
   free_ref(old);
   return Status::ok;
 }
 
 //! The key ends at this node: its eok reference (commit: eok, in place).
 Status Roart::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
-  if (n->eok != kNull) {
-    Leaf* l = leaf(n->eok);
+  if (const Ref e = n->eok; e != kNull) {
+    Leaf* l = leaf(e);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
     commit_value(l, v);
@@ -210,13 +316,14 @@ Status Roart::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
   }
   std::uint64_t fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  pm::publish(&n->eok, fresh | kTagLeaf);
+  pm::publish_nt(&n->eok.raw, fresh | kTagLeaf);
   return Status::ok;
 }
 
 //! A new child under byte b: in place if the node has a free slot (the Zentry commit),
 //! otherwise a copy of the next larger type published in the parent's slot.
-Status Roart::add_child(ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Value v) {
+Status Roart::add_child(WriteLocks& l, ChildSlot slot, NodeBase* n, std::uint8_t b, Key k,
+                        Value v) {
   Ref c;
   if (Status s = new_child(k, v, &c); s != Status::ok) return s;
   if (add_child_in_place(n, b, c, node_flags())) return Status::ok;
@@ -230,7 +337,8 @@ Status Roart::add_child(ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Valu
     return s;
   }
   const Ref old = slot.get();
-  pm::publish(slot.word, slot.encode(grown));
+  pm::publish_nt(slot.word, slot.encode(grown));
+  l.obsolete(&n->lock);
   free_ref(old);
   return Status::ok;
 }
@@ -262,17 +370,17 @@ Status Roart::split_prefix(ChildSlot slot, NodeBase* n, unsigned depth, unsigned
   if (Status s = make_node(NodeType::n4, cut, prefix_from(w, depth, cut), eok, ch, &nn);
       s != Status::ok) {
     if (c != kNull) free_unpublished(pool_, c);
-    if (eok != kNull) free_ref(eok);
+    if (eok != kNull) free_unpublished(pool_, eok);
     return s;
   }
   if (!mo) pm::fence();
-  pm::store(&n->prefix, prefix_from(w, cut + 1, n->level));
+  pm::store(&n->prefix.raw, prefix_from(w, cut + 1, n->level));
   pm::flush(&n->prefix, sizeof(PrefixWord));
   if (mo) {
-    pm::publish(slot.word, slot.encode(nn));
+    pm::publish_nt(slot.word, slot.encode(nn));
   } else {
     pm::fence();
-    pm::commit(slot.word, slot.encode(nn));
+    pm::commit_nt(slot.word, slot.encode(nn));
   }
   return Status::ok;
 }

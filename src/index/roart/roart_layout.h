@@ -40,15 +40,43 @@
 //         N48 index[256] V, zentry[48]            (704 bytes)
 //         N256 child[256] (plain references)      (2112 bytes)
 //
-// Leaf array (576 bytes): [ type | pad | generation P | bitmap V | lock V | pad ] slot[64]
+// Leaf array (32 + 8 * cap bytes; cap = 4, 12, 28 or 64 slots, fixed when it is built):
+//
+//   0      1     2        8            16         24       32                  32 + 8*cap
+//   +------+-----+--------+------------+----------+--------+-------------------+
+//   | type | cap |  pad   | generation |  bitmap  |  lock  | slot[0 .. cap-1]  |
+//   |  P   |  P  |        | P (lazy)   |    V     |   V    |        P          |
+//   +------+-----+--------+------------+----------+--------+-------------------+
+//   cap 4 = 64 bytes: header and slots in ONE cache line; 12 = 128, 28 = 256, 64 = 544.
+//   A full array of cap < 64 is copied into the next size (grow); a full 64 splits.
 // Leaf (16 + key_len bytes): [ value 8 | key_len 4 | pad 4 | key bytes ]
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 namespace wort::roart {
+
+//! A pool word that writers change (pm::store / pm::commit_nt / pm::store_volatile on
+//! `&w.raw`) while lock-free readers load it (ROWEX): every read is one atomic acquire load,
+//! so a reader sees a whole old or new value and whatever was written before its store.
+template <class T>
+struct alignas(sizeof(T)) Shared {
+  T raw;
+  T get() const noexcept {
+    if constexpr (std::is_integral_v<T>) {
+      return __atomic_load_n(&raw, __ATOMIC_ACQUIRE);
+    } else {
+      static_assert(sizeof(T) == 8);
+      const std::uint64_t bits =
+          __atomic_load_n(reinterpret_cast<const std::uint64_t*>(&raw), __ATOMIC_ACQUIRE);
+      return std::bit_cast<T>(bits);
+    }
+  }
+  operator T() const noexcept { return get(); }  // NOLINT: reads are loads
+};
 
 //! A tagged 48-bit reference (see the diagram above); 0 = none.
 using Ref = std::uint64_t;
@@ -82,8 +110,12 @@ inline std::uint64_t slot_leaf(LeafSlot s) noexcept { return s & kRefMask; }
 inline constexpr std::size_t kMaxRoartKey = 65000;
 //! Prefix bytes held in the prefix word; longer compressed paths are checked at a leaf.
 inline constexpr unsigned kStoredPrefix = 6;
-//! Leaves per leaf array (the paper's m).
+//! Leaves per leaf array at most (the paper's m).
 inline constexpr unsigned kArraySlots = 64;
+//! Leaf-array sizes (slots): the paper fixes m = 64 and notes the space that wastes on
+//! sparse arrays (§4, Fig. 20: "we can use the approach of ART to provide leaf arrays with
+//! various sizes"); these fill the allocator's 64/128/256/576-byte classes.
+inline constexpr unsigned kArrayCaps[] = {4, 12, 28, 64};
 
 enum class NodeType : std::uint8_t { n4 = 1, n16 = 2, n48 = 3, n256 = 4, leaf_array = 5 };
 
@@ -93,18 +125,19 @@ struct alignas(8) PrefixWord {
   std::uint8_t bytes[kStoredPrefix] = {};  //!< its first min(len, 6) bytes
 };
 static_assert(sizeof(PrefixWord) == 8 && std::is_trivially_copyable_v<PrefixWord>);
+static_assert(offsetof(PrefixWord, bytes) == 2);  // find_leaf reads {len | bytes} as one word
 
 //! First 48 bytes of every inner node (see the diagram).
 struct NodeBase {
-  PrefixWord prefix;         //!< P: rewritten in place by a split / merge, then repaired
+  Shared<PrefixWord> prefix;  //!< P: rewritten in place by a split / merge, then repaired
   std::uint32_t level;       //!< P: key position this node branches on (constant)
   NodeType type;             //!< P
   std::uint8_t pad0[3];
-  std::uint64_t generation;  //!< P, lazily: the pool generation its V fields belong to
-  Ref eok;                   //!< P: leaf whose key ends at `level`, or 0 (commit word)
-  std::uint64_t lock;        //!< V
-  std::uint16_t count;       //!< V: used entries
-  std::uint16_t next_pos;    //!< V: one past the highest used slot (N4/N16/N48)
+  Shared<std::uint64_t> generation;  //!< P, lazily: the pool generation its V fields belong to
+  Shared<Ref> eok;                   //!< P: leaf whose key ends at `level`, or 0 (commit word)
+  Shared<std::uint64_t> lock;        //!< V: writers' lock word (roart_lock.h)
+  Shared<std::uint16_t> count;       //!< V: used entries
+  Shared<std::uint16_t> next_pos;    //!< V: one past the highest used slot (N4/N16/N48)
   std::uint32_t pad1;
 };
 static_assert(std::is_standard_layout_v<NodeBase> && sizeof(NodeBase) == 48);
@@ -114,15 +147,15 @@ static_assert(offsetof(NodeBase, eok) == 24 && offsetof(NodeBase, count) == 40);
 
 struct Node4 {
   NodeBase base;
-  std::uint8_t keys[16];  //!< EC off only: P key bytes written before the entry (cost model)
-  Zentry entry[4];        //!< P: the commit word of an add / remove
+  Shared<std::uint8_t> keys[16];  //!< EC off only: P key bytes written before the entry
+  Shared<Zentry> entry[4];        //!< P: the commit word of an add / remove
 };
 static_assert(offsetof(Node4, entry) == 64 && sizeof(Node4) == 96);
 
 struct Node16 {
   NodeBase base;
-  std::uint8_t keys[16];  //!< V: key byte of entry i (SIMD search)
-  Zentry entry[16];       //!< P
+  Shared<std::uint8_t> keys[16];  //!< V: key byte of entry i (SIMD search)
+  Shared<Zentry> entry[16];       //!< P
 };
 static_assert(offsetof(Node16, keys) == 48 && offsetof(Node16, entry) == 64);
 static_assert(sizeof(Node16) == 192);
@@ -130,8 +163,8 @@ static_assert(sizeof(Node16) == 192);
 struct Node48 {
   NodeBase base;
   std::uint8_t pad[16];
-  std::uint8_t index[256];  //!< V: slot + 1 of the entry for a key byte, 0 = none
-  Zentry entry[48];         //!< P
+  Shared<std::uint8_t> index[256];  //!< V: slot + 1 of the entry for a key byte, 0 = none
+  Shared<Zentry> entry[48];         //!< P
 };
 static_assert(offsetof(Node48, index) == 64 && offsetof(Node48, entry) == 320);
 static_assert(sizeof(Node48) == 704);
@@ -139,24 +172,31 @@ static_assert(sizeof(Node48) == 704);
 struct Node256 {
   NodeBase base;
   std::uint8_t pad[16];
-  Ref child[256];  //!< P: the commit word (no key byte to pack)
+  Shared<Ref> child[256];  //!< P: the commit word (no key byte to pack)
 };
 static_assert(offsetof(Node256, child) == 64 && sizeof(Node256) == 2112);
 
 struct LeafArray {
   NodeType type;             //!< P: leaf_array
-  std::uint8_t pad0[7];
-  std::uint64_t generation;  //!< P, lazily (as in NodeBase)
-  std::uint64_t bitmap;      //!< V: bit i = slot i used
-  std::uint64_t lock;        //!< V
-  std::uint64_t pad1[4];
-  LeafSlot slot[kArraySlots];  //!< P: the commit word of an add / remove in the array
+  std::uint8_t cap;          //!< P: slots in this block (one of kArrayCaps), never changes
+  std::uint8_t pad0[6];
+  Shared<std::uint64_t> generation;  //!< P, lazily (as in NodeBase)
+  Shared<std::uint64_t> bitmap;      //!< V: bit i = slot i used
+  Shared<std::uint64_t> lock;        //!< V: writers' lock word (roart_lock.h)
+  //! P: the commit word of an add / remove in the array. Only slot[0, cap) exist: the
+  //! block is array_bytes(cap) long.
+  Shared<LeafSlot> slot[kArraySlots];
 };
-static_assert(offsetof(LeafArray, generation) == 8 && offsetof(LeafArray, bitmap) == 16);
-static_assert(offsetof(LeafArray, slot) == 64 && sizeof(LeafArray) == 576);
+static_assert(offsetof(LeafArray, cap) == 1 && offsetof(LeafArray, generation) == 8);
+static_assert(offsetof(LeafArray, bitmap) == 16 && offsetof(LeafArray, lock) == 24);
+static_assert(offsetof(LeafArray, slot) == 32);
+//! Bytes of a leaf array of `cap` slots.
+constexpr std::size_t array_bytes(unsigned cap) noexcept { return offsetof(LeafArray, slot) + 8 * cap; }
+static_assert(array_bytes(4) == 64 && array_bytes(12) == 128 && array_bytes(28) == 256);
+static_assert(array_bytes(kArraySlots) == 544 && kArrayCaps[3] == kArraySlots);
 
 struct Leaf {
-  std::uint64_t value;  //!< P: commit word of upsert / update
+  Shared<std::uint64_t> value;  //!< P: commit word of upsert / update
   std::uint32_t key_len;
   std::uint32_t pad;
   std::byte key[];  // NOLINT: flexible array, key_len bytes
@@ -175,11 +215,11 @@ enum : std::uint64_t {
 //! The block the pool root names.
 struct Anchor {
   std::uint64_t magic;  //!< kAnchorMagic
-  Ref root;             //!< commit word of the first insert / last remove
+  Shared<Ref> root;     //!< commit word of the first insert / last remove
   std::uint64_t flags;  //!< k* above, fixed at create
   std::uint64_t pad[5];
 };
 static_assert(sizeof(Anchor) == 64 && offsetof(Anchor, root) == 8);
-inline constexpr std::uint64_t kAnchorMagic = 0x524f4152545f7631ull;  // "ROART_v1"
+inline constexpr std::uint64_t kAnchorMagic = 0x524f4152545f7632ull;  // "ROART_v2"
 
 }  // namespace wort::roart

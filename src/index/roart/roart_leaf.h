@@ -33,7 +33,7 @@ std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept;
 //! Allocates, writes and writes back a leaf (no fence: the publishing commit fences).
 Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept;
 
-//! Upsert/update commit: the value word, pm::commit.
+//! Upsert/update commit: the value word, pm::commit_nt.
 void commit_value(Leaf* l, Value v) noexcept;
 
 }  // namespace wort::roart

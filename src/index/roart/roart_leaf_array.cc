@@ -1,60 +1,92 @@
 #include "index/roart/roart_leaf_array.h"
 
+#include <bit>
 #include <cassert>
 
 #include "pm/persist.h"
 
 namespace wort::roart {
 
-void build_array(LeafArray* dst, const ArrayItem* items, unsigned n, std::uint64_t gen) noexcept {
-  assert(n <= kArraySlots);
+unsigned array_cap_for(unsigned n) noexcept {
+  for (unsigned c : kArrayCaps)
+    if (n <= c) return c;
+  return kArraySlots;
+}
+
+unsigned smaller_cap(unsigned cap) noexcept {
+  unsigned prev = 0;
+  for (unsigned c : kArrayCaps) {
+    if (c == cap) return prev;
+    prev = c;
+  }
+  return 0;
+}
+
+bool valid_array_cap(unsigned cap) noexcept {
+  for (unsigned c : kArrayCaps)
+    if (c == cap) return true;
+  return false;
+}
+
+void build_array(LeafArray* dst, unsigned cap, const ArrayItem* items, unsigned n,
+                 std::uint64_t gen) noexcept {
+  assert(valid_array_cap(cap) && n <= cap);
   LeafArray img{};
   img.type = NodeType::leaf_array;
-  img.generation = gen;
+  img.cap = static_cast<std::uint8_t>(cap);
+  img.generation.raw = gen;
   for (unsigned i = 0; i < n; ++i) {
-    img.slot[i] = make_slot(items[i].fp, items[i].leaf);
-    img.bitmap |= std::uint64_t{1} << i;
+    img.slot[i].raw = make_slot(items[i].fp, items[i].leaf);
+    img.bitmap.raw |= std::uint64_t{1} << i;
   }
-  pm::copy(dst, &img, sizeof img);
-  pm::flush(dst, sizeof img);
+  pm::copy(dst, &img, array_bytes(cap));
+  pm::flush(dst, array_bytes(cap));
 }
 
 void rebuild_array_meta(LeafArray* a, std::uint64_t gen) noexcept {
   std::uint64_t bits = 0;
-  for (unsigned i = 0; i < kArraySlots; ++i)
-    if (a->slot[i] != 0) bits |= std::uint64_t{1} << i;
-  pm::store_volatile(&a->bitmap, bits);
-  pm::store_volatile(&a->lock, std::uint64_t{0});
-  pm::store_volatile(&a->generation, gen);
+  for (unsigned i = 0; i < a->cap; ++i)
+    if (a->slot[i].get() != 0) bits |= std::uint64_t{1} << i;
+  pm::store_volatile(&a->bitmap.raw, bits);
+  pm::store_volatile_release(&a->generation.raw, gen);  // last (see rebuild_node_meta)
 }
 
 unsigned count_slots(const LeafArray* a) noexcept {
   unsigned n = 0;
-  for (unsigned i = 0; i < kArraySlots; ++i) n += a->slot[i] != 0;
+  for (unsigned i = 0; i < a->cap; ++i) n += a->slot[i].get() != 0;
+  return n;
+}
+
+unsigned array_items(const LeafArray* a, ArrayItem* out) noexcept {
+  unsigned n = 0;
+  for (unsigned i = 0; i < a->cap; ++i) {
+    const LeafSlot s = a->slot[i].get();
+    if (s != 0) out[n++] = {slot_fp(s), slot_leaf(s)};
+  }
   return n;
 }
 
 namespace {
 void set_bitmap(LeafArray* a, std::uint64_t bits, NodeFlags f) noexcept {
   if (f.selective_persist) {
-    pm::store_volatile(&a->bitmap, bits);
+    pm::store_volatile(&a->bitmap.raw, bits);
   } else {
-    pm::store(&a->bitmap, bits);
+    pm::store(&a->bitmap.raw, bits);
     pm::flush(&a->bitmap, sizeof bits);
   }
 }
 }  // namespace
 
 bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags f) noexcept {
-  if (a->bitmap == ~std::uint64_t{0}) return false;
-  const unsigned i = static_cast<unsigned>(__builtin_ctzll(~a->bitmap));
+  const unsigned i = static_cast<unsigned>(std::countr_zero(~a->bitmap));
+  if (i >= a->cap) return false;  // full (bits at and above cap are never set)
   set_bitmap(a, a->bitmap | (std::uint64_t{1} << i), f);
-  pm::publish(&a->slot[i], make_slot(fp, leaf));
+  pm::publish_nt(&a->slot[i].raw, make_slot(fp, leaf));
   return true;
 }
 
 void remove_from_array(LeafArray* a, unsigned i, NodeFlags f) noexcept {
-  pm::commit(&a->slot[i], LeafSlot{0});
+  pm::commit_nt(&a->slot[i].raw, LeafSlot{0});
   set_bitmap(a, a->bitmap & ~(std::uint64_t{1} << i), f);
   if (!f.selective_persist) pm::fence();
 }

@@ -13,20 +13,20 @@ namespace wort::roart {
 namespace {
 
 //! Bit i set if keys[i] == b (16 bits).
-std::uint32_t match16(const std::uint8_t* keys, std::uint8_t b) noexcept {
-#if defined(__SSE2__)
+std::uint32_t match16(const Shared<std::uint8_t>* keys, std::uint8_t b) noexcept {
+#if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
   const __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(keys));
   const __m128i eq = _mm_cmpeq_epi8(k, _mm_set1_epi8(static_cast<char>(b)));
   return static_cast<std::uint32_t>(_mm_movemask_epi8(eq));
 #else
   std::uint32_t m = 0;
-  for (unsigned i = 0; i < 16; ++i) m |= std::uint32_t{keys[i] == b} << i;
+  for (unsigned i = 0; i < 16; ++i) m |= std::uint32_t{keys[i].get() == b} << i;
   return m;
 #endif
 }
 
 //! The Zentry array of an N4/N16/N48 (nullptr for N256).
-Zentry* zentries(NodeBase* n) noexcept {
+Shared<Zentry>* zentries(NodeBase* n) noexcept {
   switch (n->type) {
     case NodeType::n4: return reinterpret_cast<Node4*>(n)->entry;
     case NodeType::n16: return reinterpret_cast<Node16*>(n)->entry;
@@ -34,15 +34,15 @@ Zentry* zentries(NodeBase* n) noexcept {
     default: return nullptr;
   }
 }
-const Zentry* zentries(const NodeBase* n) noexcept {
+const Shared<Zentry>* zentries(const NodeBase* n) noexcept {
   return zentries(const_cast<NodeBase*>(n));
 }
 
 //! Stores a metadata field: volatile under SMP, written back (by flush_meta) without it.
 template <class T>
-void meta_store(T* p, T v, NodeFlags f) noexcept {
-  if (f.selective_persist) pm::store_volatile(p, v);
-  else pm::store(p, v);
+void meta_store(Shared<T>* p, T v, NodeFlags f) noexcept {
+  if (f.selective_persist) pm::store_volatile(&p->raw, v);
+  else pm::store(&p->raw, v);
 }
 
 //! SMP off: writes back the metadata lines an add/remove changed (no fence of its own: the
@@ -63,7 +63,7 @@ void note_key(NodeBase* n, unsigned i, std::uint8_t b, NodeFlags f) noexcept {
 //! EC off: the key byte persisted apart from the pointer, before it (ART's separate key
 //! array; what the Zentry saves). N4/N16 write keys[i], N48 its index byte.
 void persist_key_apart(NodeBase* n, unsigned i, std::uint8_t b) noexcept {
-  std::uint8_t* p = nullptr;
+  Shared<std::uint8_t>* p = nullptr;
   std::uint8_t v = b;
   if (n->type == NodeType::n4) p = &reinterpret_cast<Node4*>(n)->keys[i];
   if (n->type == NodeType::n16) p = &reinterpret_cast<Node16*>(n)->keys[i];
@@ -72,7 +72,7 @@ void persist_key_apart(NodeBase* n, unsigned i, std::uint8_t b) noexcept {
     v = static_cast<std::uint8_t>(i + 1);
   }
   if (p == nullptr) return;
-  pm::store(p, v);
+  pm::store(&p->raw, v);
   pm::flush(p, 1);
 }
 
@@ -81,9 +81,9 @@ int free_slot(NodeBase* n) noexcept {
   const unsigned cap = node_capacity(n->type);
   if (n->count >= cap) return -1;
   if (n->next_pos < cap) return n->next_pos;
-  const Zentry* e = zentries(n);
+  const Shared<Zentry>* e = zentries(n);
   for (unsigned i = 0; i < cap; ++i)
-    if (e[i] == 0) return static_cast<int>(i);
+    if (e[i].get() == 0) return static_cast<int>(i);
   return -1;
 }
 
@@ -163,18 +163,19 @@ void build_node(void* dst, NodeType t, std::uint32_t level, const PrefixWord& pr
   assert(is_inner_type(t) && c.n <= node_capacity(t));
   alignas(64) std::byte img[sizeof(Node256)] = {};
   auto* n = reinterpret_cast<NodeBase*>(img);
-  n->prefix = prefix;
+  n->prefix.raw = prefix;
   n->level = level;
   n->type = t;
-  n->eok = eok;
+  n->eok.raw = eok;
   if (t == NodeType::n256) {
-    for (unsigned i = 0; i < c.n; ++i) reinterpret_cast<Node256*>(n)->child[c.byte[i]] = c.ref[i];
+    for (unsigned i = 0; i < c.n; ++i)
+      reinterpret_cast<Node256*>(n)->child[c.byte[i]].raw = c.ref[i];
   } else {
-    Zentry* e = zentries(n);
-    for (unsigned i = 0; i < c.n; ++i) e[i] = make_zentry(c.byte[i], c.ref[i]);
+    Shared<Zentry>* e = zentries(n);
+    for (unsigned i = 0; i < c.n; ++i) e[i].raw = make_zentry(c.byte[i], c.ref[i]);
   }
   // The metadata is recomputed from the image just as a restart would (one code path).
-  n->generation = ~gen;
+  n->generation.raw = ~gen;
   const std::size_t bytes = node_bytes(t);
   pm::copy(dst, img, bytes);
   auto* d = static_cast<NodeBase*>(dst);
@@ -185,35 +186,39 @@ void build_node(void* dst, NodeType t, std::uint32_t level, const PrefixWord& pr
 void rebuild_node_meta(NodeBase* n, std::uint64_t gen) noexcept {
   unsigned count = 0, next = 0;
   if (n->type == NodeType::n256) {
-    const Ref* c = reinterpret_cast<Node256*>(n)->child;
-    for (unsigned i = 0; i < 256; ++i) count += c[i] != kNull;
+    const Shared<Ref>* c = reinterpret_cast<Node256*>(n)->child;
+    for (unsigned i = 0; i < 256; ++i) count += c[i].get() != kNull;
   } else {
     const unsigned cap = node_capacity(n->type);
-    Zentry* e = zentries(n);
+    Shared<Zentry>* e = zentries(n);
     if (n->type == NodeType::n48) {
-      std::uint8_t* index = reinterpret_cast<Node48*>(n)->index;
+      Shared<std::uint8_t>* index = reinterpret_cast<Node48*>(n)->index;
       for (unsigned b = 0; b < 256; ++b)
-        if (index[b] != 0) pm::store_volatile(&index[b], std::uint8_t{0});
+        if (index[b].get() != 0) pm::store_volatile(&index[b].raw, std::uint8_t{0});
     }
     for (unsigned i = 0; i < cap; ++i) {
-      if (e[i] == 0) continue;
+      const Zentry z = e[i];
+      if (z == 0) continue;
       ++count;
       next = i + 1;  // one past the last used slot
-      note_key(n, i, zentry_byte(e[i]), NodeFlags{});
+      note_key(n, i, zentry_byte(z), NodeFlags{});
     }
   }
-  pm::store_volatile(&n->count, static_cast<std::uint16_t>(count));
-  pm::store_volatile(&n->next_pos, static_cast<std::uint16_t>(next));
-  pm::store_volatile(&n->lock, std::uint64_t{0});
-  pm::store_volatile(&n->generation, gen);
+  pm::store_volatile(&n->count.raw, static_cast<std::uint16_t>(count));
+  pm::store_volatile(&n->next_pos.raw, static_cast<std::uint16_t>(next));
+  // Last, with release: a reader that sees the generation sees the metadata. The lock word
+  // is not touched: a concurrent rebuild is latched by it (Roart::touch).
+  pm::store_volatile_release(&n->generation.raw, gen);
 }
 
 ChildSlot find_child(NodeBase* n, std::uint8_t b) noexcept {
   switch (n->type) {
     case NodeType::n4: {
-      Zentry* e = reinterpret_cast<Node4*>(n)->entry;
-      for (unsigned i = 0; i < 4; ++i)
-        if (e[i] != 0 && zentry_byte(e[i]) == b) return {&e[i], true};
+      Shared<Zentry>* e = reinterpret_cast<Node4*>(n)->entry;
+      for (unsigned i = 0; i < 4; ++i) {
+        const Zentry z = e[i];
+        if (z != 0 && zentry_byte(z) == b) return {&e[i].raw, true};
+      }
       return {};
     }
     case NodeType::n16: {
@@ -222,19 +227,21 @@ ChildSlot find_child(NodeBase* n, std::uint8_t b) noexcept {
       for (; m != 0; m &= m - 1) {
         const unsigned i = static_cast<unsigned>(__builtin_ctz(m));
         const Zentry e = n16->entry[i];
-        if (e != 0 && zentry_byte(e) == b) return {&n16->entry[i], true};
+        if (e != 0 && zentry_byte(e) == b) return {&n16->entry[i].raw, true};
       }
       return {};
     }
     case NodeType::n48: {
       auto* n48 = reinterpret_cast<Node48*>(n);
       const unsigned i = n48->index[b];
-      if (i == 0 || n48->entry[i - 1] == 0) return {};
-      return {&n48->entry[i - 1], true};
+      if (i == 0 || i > 48) return {};
+      const Zentry e = n48->entry[i - 1];  // a reused slot may hold another byte now
+      if (e == 0 || zentry_byte(e) != b) return {};
+      return {&n48->entry[i - 1].raw, true};
     }
     case NodeType::n256: {
-      Ref* c = &reinterpret_cast<Node256*>(n)->child[b];
-      return *c == kNull ? ChildSlot{} : ChildSlot{c, false};
+      Shared<Ref>* c = &reinterpret_cast<Node256*>(n)->child[b];
+      return c->get() == kNull ? ChildSlot{} : ChildSlot{&c->raw, false};
     }
     case NodeType::leaf_array: break;
   }
@@ -244,18 +251,22 @@ ChildSlot find_child(NodeBase* n, std::uint8_t b) noexcept {
 void collect_children(const NodeBase* n, Children& out) noexcept {
   out.n = 0;
   if (n->type == NodeType::n256) {
-    const Ref* c = reinterpret_cast<const Node256*>(n)->child;
-    for (unsigned b = 0; b < 256; ++b)
-      if (c[b] != kNull) {
+    const Shared<Ref>* c = reinterpret_cast<const Node256*>(n)->child;
+    for (unsigned b = 0; b < 256; ++b) {
+      const Ref r = c[b];
+      if (r != kNull) {
         out.byte[out.n] = static_cast<std::uint8_t>(b);
-        out.ref[out.n++] = c[b];
+        out.ref[out.n++] = r;
       }
+    }
     return;
   }
-  const Zentry* e = zentries(n);
+  const Shared<Zentry>* e = zentries(n);
   const unsigned cap = node_capacity(n->type);
-  for (unsigned i = 0; i < cap; ++i)
-    if (e[i] != 0) out.insert(zentry_byte(e[i]), zentry_ref(e[i]));
+  for (unsigned i = 0; i < cap; ++i) {
+    const Zentry z = e[i];
+    if (z != 0) out.insert(zentry_byte(z), zentry_ref(z));
+  }
 }
 
 unsigned count_entries(const NodeBase* n) noexcept {
@@ -266,10 +277,10 @@ unsigned count_entries(const NodeBase* n) noexcept {
 
 bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcept {
   if (n->type == NodeType::n256) {
-    Ref* c = &reinterpret_cast<Node256*>(n)->child[b];
+    Shared<Ref>* c = &reinterpret_cast<Node256*>(n)->child[b];
     meta_store(&n->count, static_cast<std::uint16_t>(n->count + 1), f);
     flush_meta(n, b, f);
-    pm::publish(c, r);
+    pm::publish_nt(&c->raw, r);
     return true;
   }
   const int slot = free_slot(n);
@@ -280,12 +291,12 @@ bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcep
   meta_store(&n->count, static_cast<std::uint16_t>(n->count + 1), f);
   if (i + 1 > n->next_pos) meta_store(&n->next_pos, static_cast<std::uint16_t>(i + 1), f);
   flush_meta(n, b, f);
-  pm::publish(&zentries(n)[i], make_zentry(b, r));
+  pm::publish_nt(&zentries(n)[i].raw, make_zentry(b, r));
   return true;
 }
 
 void remove_child_in_place(NodeBase* n, ChildSlot s, std::uint8_t b, NodeFlags f) noexcept {
-  pm::commit(s.word, std::uint64_t{0});
+  pm::commit_nt(s.word, std::uint64_t{0});
   meta_store(&n->count, static_cast<std::uint16_t>(n->count - 1), f);
   if (n->type == NodeType::n48)
     meta_store(&reinterpret_cast<Node48*>(n)->index[b], std::uint8_t{0}, f);

@@ -26,8 +26,13 @@ struct Children {
 struct ChildSlot {
   std::uint64_t* word = nullptr;
   bool zentry = false;
-  Ref get() const noexcept { return zentry ? zentry_ref(*word) : *word; }
-  std::uint64_t encode(Ref r) const noexcept { return zentry ? (*word & ~kRefMask) | r : r; }
+  Ref get() const noexcept {
+    const std::uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    return zentry ? zentry_ref(w) : w;
+  }
+  std::uint64_t encode(Ref r) const noexcept {
+    return zentry ? (__atomic_load_n(word, __ATOMIC_ACQUIRE) & ~kRefMask) | r : r;
+  }
 };
 
 //! Per-operation switches the tree passes down (its create-time flags).
@@ -64,12 +69,12 @@ void collect_children(const NodeBase* n, Children& out) noexcept;
 //! Number of used entries counted from the persistent words (recovery, verify).
 unsigned count_entries(const NodeBase* n) noexcept;
 
-//! Adds child r under byte b in place if a slot is free: the commit is pm::publish of the
+//! Adds child r under byte b in place if a slot is free: the commit is pm::publish_nt of the
 //! Zentry (N4/N16/N48) or reference (N256); the fence first orders the new leaf or array
 //! the caller wrote back. Returns false (nothing written) if the node is full.
 bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcept;
 
-//! Clears the entry at `s` (byte b): commit pm::commit(entry, 0), then the metadata.
+//! Clears the entry at `s` (byte b): commit pm::commit_nt(entry, 0), then the metadata.
 void remove_child_in_place(NodeBase* n, ChildSlot s, std::uint8_t b, NodeFlags f) noexcept;
 
 }  // namespace wort::roart

@@ -8,6 +8,7 @@
 #include <bit>
 
 #include "index/roart/roart_tree.h"
+#include "index/roart/roart_lock.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 
@@ -21,89 +22,167 @@ NodeType shrunk_type(NodeType t, unsigned remaining) {
 }
 }  // namespace
 
+//! ROWEX as in put: down without locks, then the locks of the node the key hangs from, its
+//! owner (a shrink or merge replaces the node in the owner's slot) and an array the key is
+//! in; checked, and decided again under them; a restart if anything changed.
 Status Roart::remove(Key k) {
-  ChildSlot slot{&anchor_->root, false};
-  const Ref root = slot.get();
-  if (root == kNull) return Status::not_found;
-  if (is_leaf(root)) {
-    if (!leaf_matches(leaf(root), k)) return Status::not_found;
-    pm::commit(slot.word, Ref{kNull});
-    free_ref(root);
-    return Status::ok;
+  Epochs::Guard g(epochs_);
+  Status s = Status::ok;
+  while (!remove_once(k, &s)) {
   }
-  if (is_array(root)) return remove_in_array(slot, nullptr, slot, 0, 0, k);
+  return s;
+}
+
+bool Roart::remove_once(Key k, Status* out) {
+  ChildSlot slot{&anchor_->root.raw, false};
+  const Ref root = slot.get();
+  *out = Status::not_found;
+  if (root == kNull) return true;
+  if (is_leaf(root) || is_array(root)) {
+    WriteLocks l(gen_);
+    if (!l.lock(&root_lock_) || slot.get() != root) return false;
+    if (is_array(root)) {
+      if (!l.lock(&touch_array(root)->lock)) return false;
+      *out = remove_in_array(l, slot, nullptr, slot, 0, 0, k);
+      return true;
+    }
+    if (!leaf_matches(leaf(root), k)) return true;
+    pm::commit_nt(slot.word, Ref{kNull});
+    free_ref(root);
+    *out = Status::ok;
+    return true;
+  }
+  NodeBase* owner = nullptr;
   unsigned depth = 0;
   for (;;) {
-    NodeBase* n = touch(slot.get());
-    if (n->level < depth) return Status::corrupt;
-    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
-    if (prefix_mismatch(n, depth, k) < n->prefix.len) return Status::not_found;
+    const Ref r = slot.get();
+    if (!is_node(r)) return false;  // replaced under us (e.g. merged away): restart
+    NodeBase* n = touch(r);
     const unsigned pos = n->level;
-    if (k.size() < pos) return Status::not_found;
+    if (pos < depth) {
+      *out = Status::corrupt;
+      return true;
+    }
+    const PrefixWord p = n->prefix;  // one load: a split may change it meanwhile
+    if (depth + p.len == pos && prefix_mismatch(n, p, depth, k) < p.len)
+      return true;  // not found (an inconsistent prefix is checked under the locks)
+    if (k.size() < pos) return true;
+    ChildSlot cs{};
+    if (k.size() > pos) {
+      cs = find_child(n, key_byte(k, pos));
+      if (cs.word == nullptr) return true;
+      if (is_node(cs.get())) {
+        owner = n;
+        slot = cs;
+        depth = pos + 1;
+        continue;
+      }
+    }
+    // The key hangs from n (its eok, a leaf child, or in an array child).
+    WriteLocks l(gen_);
+    if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock)) return false;
+    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
+    const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
+    if (prefix_mismatch(n, lp, depth, k) < lp.len) return true;
     if (k.size() == pos) {
-      if (n->eok == kNull || !leaf_matches(leaf(n->eok), k)) return Status::not_found;
-      return remove_eok(slot, n, depth);
+      const Ref e = n->eok;
+      if (e == kNull || !leaf_matches(leaf(e), k)) return true;
+      *out = remove_eok(l, slot, n, depth);
+      return true;
     }
     const std::uint8_t b = key_byte(k, pos);
-    const ChildSlot cs = find_child(n, b);
-    if (cs.word == nullptr) return Status::not_found;
+    cs = find_child(n, b);
+    if (cs.word == nullptr) return true;
     const Ref c = cs.get();
+    if (is_node(c)) return false;  // an array split meanwhile: restart
     if (is_leaf(c)) {
-      if (!leaf_matches(leaf(c), k)) return Status::not_found;
-      return remove_child(slot, n, depth, b, cs);
+      if (!leaf_matches(leaf(c), k)) return true;
+      *out = remove_child(l, slot, n, depth, b, cs);
+      return true;
     }
-    if (is_array(c)) return remove_in_array(cs, n, slot, depth, b, k);
-    slot = cs;
-    depth = pos + 1;
+    if (!l.lock(&touch_array(c)->lock)) return false;
+    if (cs.get() != c) return false;
+    *out = remove_in_array(l, cs, n, slot, depth, b, k);
+    return true;
   }
 }
 
 //! k in the array at `aslot` (under byte b of `parent`, or the root if parent is null):
 //! the array's slot is the commit, unless it is the array's last leaf: then the array goes.
-Status Roart::remove_in_array(ChildSlot aslot, NodeBase* parent, ChildSlot parent_slot,
-                              unsigned parent_depth, std::uint8_t b, Key k) {
+Status Roart::remove_in_array(WriteLocks& l, ChildSlot aslot, NodeBase* parent,
+                              ChildSlot parent_slot, unsigned parent_depth, std::uint8_t b,
+                              Key k) {
   const Ref ar = aslot.get();
   LeafArray* a = touch_array(ar);
   const int i = find_in_array(a, k, fingerprint(k));
   if (i < 0) return Status::not_found;
-  const std::uint64_t l = slot_leaf(a->slot[i]);
-  if (std::popcount(a->bitmap) > 1) {
+  const std::uint64_t lf = slot_leaf(a->slot[i].get());
+  const unsigned remaining = static_cast<unsigned>(std::popcount(a->bitmap.get())) - 1;
+  if (remaining > 0) {
+    if (remaining * 2 <= smaller_cap(a->cap) &&
+        shrink_array(l, aslot, a, static_cast<unsigned>(i)))
+      return Status::ok;
     remove_from_array(a, static_cast<unsigned>(i), node_flags());
-    pool_.allocator().free(l);
+    epochs_.retire(lf);
     return Status::ok;
   }
   if (parent == nullptr) {  // the root array
-    pm::commit(aslot.word, Ref{kNull});
-    pool_.allocator().free(l);
+    pm::commit_nt(aslot.word, Ref{kNull});
+    l.obsolete(&a->lock);
+    epochs_.retire(lf);
     free_ref(ar);
     return Status::ok;
   }
-  return remove_child(parent_slot, parent, parent_depth, b, aslot);
+  return remove_child(l, parent_slot, parent, parent_depth, b, aslot);
 }
 
-//! Frees a child that held only the removed key: a leaf, or an array of one leaf.
-static void free_victim(Pool& pool, Ref v) {
-  if (is_array(v)) {
-    for (LeafSlot s : pool.at<LeafArray>(ref_offset(v))->slot)
-      if (s != 0) pool.allocator().free(slot_leaf(s));
+//! An array left at most half as full as the size below it: a copy of that size without
+//! slot i, published in the parent's slot (64→28 at 14 leaves, 28→12 at 6, 12→4 at 2).
+//! False (nothing changed) if there is no space for the copy: the caller removes in place.
+bool Roart::shrink_array(WriteLocks& l, ChildSlot aslot, LeafArray* a, unsigned i) {
+  ArrayItem items[kArraySlots];
+  const std::uint64_t victim = slot_leaf(a->slot[i].get());
+  unsigned n = 0;
+  for (unsigned j = 0; j < a->cap; ++j) {
+    const LeafSlot s = a->slot[j];
+    if (s != 0 && j != i) items[n++] = {slot_fp(s), slot_leaf(s)};
   }
-  pool.allocator().free(ref_offset(v));
+  Ref smaller;
+  if (make_array(items, n, &smaller) != Status::ok) return false;
+  const Ref old = aslot.get();
+  pm::publish_nt(aslot.word, aslot.encode(smaller));
+  l.obsolete(&a->lock);
+  free_ref(old);
+  epochs_.retire(victim);
+  return true;
+}
+
+//! Retires a child that held only the removed key: a leaf, or an array of one leaf (whose
+//! lock the write holds: it is marked obsolete).
+void Roart::free_victim(WriteLocks& l, Ref v) {
+  if (is_array(v)) {
+    LeafArray* a = array(v);
+    for (unsigned i = 0; i < a->cap; ++i)
+      if (const LeafSlot s = a->slot[i]; s != 0) epochs_.retire(slot_leaf(s));
+    l.obsolete(&a->lock);
+  }
+  free_ref(v);
 }
 
 //! Removes the child at cs (byte b of n, which `slot` holds, reached at depth).
-Status Roart::remove_child(ChildSlot slot, NodeBase* n, unsigned depth, std::uint8_t b,
-                           ChildSlot cs) {
+Status Roart::remove_child(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth,
+                           std::uint8_t b, ChildSlot cs) {
   const Ref victim = cs.get();
   const unsigned children = n->count;
-  if (children - 1 + (n->eok != kNull) == 1) {  // one entry left: merge n away
+  if (children - 1 + (n->eok.get() != kNull) == 1) {  // one entry left: merge n away
     Ref survivor = n->eok;
     if (survivor == kNull) {
       Children c;
       collect_children(n, c);
       survivor = c.byte[0] == b ? c.ref[1] : c.ref[0];
     }
-    if (Status s = merge(slot, n, depth, survivor); s != Status::ok) return s;
-    free_victim(pool_, victim);
+    if (Status s = merge(l, slot, n, depth, survivor); s != Status::ok) return s;
+    free_victim(l, victim);
     return Status::ok;
   }
   const NodeType t = shrunk_type(n->type, children - 1);
@@ -119,22 +198,23 @@ Status Roart::remove_child(ChildSlot slot, NodeBase* n, unsigned depth, std::uin
     remove_child_in_place(n, cs, b, node_flags());
   } else {
     const Ref old = slot.get();
-    pm::publish(slot.word, slot.encode(smaller));
+    pm::publish_nt(slot.word, slot.encode(smaller));
+    l.obsolete(&n->lock);
     free_ref(old);
   }
-  free_victim(pool_, victim);
+  free_victim(l, victim);
   return Status::ok;
 }
 
 //! Removes n's eok leaf (in place unless n is left with a single child: merge).
-Status Roart::remove_eok(ChildSlot slot, NodeBase* n, unsigned depth) {
+Status Roart::remove_eok(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth) {
   const Ref victim = n->eok;
   if (n->count == 1) {
     Children c;
     collect_children(n, c);
-    if (Status s = merge(slot, n, depth, c.ref[0]); s != Status::ok) return s;
+    if (Status s = merge(l, slot, n, depth, c.ref[0]); s != Status::ok) return s;
   } else {
-    pm::commit(&n->eok, Ref{kNull});
+    pm::commit_nt(&n->eok.raw, Ref{kNull});
   }
   free_ref(victim);
   return Status::ok;
@@ -142,15 +222,18 @@ Status Roart::remove_eok(ChildSlot slot, NodeBase* n, unsigned depth) {
 
 //! Replaces n (in `slot`, reached at depth) by its only remaining entry. A node survivor
 //! keeps its level and takes the longer prefix word [depth, level) first.
-Status Roart::merge(ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor) {
+//! Holding n's lock keeps every writer off the survivor (a write at a child of n locks n as
+//! the owner of its slot), so its prefix word is ours to change.
+Status Roart::merge(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor) {
   if (is_node(survivor)) {
     NodeBase* s = touch(survivor);
-    const Leaf* l = any_leaf(survivor);
-    pm::store(&s->prefix, prefix_from(leaf_key(l), depth, s->level));
+    const Leaf* lf = any_leaf(survivor);
+    pm::store(&s->prefix.raw, prefix_from(leaf_key(lf), depth, s->level));
     pm::flush(&s->prefix, sizeof(PrefixWord));
   }
-  pm::commit(slot.word, slot.encode(survivor));
-  pool_.allocator().free(pool_.offset_of(n));
+  pm::commit_nt(slot.word, slot.encode(survivor));
+  l.obsolete(&n->lock);
+  epochs_.retire(pool_.offset_of(n));
   return Status::ok;
 }
 

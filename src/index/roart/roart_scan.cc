@@ -1,8 +1,12 @@
 // roart/roart_scan.cc — ordered scans. Inner nodes are visited in byte order (eok first);
 // a leaf array is unsorted inside, so its leaves (those >= the lower bound) are sorted by
-// key before they are reported: at most 64 keys per array, one std::sort of pointers.
+// key before they are reported. The keys of an array share their first `depth` bytes, so
+// each is sorted by the next 8 bytes as one big-endian integer (the paper's "comparing only
+// the different parts of keys"), the whole keys compared only on a tie: insertion sort
+// for the usual few leaves, std::sort above 16.
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "index/roart/roart_tree.h"
@@ -24,31 +28,65 @@ bool Roart::emit(const Leaf* l, bool bounded, ScanState& st) const {
   if (bounded && compare_keys(k, st.lo) < 0) return true;
   if (st.has_hi && compare_keys(k, st.hi) >= 0) return false;
   ++st.count;
-  if (!(*st.visit)(k, l->value)) return false;
+  if (!(*st.visit)(k, l->value.get())) return false;
   return st.count < st.max;
 }
 
 bool Roart::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const {
   if (is_leaf(r)) return emit(leaf(r), bounded, st);
-  if (is_array(r)) return scan_array(touch_array(r), bounded, st);
+  if (is_array(r)) return scan_array(touch_array(r), depth, bounded, st);
   return scan_node(touch(r), depth, bounded, st);
 }
 
-bool Roart::scan_array(const LeafArray* a, bool bounded, ScanState& st) const {
-  const Leaf* ls[kArraySlots];
-  unsigned n = 0;
-  for (std::uint64_t m = a->bitmap; m != 0; m &= m - 1) {
-    const LeafSlot s = a->slot[std::countr_zero(m)];
-    if (s == 0) continue;
-    const Leaf* l = slot_leaf_ptr(s);
-    if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
-    ls[n++] = l;
+namespace {
+struct SortItem {
+  std::uint64_t digest;  //!< key bytes [depth, depth + 8), big-endian, zero-padded
+  const Leaf* leaf;
+};
+std::uint64_t digest_at(const Leaf* l, unsigned depth) noexcept {
+  std::uint64_t d = 0;
+  const unsigned len = l->key_len;
+  if (depth + 8 <= len) {
+    std::memcpy(&d, l->key + depth, 8);
+    return __builtin_bswap64(d);
   }
-  std::sort(ls, ls + n, [](const Leaf* x, const Leaf* y) {
-    return compare_keys(leaf_key(x), leaf_key(y)) < 0;
-  });
+  if (depth >= len) return 0;
+  if (len >= 8) {  // the key's last 8 bytes, shifted so that byte `depth` leads
+    std::memcpy(&d, l->key + len - 8, 8);
+    return __builtin_bswap64(d) << 8 * (depth + 8 - len);
+  }
+  for (unsigned i = depth; i < depth + 8; ++i)
+    d = d << 8 | (i < len ? static_cast<std::uint8_t>(l->key[i]) : 0u);
+  return d;
+}
+bool sort_less(const SortItem& x, const SortItem& y) noexcept {
+  if (x.digest != y.digest) return x.digest < y.digest;
+  return compare_keys(leaf_key(x.leaf), leaf_key(y.leaf)) < 0;
+}
+}  // namespace
+
+bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const {
+  SortItem it[kArraySlots];
+  unsigned n = 0;
+  for (unsigned i = 0; i < a->cap; ++i) {
+    const LeafSlot s = a->slot[i];
+    if (s == 0) continue;
+    const Leaf* l = slot_leaf_ptr(s);  // (an array's slots are read once, atomically)
+    if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
+    it[n++] = {digest_at(l, depth), l};
+  }
+  if (n > 16) {
+    std::sort(it, it + n, sort_less);
+  } else {
+    for (unsigned i = 1; i < n; ++i) {
+      const SortItem x = it[i];
+      unsigned j = i;
+      for (; j > 0 && sort_less(x, it[j - 1]); --j) it[j] = it[j - 1];
+      it[j] = x;
+    }
+  }
   for (unsigned i = 0; i < n; ++i)
-    if (!emit(ls[i], false, st)) return false;
+    if (!emit(it[i].leaf, false, st)) return false;
   return true;
 }
 
@@ -68,22 +106,22 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
     if (st.lo.size() == pos) bounded = false;  // eok == lo, every child above it
     else bound_byte = key_byte(st.lo, pos);
   }
-  if (n->eok != kNull && !bounded && !emit(leaf(n->eok), false, st)) return false;
+  if (const Ref e = n->eok; e != kNull && !bounded && !emit(leaf(e), false, st)) return false;
   auto child = [&](unsigned b, Ref c) {
     if (static_cast<int>(b) < bound_byte) return true;
     return scan_ref(c, pos + 1, bounded && static_cast<int>(b) == bound_byte, st);
   };
   if (n->type == NodeType::n256) {
-    const Ref* c = reinterpret_cast<const Node256*>(n)->child;
+    const Shared<Ref>* c = reinterpret_cast<const Node256*>(n)->child;
     for (unsigned b = bound_byte < 0 ? 0 : static_cast<unsigned>(bound_byte); b < 256; ++b)
-      if (c[b] != kNull && !child(b, c[b])) return false;
+      if (const Ref r = c[b]; r != kNull && !child(b, r)) return false;
     return true;
   }
   if (n->type == NodeType::n48) {
     const auto* n48 = reinterpret_cast<const Node48*>(n);
     for (unsigned b = bound_byte < 0 ? 0 : static_cast<unsigned>(bound_byte); b < 256; ++b) {
       const unsigned i = n48->index[b];
-      const Zentry e = i == 0 ? 0 : n48->entry[i - 1];
+      const Zentry e = i == 0 || i > 48 ? 0 : n48->entry[i - 1].get();
       if (e != 0 && zentry_byte(e) == b && !child(b, zentry_ref(e)))
         return false;
     }
@@ -97,24 +135,28 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
 }
 
 std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
-  if (max == 0 || anchor_->root == kNull) return 0;
+  Epochs::Guard g(epochs_);
+  const Ref root = anchor_->root;
+  if (max == 0 || root == kNull) return 0;
   ScanState st;
   st.lo = from;
   st.max = max;
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 
 std::size_t Roart::range(Key lo, Key hi, Visitor v) const {
-  if (anchor_->root == kNull || compare_keys(lo, hi) >= 0) return 0;
+  Epochs::Guard g(epochs_);
+  const Ref root = anchor_->root;
+  if (root == kNull || compare_keys(lo, hi) >= 0) return 0;
   ScanState st;
   st.lo = lo;
   st.hi = hi;
   st.has_hi = true;
   st.max = std::numeric_limits<std::size_t>::max();
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 

@@ -5,13 +5,21 @@
 
 #include "index/common/anchor.h"
 #include "index/registry.h"
+#include "index/roart/roart_lock.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
 
 Roart::Roart(Pool& pool, Anchor* anchor)
-    : pool_(pool), anchor_(anchor), flags_(anchor->flags), gen_(pool.generation()) {}
+    : pool_(pool),
+      anchor_(anchor),
+      flags_(anchor->flags),
+      gen_(pool.generation()),
+      epochs_(pool.allocator()) {}
+
+//! Frees what is still retired (no operation may be running).
+Roart::~Roart() { epochs_.drain(); }
 
 Result<std::unique_ptr<Roart>> Roart::create(Pool& pool, const IndexOptions& opts) {
   if ((opts.words[0] & ~kAllFlags) != 0 || opts.words[1] || opts.words[2] || opts.words[3])
@@ -42,33 +50,36 @@ NodeFlags Roart::node_flags() const noexcept {
 
 //! The generation check (§3.3.1): a node stamped with an older generation has metadata
 //! from a previous session (possibly torn by a crash); rebuild it from the entries.
-NodeBase* Roart::touch(Ref r) const {
-  NodeBase* n = node(r);
-  if (n->generation != gen_) [[unlikely]] {
+//! Concurrent first touches are latched by the block's lock word (§3.3.1: "per-node latch
+//! for recovery"): its generation tag is stale, so it is free; the winner rebuilds and
+//! stamps the generation (a release store), the others wait in lock_word and then find the
+//! stamp. The lock word is free again afterwards. An obsolete block in this generation has
+//! been touched already, so it never reaches the rebuild.
+void Roart::rebuild_latched(NodeBase* n) const {
+  if (!lock_word(&n->lock, gen_)) return;
+  if (n->generation.get() != gen_) {
     rebuild_node_meta(n, gen_);
-    ++rebuilds_;
+    rebuilds_.fetch_add(1, std::memory_order_relaxed);
   }
-  return n;
+  unlock_word(&n->lock, gen_, false);
 }
 
-LeafArray* Roart::touch_array(Ref r) const {
-  LeafArray* a = array(r);
-  if (a->generation != gen_) [[unlikely]] {
+void Roart::rebuild_latched(LeafArray* a) const {
+  if (!lock_word(&a->lock, gen_)) return;
+  if (a->generation.get() != gen_) {
     rebuild_array_meta(a, gen_);
-    ++rebuilds_;
+    rebuilds_.fetch_add(1, std::memory_order_relaxed);
   }
-  return a;
+  unlock_word(&a->lock, gen_, false);
 }
 
-//! Slot of the leaf holding k (fingerprint filter, then the key), or -1.
+//! The fingerprints filter (SSE2 over the slots, not the bitmap: readers need no metadata);
+//! a candidate slot is re-read whole before its leaf is compared.
 int Roart::find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const {
-  for (std::uint64_t m = a->bitmap; m != 0; m &= m - 1) {
-    const unsigned i = static_cast<unsigned>(std::countr_zero(m));
-    const LeafSlot s = a->slot[i];
-    if (s == 0 || slot_fp(s) != fp) continue;
-    if (leaf_matches(slot_leaf_ptr(s), k)) return static_cast<int>(i);
-  }
-  return -1;
+  return scan_fingerprints(a, fp, [&](unsigned i) {
+    const LeafSlot s = a->slot[i].get();
+    return s != 0 && slot_fp(s) == fp && leaf_matches(slot_leaf_ptr(s), k);
+  });
 }
 
 //! Some leaf of the subtree at r (for compressed-path bytes beyond the prefix word).
@@ -77,12 +88,14 @@ const Leaf* Roart::any_leaf(Ref r) const {
     if (is_leaf(r)) return leaf(r);
     if (is_array(r)) {
       const LeafArray* a = array(r);
-      for (unsigned i = 0; i < kArraySlots; ++i)
-        if (a->slot[i] != 0) return slot_leaf_ptr(a->slot[i]);
+      for (unsigned i = 0; i < a->cap; ++i) {
+        const LeafSlot sl = a->slot[i];
+        if (sl != 0) return slot_leaf_ptr(sl);
+      }
       return nullptr;
     }
     const NodeBase* n = node(r);
-    if (n->eok != kNull) return leaf(n->eok);
+    if (const Ref e = n->eok; e != kNull) return leaf(e);
     Children c;
     collect_children(n, c);
     r = c.n ? c.ref[0] : kNull;
@@ -101,20 +114,26 @@ PrefixWord Roart::prefix_from(Key w, unsigned from, unsigned to) const {
 //! Lookup with the pessimistic prefix: a consistent prefix word is compared byte by byte;
 //! an inconsistent one (interrupted split/merge) is skipped, the leaf decides.
 const Leaf* Roart::find_leaf(Key k) const {
-  Ref r = anchor_->root;
+  Ref r = anchor_->root;  // the caller holds an epoch pin
   unsigned depth = 0;
   while (r != kNull) {
     if (is_leaf(r)) return leaf_matches(leaf(r), k) ? leaf(r) : nullptr;
     if (is_array(r)) {
       const LeafArray* a = touch_array(r);
       const int i = find_in_array(a, k, fingerprint(k));
-      return i < 0 ? nullptr : slot_leaf_ptr(a->slot[i]);
+      return i < 0 ? nullptr : slot_leaf_ptr(a->slot[i].get());
     }
     NodeBase* n = touch(r);
-    if (prefix_consistent(n, depth)) {
-      const unsigned stored = std::min<unsigned>(n->prefix.len, kStoredPrefix);
-      for (unsigned i = 0; i < stored; ++i)
-        if (depth + i >= k.size() || key_byte(k, depth + i) != n->prefix.bytes[i]) return nullptr;
+    // One load of the prefix word, taken apart in a register: {len:16 | bytes[6]:48}.
+    std::uint64_t pw =
+        __atomic_load_n(reinterpret_cast<const std::uint64_t*>(&n->prefix.raw), __ATOMIC_ACQUIRE);
+    const unsigned plen = static_cast<std::uint16_t>(pw);
+    if (plen != 0 && depth + plen == n->level) {
+      const unsigned stored = std::min<unsigned>(plen, kStoredPrefix);
+      pw >>= 16;
+      for (unsigned i = 0; i < stored; ++i, pw >>= 8)
+        if (depth + i >= k.size() || key_byte(k, depth + i) != static_cast<std::uint8_t>(pw))
+          return nullptr;
     }
     const unsigned pos = n->level;
     if (k.size() < pos) return nullptr;
@@ -122,28 +141,33 @@ const Leaf* Roart::find_leaf(Key k) const {
       r = n->eok;
       continue;
     }
-    const ChildSlot cs = find_child(n, key_byte(k, pos));
-    if (cs.word == nullptr) return nullptr;
-    r = cs.get();
+    if (n->type == NodeType::n256) {  // the common top levels: no call
+      r = reinterpret_cast<const Node256*>(n)->child[key_byte(k, pos)];
+    } else {
+      const ChildSlot cs = find_child(n, key_byte(k, pos));
+      if (cs.word == nullptr) return nullptr;
+      r = cs.get();
+    }
     depth = pos + 1;
   }
   return nullptr;
 }
 
 std::optional<Value> Roart::lookup(Key k) const {
+  Epochs::Guard g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return std::nullopt;
-  return l->value;
+  return l->value.get();
 }
 
+//! No lock: the value word is the leaf's only mutable word and its commit is one store.
 Status Roart::update(Key k, Value v) {
+  Epochs::Guard g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
   commit_value(const_cast<Leaf*>(l), v);
   return Status::ok;
 }
-
-void Roart::free_ref(Ref r) { pool_.allocator().free(ref_offset(r)); }
 
 IndexStats Roart::stats() const {
   IndexStats s;
@@ -164,10 +188,15 @@ IndexStats Roart::stats() const {
       return;
     }
     if (is_array(r)) {
-      if (!w.fits(off, off, sizeof(LeafArray), "leaf array")) return;
+      const LeafArray* a = array(r);
+      if (!w.fits(off, off, offsetof(LeafArray, slot), "leaf array")) return;
+      if (!valid_array_cap(a->cap) || !w.fits(off, off, array_bytes(a->cap), "leaf array")) {
+        w.fail("bad leaf array");
+        return;
+      }
       ++s.nodes["leaf_array"];
-      for (LeafSlot sl : array(r)->slot)
-        if (sl != 0) w.push(slot_leaf(sl) | kTagLeaf, level);
+      for (unsigned i = 0; i < a->cap; ++i)
+        if (const LeafSlot sl = a->slot[i]; sl != 0) w.push(slot_leaf(sl) | kTagLeaf, level);
       return;
     }
     const NodeBase* n = node(r);
@@ -176,7 +205,7 @@ IndexStats Roart::stats() const {
       return;
     }
     ++s.nodes[node_name(n->type)];
-    if (n->eok != kNull) w.push(n->eok, level + 1);
+    if (const Ref e = n->eok; e != kNull) w.push(e, level + 1);
     Children c;
     collect_children(n, c);
     for (unsigned i = 0; i < c.n; ++i) w.push(c.ref[i], level + 1);

@@ -7,6 +7,7 @@
 // and an internal split with two fences (minimally ordered split). See README.md.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "index/roart/roart_epoch.h"
 #include "index/roart/roart_layout.h"
 #include "index/roart/roart_leaf.h"
 #include "index/roart/roart_leaf_array.h"
@@ -21,6 +23,8 @@
 #include "wort/index.h"
 
 namespace wort::roart {
+
+class WriteLocks;
 
 class Roart {
  public:
@@ -46,9 +50,15 @@ class Roart {
 
   std::uint64_t flags() const noexcept { return flags_; }
   //! Nodes and arrays whose metadata this handle rebuilt (generation check) since open.
-  std::uint64_t rebuilds() const noexcept { return rebuilds_; }
+  std::uint64_t rebuilds() const noexcept { return rebuilds_.load(std::memory_order_relaxed); }
   //! Prefix words this handle repaired since open.
-  std::uint64_t repairs() const noexcept { return repairs_; }
+  std::uint64_t repairs() const noexcept { return repairs_.load(std::memory_order_relaxed); }
+  //! Unlinked blocks waiting for their epoch (freed once no reader can hold them).
+  std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+
+  ~Roart();
+  Roart(const Roart&) = delete;
+  Roart& operator=(const Roart&) = delete;
 
  private:
   struct ScanState;
@@ -61,47 +71,73 @@ class Roart {
   LeafArray* array(Ref r) const { return pool_.at<LeafArray>(ref_offset(r)); }
   Leaf* leaf(Ref r) const { return pool_.at<Leaf>(ref_offset(r)); }
   Leaf* slot_leaf_ptr(LeafSlot s) const { return pool_.at<Leaf>(slot_leaf(s)); }
-  NodeBase* touch(Ref r) const;
-  LeafArray* touch_array(Ref r) const;
+  //! The generation check (§3.3.1), inline: one compare unless the block is stale.
+  NodeBase* touch(Ref r) const {
+    NodeBase* n = node(r);
+    if (n->generation.get() != gen_) [[unlikely]] rebuild_latched(n);
+    return n;
+  }
+  LeafArray* touch_array(Ref r) const {
+    LeafArray* a = array(r);
+    if (a->generation.get() != gen_) [[unlikely]] rebuild_latched(a);
+    return a;
+  }
+  void rebuild_latched(NodeBase* n) const;
+  void rebuild_latched(LeafArray* a) const;
   int find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const;
   const Leaf* any_leaf(Ref r) const;
   bool prefix_consistent(const NodeBase* n, unsigned depth) const {
-    return depth + n->prefix.len == n->level;
+    return depth + n->prefix.get().len == n->level;
   }
   PrefixWord prefix_from(Key w, unsigned from, unsigned to) const;
   NodeFlags node_flags() const noexcept;
   bool lc() const noexcept { return (flags_ & kNoLeafCompaction) == 0; }
   const Leaf* find_leaf(Key k) const;
 
+  //! The lock word guarding the slot that names a child of `owner` (nullptr: the anchor).
+  Shared<std::uint64_t>* owner_lock(NodeBase* owner) const noexcept {
+    return owner == nullptr ? &root_lock_ : &owner->lock;
+  }
+
   // --- writes (roart_insert.cc)
   Status put(Key k, Value v, bool overwrite);
+  bool put_once(Key k, Value v, bool overwrite, Status* out);
   Status put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
-  Status put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
+  Status put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
-  Status add_child(ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Value v);
+  Status add_child(WriteLocks& l, ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Value v);
   Status split_prefix(ChildSlot slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k,
                       Value v);
-  Status split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
-                     std::uint16_t fp);
+  Status split_array(WriteLocks& l, ChildSlot slot, LeafArray* a, unsigned depth,
+                     std::uint64_t fresh, std::uint16_t fp);
+  Status grow_array(WriteLocks& l, ChildSlot slot, LeafArray* a, std::uint64_t fresh,
+                    std::uint16_t fp);
   Status new_child(Key k, Value v, Ref* out);
   Status make_node(NodeType t, std::uint32_t level, const PrefixWord& p, Ref eok,
                    const Children& c, Ref* out);
   Status make_array(const ArrayItem* items, unsigned n, Ref* out);
-  unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
+  //! `p` is ONE load of n's prefix word: a writer may change it between two loads.
+  unsigned prefix_mismatch(const NodeBase* n, const PrefixWord& p, unsigned depth,
+                           Key k) const;
   void repair_prefix(NodeBase* n, unsigned depth);
-  void free_ref(Ref r);
+  //! Retires an unlinked block (freed when no reader can hold it; see roart_epoch.h).
+  void free_ref(Ref r) { epochs_.retire(ref_offset(r)); }
 
   // --- remove (roart_remove.cc)
-  Status remove_in_array(ChildSlot slot, NodeBase* parent, ChildSlot parent_slot,
+  bool remove_once(Key k, Status* out);
+  Status remove_in_array(WriteLocks& l, ChildSlot slot, NodeBase* parent, ChildSlot parent_slot,
                          unsigned parent_depth, std::uint8_t b, Key k);
-  Status remove_child(ChildSlot slot, NodeBase* n, unsigned depth, std::uint8_t b, ChildSlot cs);
-  Status remove_eok(ChildSlot slot, NodeBase* n, unsigned depth);
-  Status merge(ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor);
+  bool shrink_array(WriteLocks& l, ChildSlot aslot, LeafArray* a, unsigned i);
+  Status remove_child(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth, std::uint8_t b,
+                      ChildSlot cs);
+  Status remove_eok(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth);
+  Status merge(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor);
+  void free_victim(WriteLocks& l, Ref v);
 
   // --- scans (roart_scan.cc)
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
-  bool scan_array(const LeafArray* a, bool bounded, ScanState& st) const;
+  bool scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const;
   bool emit(const Leaf* l, bool bounded, ScanState& st) const;
 
   // --- checks (roart_check.cc)
@@ -115,8 +151,10 @@ class Roart {
   Anchor* anchor_;
   std::uint64_t flags_;
   std::uint64_t gen_;  //!< the pool generation of this session
-  mutable std::uint64_t rebuilds_ = 0;
-  std::uint64_t repairs_ = 0;
+  mutable std::atomic<std::uint64_t> rebuilds_{0};
+  std::atomic<std::uint64_t> repairs_{0};
+  mutable Shared<std::uint64_t> root_lock_{0};  //!< DRAM: guards anchor.root (roart_lock.h)
+  mutable Epochs epochs_;
 };
 
 }  // namespace wort::roart

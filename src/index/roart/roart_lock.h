@@ -1,0 +1,82 @@
+// roart/roart_lock.h — writers' lock words (ROWEX, §3.4.1): one V word in every inner node
+// and leaf array, and one in DRAM for the anchor's root slot.
+//
+//   63                                            2      1        0
+//   +----------------------------------------------+----------+--------+
+//   |       pool generation of the last holder      | obsolete | locked |
+//   +----------------------------------------------+----------+--------+
+//
+// A word tagged with an older generation is free and not obsolete: whatever a crash left in
+// the pool, a restart (which bumps the generation) never sees a lock held. `obsolete` is set
+// by the writer that unlinked the block (a grown / shrunk / split / merged-away node or
+// array) as it unlocks; a writer that then gets the lock restarts from the root. Readers
+// never look at the lock: they are lock-free.
+#pragma once
+
+#include <cstdint>
+
+#include "index/roart/roart_layout.h"
+#include "pm/persist.h"
+
+namespace wort::roart {
+
+inline constexpr std::uint64_t kLocked = 1, kObsolete = 2;
+
+//! True if `w` is held in generation `gen`.
+inline bool lock_held(std::uint64_t w, std::uint64_t gen) noexcept {
+  return (w >> 2) == gen && (w & kLocked) != 0;
+}
+
+//! Takes the lock (spinning while another writer holds it). False, without the lock, if the
+//! block is obsolete (unlinked): the caller restarts.
+inline bool lock_word(Shared<std::uint64_t>* w, std::uint64_t gen) noexcept {
+  for (;;) {
+    const std::uint64_t v = w->get();
+    const bool current = (v >> 2) == gen;
+    if (current && (v & kObsolete) != 0) return false;
+    if (current && (v & kLocked) != 0) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    if (pm::cas_volatile(&w->raw, v, gen << 2 | kLocked)) return true;
+  }
+}
+
+//! Releases the lock; `obsolete` marks the block unlinked for good.
+inline void unlock_word(Shared<std::uint64_t>* w, std::uint64_t gen, bool obsolete) noexcept {
+  pm::store_volatile_release(&w->raw, gen << 2 | (obsolete ? kObsolete : 0));
+}
+
+//! The locks one write holds (at most three: the owner of the slot it changes, the node or
+//! array that slot names, and an array below that node), taken top-down, released in
+//! reverse order when the write ends, each marked obsolete if the write unlinked its block.
+class WriteLocks {
+ public:
+  explicit WriteLocks(std::uint64_t gen) noexcept : gen_(gen) {}
+  ~WriteLocks() {
+    for (unsigned i = n_; i-- > 0;) unlock_word(w_[i], gen_, obsolete_[i]);
+  }
+  WriteLocks(const WriteLocks&) = delete;
+  WriteLocks& operator=(const WriteLocks&) = delete;
+
+  //! Takes w's lock; false (not held) if its block is obsolete: the write restarts.
+  bool lock(Shared<std::uint64_t>* w) noexcept {
+    if (!lock_word(w, gen_)) return false;
+    w_[n_] = w;
+    obsolete_[n_++] = false;
+    return true;
+  }
+  //! The block whose lock word is w (held) has been unlinked.
+  void obsolete(Shared<std::uint64_t>* w) noexcept {
+    for (unsigned i = 0; i < n_; ++i)
+      if (w_[i] == w) obsolete_[i] = true;
+  }
+
+ private:
+  std::uint64_t gen_;
+  Shared<std::uint64_t>* w_[3];  // [0, n_) are held
+  bool obsolete_[3];
+  unsigned n_ = 0;
+};
+
+}  // namespace wort::roart
