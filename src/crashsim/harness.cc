@@ -47,6 +47,13 @@ std::string Report::summary() const {
   if (seconds > 0) os << " (" << static_cast<std::uint64_t>(images / seconds) << " images/s)";
   os << ", " << findings.size() << " findings";
   if (suppressed) os << " (+" << suppressed << " duplicates)";
+  if (!findings.empty()) {
+    std::map<std::string, std::size_t> kinds;
+    for (const Finding& f : findings) ++kinds[f.kind];
+    os << " [";
+    for (const auto& [k, n] : kinds) os << k << "x" << n << (k == kinds.rbegin()->first ? "" : " ");
+    os << "]";
+  }
   if (!error.empty()) os << "; ERROR: " << error;
   for (std::size_t i = 0; i < findings.size() && i < 5; ++i)
     os << "\n  " << findings[i].kind << ": " << findings[i].detail
@@ -147,11 +154,14 @@ class Run {
   void on_nested_point(bool at_ack);
   void check_second(std::span<const std::uint32_t> choice);
   void on_lint(Lint l, std::uintptr_t site, const std::string& detail);
+  void on_lint_after_crash(Lint l, std::uintptr_t site, const std::string& detail);
+  void check_commits(const KvOp* op, Status want, std::size_t commits, const std::string& where,
+                     const std::string& replay);
 
   bool recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
                std::unique_ptr<Index>* ix, std::vector<Problem>* problems);
   void oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
-               std::vector<Problem>* problems);
+               std::vector<Problem>* problems, const AfterOp& after_op = {});
 
   std::string where() const;
   std::string replay_string(std::uint64_t point, const std::string& choice,
@@ -184,6 +194,8 @@ class Run {
   std::vector<std::uint32_t> cur_choice_;
   std::uint64_t nested_point_ = 0;    // id of the next crash point inside this recovery
   bool image_failed_ = false;
+  bool recovering_ = false;           // nested_ watches an image's recovery
+  bool continuing_ = false;           // nested_ watches the continuation ops on an image
   //! SECOND_CRASH findings of the image being checked, as (site, finding): reported only if
   //! the image passes with one crash (otherwise they repeat its finding).
   struct PendingSecond {
@@ -262,6 +274,12 @@ void Run::run_traced_ops() {
     });
   sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
+  nested_.set_compare_limit([] { return std::size_t{0}; });  // the image's written extent
+  if (o_.lints && o_.lints_after_crash && !rp_.active)
+    nested_.set_lint_handler(
+        [this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
+          on_lint_after_crash(l, site, d);
+        });
   TracerGuard restore(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {
     const KvOp& op = ops_[op_];
@@ -269,7 +287,10 @@ void Run::run_traced_ops() {
     in_flight_ = true;
     const Status got = apply_op(*index_, op);
     in_flight_ = false;
+    const std::size_t commits = sim_.commits_in_op();
     const Status want = apply_to_reference(ref_, op);
+    if (!rp_.active)
+      check_commits(&op, want, commits, "op " + std::to_string(op_), replay_string(point_, "none"));
     if (got != want)
       add_finding("LIVE", "op" + std::to_string(op_),
                   describe(op) + " returned " + std::string(to_string(got)) + ", want " +
@@ -348,6 +369,33 @@ void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
               replay_string(point_, "none"));
 }
 
+void Run::check_commits(const KvOp* op, Status want, std::size_t commits,
+                        const std::string& where, const std::string& replay) {
+  if (!o_.commits) return;
+  const CommitRule r = op ? commit_rule(*o_.commits, *op, want) : o_.commits->create;
+  if (commits >= r.min && commits <= r.max) return;
+  const std::string what = op ? describe(*op) + " (returns " + std::string(to_string(want)) + ")"
+                              : std::string("Index::create");
+  add_finding("COMMIT_COUNT", where + ":" + (op ? std::to_string(int(op->kind)) + std::string(to_string(want)) : "create"),
+              what + " made " + std::to_string(commits) + " commit store(s), the index declares " +
+                  std::to_string(r.min) + (r.max != r.min ? ".." + std::to_string(r.max) : "") +
+                  " [" + where + "]",
+              replay);
+}
+
+void Run::on_lint_after_crash(Lint l, std::uintptr_t site, const std::string& detail) {
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
+  const char* phase = continuing_ ? "continuation" : "recovery";
+  const std::string site_key = std::string(phase) + (site ? pc : "");
+  const std::string choice = format_choice(cur_choice_);
+  add_finding(std::string(lint_name(l)), site_key,
+              detail + " after a crash, during the " + phase + " of the image [" + where() +
+                  ", crash point " + std::to_string(cur_point_) + ", choice " + choice + "]" +
+                  (site ? std::string(", ") + pc : std::string()),
+              replay_string(cur_point_, choice));
+}
+
 void Run::on_point(bool at_ack) {
   const std::uint64_t p = point_++;
   if (!o_.explore) return;
@@ -390,7 +438,7 @@ bool Run::recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
 }
 
 void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
-                  std::vector<Problem>* problems) {
+                  std::vector<Problem>* problems, const AfterOp& after_op) {
   RefMap observed;
   const std::size_t before = problems->size();
   check_contents(ix, ex, &observed, problems);
@@ -399,7 +447,7 @@ void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint6
   if (!full || problems->size() != before) return;
   if (o_.continuation) {
     if (auto c = run_continuation(pool, ix, std::move(observed), touched_, seed,
-                                  o_.continuation_ops))
+                                  o_.continuation_ops, after_op))
       problems->push_back(*c);
   }
   if (o_.drain && problems->size() == before) {
@@ -421,28 +469,34 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   image_failed_ = false;
   pending_second_.clear();
 
-  const bool nested = rp_.active ? rp_.nested : o_.second_crash;
+  // nested_ watches the image through recovery (second-crash points, lints after a crash)
+  // and the continuation (lints, commit oracle); track1_ only records the written extent.
   track1_.watch(img1_.data(), img1_.size);
-  if (nested) {
-    nested_.watch(img1_.data(), img1_.size, model.extent());
-    nested_point_ = 0;
-  }
-  TracerGuard restore(nested ? static_cast<pm::Tracer*>(&nested_) : &track1_);
+  nested_.watch(img1_.data(), img1_.size, model.extent());
+  nested_point_ = 0;
+  TracerGuard restore(&nested_);
   std::vector<Problem> problems;
   {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<Index> ix;
+    recovering_ = true;
     const bool ok = recover(img1_, &pool, &ix, &problems);
-    if (nested) {
-      if (ok) nested_.acknowledge();  // a crash point at the end of recovery
-      img1_.dirty_end = std::max(img1_.dirty_end, nested_.model().extent());
-      pm::set_tracer(&track1_);  // continuation and drain: only the extent matters
-    }
-    if (ok) oracles(*pool, *ix, expect(), true, seed, &problems);
+    if (ok) nested_.acknowledge();  // lints, and a crash point at the end of recovery
+    recovering_ = false;
+    continuing_ = true;
+    const AfterOp after_op = [&](const KvOp& op, Status want) {
+      check_commits(&op, want, nested_.commits_in_op(),
+                    "continuation after the crash [" + where() + ", crash point " +
+                        std::to_string(cur_point_) + ", choice " + format_choice(choice) + "]",
+                    replay_string(cur_point_, format_choice(choice)));
+      nested_.acknowledge();
+    };
+    if (ok) oracles(*pool, *ix, expect(), true, seed, &problems, after_op);
     ix.reset();
-    pool.reset();
+    pool.reset();  // its clean-shutdown store is no crash point of this image either
+    continuing_ = false;
   }
-  img1_.dirty_end = std::max(img1_.dirty_end, track1_.end());
+  img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
 
   const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
@@ -460,6 +514,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
 }
 
 void Run::on_nested_point(bool at_ack) {
+  if (continuing_ || !(rp_.active ? rp_.nested : o_.second_crash)) return;
   const std::uint64_t q = nested_point_++;
   const auto limits = nested_.model().choice_limits();
   if (rp_.active) {

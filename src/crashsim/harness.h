@@ -23,12 +23,19 @@
 //   UNTRACKED_STORE a pool word changed without pm::store / pm::copy
 //   REDUNDANT_FLUSH a flush of a line with nothing new to write back (performance finding)
 //   REDUNDANT_FENCE a fence with nothing to order (performance finding)
+//   MISSING_FENCE  also: a commit store issued while a line flushed before it is not fenced
+//   STORE_AFTER_COMMIT a pool store after the operation's last commit store (outside blocks
+//                  it frees)
+//   COMMIT_COUNT   (Options::commits) an operation made more or fewer commit stores than its
+//                  index declares
+// The lints also run (lints_after_crash) during recovery and the continuation operations.
 // Every finding carries a replay string (seed, crash point, per-line choice vector) that
 // Options::replay accepts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -49,6 +56,17 @@ struct KvOp {
   Value value = 0;
 };
 
+//! How many commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) one
+//! acknowledged operation makes, per kind, as the index's README declares. An operation that
+//! changes nothing (insert of a present key, update or remove of an absent one) is `noop`;
+//! `create` is Index::create (Pool creation itself is not counted).
+struct CommitRule {
+  std::uint8_t min = 0, max = 0;
+};
+struct CommitTable {
+  CommitRule insert, upsert, update, remove, noop, create;
+};
+
 struct Options {
   std::uint64_t seed = 1;
   std::uint64_t pool_size = 1ull << 20;
@@ -63,6 +81,12 @@ struct Options {
   bool explore = true;                 //!< false: lints only, no crash images
   std::size_t max_crash_points = 0;    //!< explore only the first N crash points; 0 = all
   std::string replay;                  //!< non-empty: only the crash image it names
+  //! COMMIT_COUNT oracle: each acknowledged operation (traced ones and continuation ones
+  //! after a crash) made the commit stores this table allows. Unset: not checked.
+  std::optional<CommitTable> commits;
+  //! Lints (with their own kinds, the detail saying "after a crash") also while an image
+  //! recovers and while the continuation operations run on it.
+  bool lints_after_crash = true;
 };
 
 struct Finding {

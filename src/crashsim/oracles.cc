@@ -179,9 +179,21 @@ std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix) {
   return r.describe();
 }
 
+CommitRule commit_rule(const CommitTable& table, const KvOp& op, Status want) {
+  if (want != Status::ok) return table.noop;
+  switch (op.kind) {
+    case KvOp::Kind::insert: return table.insert;
+    case KvOp::Kind::upsert: return table.upsert;
+    case KvOp::Kind::update: return table.update;
+    case KvOp::Kind::remove: return table.remove;
+  }
+  return table.noop;
+}
+
 std::optional<Problem> run_continuation(Pool& pool, Index& ix, RefMap ref,
-                                            const std::vector<std::string>& touched,
-                                            std::uint64_t seed, std::size_t n) {
+                                        const std::vector<std::string>& touched,
+                                        std::uint64_t seed, std::size_t n,
+                                        const AfterOp& after_op) {
   std::mt19937_64 rng(seed);
   for (std::size_t i = 0; i < n; ++i) {
     const unsigned r = static_cast<unsigned>(rng() % 100);
@@ -211,6 +223,7 @@ std::optional<Problem> run_continuation(Pool& pool, Index& ix, RefMap ref,
     if (const Status got = apply_op(ix, op); got != want)
       return cont("continuation " + std::to_string(i) + ": " + describe(op) + " returned " +
              std::string(to_string(got)) + ", want " + std::string(to_string(want)));
+    if (after_op) after_op(op, want);
   }
   if (auto s = compare_scan(ix, ref)) return cont("after continuation: " + *s);
   for (const auto& [k, v] : ref)

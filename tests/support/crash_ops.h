@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,7 +27,22 @@ inline crashsim::KvOp upd(std::string k, Value v) {
 }
 inline crashsim::KvOp rem(std::string k) { return {crashsim::KvOp::Kind::remove, std::move(k), 0}; }
 
-//! crashsim::run_kv, then one line "[<kind> crash] <summary>" on stdout.
+// --- the commit oracle's tables (crashsim::Options::commits) -----------------------------
+// How many commit stores each acknowledged operation of an index makes, from its README's
+// commit table. A new index adds its row to commit_table_for() (crash_ops.cc) when it
+// registers; run_and_print() then checks every operation of its crash tests against it.
+
+//! WORT, WOART, ART+CoW and the toy hash: every operation that changes the index commits
+//! with exactly one 8-byte store; a no-op (insert of a present key, update/remove of an
+//! absent one) makes none; Index::create commits once (Pool::set_root).
+inline constexpr crashsim::CommitTable kOneCommitPerChange{
+    .insert = {1, 1}, .upsert = {1, 1}, .update = {1, 1}, .remove = {1, 1},
+    .noop = {0, 0}, .create = {1, 1}};
+
+//! The table of an index kind, or none (then COMMIT_COUNT is not checked).
+std::optional<crashsim::CommitTable> commit_table_for(std::string_view kind);
+
+//! crashsim::run_kv (with Options::commits from commit_table_for(tree.kind) unless set), then one line "[<kind> crash] <summary>" on stdout.
 crashsim::Report run_and_print(const crashsim::Factory& tree,
                                const std::vector<crashsim::KvOp>& setup,
                                const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o);

@@ -112,10 +112,22 @@ std::uint64_t ToyHash<B>::find(const Bucket* b, Key k, std::uint64_t** link_out)
 
 template <ToyBug B>
 void ToyHash<B>::commit_head(Bucket* b, std::uint64_t head, std::uint64_t count) {
-  pm::store(&b->head, head);
-  pm::store(&b->count, count);
-  pm::flush(b, sizeof *b);
-  if constexpr (B != ToyBug::missing_fence) pm::fence();
+  if constexpr (B == ToyBug::missing_fence || B == ToyBug::torn16) {
+    // By hand: head, then count, one write-back (missing_fence: and no fence).
+    pm::store(&b->head, head);
+    pm::store(&b->count, count);
+    pm::flush(b, sizeof *b);
+    if constexpr (B != ToyBug::missing_fence) pm::fence();
+    return;
+  }
+  if constexpr (B != ToyBug::store_after_commit && B != ToyBug::extra_commit)
+    pm::store(&b->count, count);  // advisory (recovery recomputes it), same line as head
+  if constexpr (B == ToyBug::unfenced_publish)
+    pm::commit(&b->head, head);   // BUG: the node's write-back is not fenced yet
+  else
+    pm::publish(&b->head, head);  // fence (the node's write-back), then commit
+  if constexpr (B == ToyBug::store_after_commit) pm::store_persist(&b->count, count);
+  if constexpr (B == ToyBug::extra_commit) pm::commit(&b->count, count);
   if constexpr (B == ToyBug::redundant) pm::persist(b, sizeof *b);  // nothing new: wasted
 }
 
@@ -131,7 +143,11 @@ Status ToyHash<B>::add_node(Bucket* b, Key k, Value v) {
   const std::uint64_t count = b->count + 1;
   if constexpr (B == ToyBug::commit_first) commit_head(b, off, count);  // published too early
   pm::copy(node(off), img.data(), size);
-  if constexpr (B != ToyBug::missing_flush) pm::persist(node(off), size);
+  if constexpr (B == ToyBug::missing_fence || B == ToyBug::torn16) {
+    pm::persist(node(off), size);
+  } else if constexpr (B != ToyBug::missing_flush) {
+    pm::flush(node(off), size);  // fenced by the commit's pm::publish
+  }
   if constexpr (B != ToyBug::commit_first) commit_head(b, off, count);
   return Status::ok;
 }
@@ -140,10 +156,10 @@ template <ToyBug B>
 void ToyHash<B>::write_value(NodeHeader* n, Value v) {
   if constexpr (B == ToyBug::untracked) {
     *reinterpret_cast<volatile std::uint64_t*>(&n->value) = v;  // bypasses pm::store
+    pm::persist(&n->value, sizeof v);
   } else {
-    pm::store(&n->value, v);
+    pm::commit(&n->value, v);
   }
-  pm::persist(&n->value, sizeof v);
 }
 
 template <ToyBug B>
@@ -192,11 +208,11 @@ Status ToyHash<B>::remove(Key k) {
     pm::store(&n->flags, n->flags | toy::kDead);
     pm::persist(&n->flags, sizeof n->flags);
   }
-  pm::store(link, n->next);
+  // The count is advisory (recovery recomputes it): its write-back may share the commit's
+  // fence in either order.
   pm::store(&b->count, b->count - 1);
-  pm::flush(link, sizeof *link);
   if (!same_line(link, &b->count)) pm::flush(&b->count, sizeof b->count);
-  pm::fence();
+  pm::commit_sharing_fence(link, n->next);
   if constexpr (B != ToyBug::no_free) pool_.allocator().free(off);  // unlink durable: reuse is safe
   return Status::ok;
 }
@@ -350,6 +366,9 @@ template class ToyHash<ToyBug::untracked>;
 template class ToyHash<ToyBug::redundant>;
 template class ToyHash<ToyBug::no_free>;
 template class ToyHash<ToyBug::unsafe_repair>;
+template class ToyHash<ToyBug::unfenced_publish>;
+template class ToyHash<ToyBug::store_after_commit>;
+template class ToyHash<ToyBug::extra_commit>;
 
 static_assert(IndexConcept<ToyHash<ToyBug::none>>);
 
@@ -363,5 +382,8 @@ WORT_REGISTER_INDEX(ToyHash<ToyBug::untracked>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::redundant>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::no_free>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::unsafe_repair>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::unfenced_publish>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::store_after_commit>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::extra_commit>);
 
 }  // namespace wort::test
