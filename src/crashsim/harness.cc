@@ -135,6 +135,62 @@ std::size_t carved_bytes(const Pool& pool) {
   return static_cast<std::size_t>(std::min<std::uint64_t>(end, pool.size()));
 }
 
+//! Records every persistence event (creation runs before the pool's address is known; the
+//! recording is replayed into the simulator once it is).
+class Recorder final : public pm::Tracer {
+ public:
+  struct Event {
+    enum class Kind : std::uint8_t { store, nt_store, flush, fence, commit, alloc, free };
+    Kind kind;
+    void* p;
+    std::size_t len;
+    bool shares_fence = false;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Event> events;
+
+  void on_store(void* dst, const void* src, std::size_t len) override {
+    const auto* b = static_cast<const std::byte*>(src);
+    events.push_back({Event::Kind::store, dst, len, false, {b, b + len}});
+  }
+  void on_nt_store(void* dst, std::uint64_t v) override {
+    const auto* b = reinterpret_cast<const std::byte*>(&v);
+    events.push_back({Event::Kind::nt_store, dst, 8, false, {b, b + 8}});
+  }
+  void on_flush(const void* addr, std::size_t len) override {
+    events.push_back({Event::Kind::flush, const_cast<void*>(addr), len, false, {}});
+  }
+  void on_fence() override { events.push_back({Event::Kind::fence, nullptr, 0, false, {}}); }
+  void on_commit(void* dst, std::size_t len, bool shares) override {
+    events.push_back({Event::Kind::commit, dst, len, shares, {}});
+  }
+  void on_alloc(void* p, std::size_t len) override {
+    events.push_back({Event::Kind::alloc, p, len, false, {}});
+  }
+  void on_free(void* p, std::size_t len) override {
+    events.push_back({Event::Kind::free, p, len, false, {}});
+  }
+
+  void replay(Simulator& sim) const {
+    for (const Event& e : events) {
+      switch (e.kind) {
+        case Event::Kind::store: sim.on_store(e.p, e.bytes.data(), e.len); break;
+        case Event::Kind::nt_store: {
+          std::uint64_t v;
+          std::memcpy(&v, e.bytes.data(), 8);
+          sim.on_nt_store(e.p, v);
+          break;
+        }
+        case Event::Kind::flush: sim.on_flush(e.p, e.len); break;
+        case Event::Kind::fence: sim.on_fence(); break;
+        case Event::Kind::commit: sim.on_commit(e.p, e.len, e.shares_fence); break;
+        case Event::Kind::alloc: sim.on_alloc(e.p, e.len); break;
+        case Event::Kind::free: sim.on_free(e.p, e.len); break;
+      }
+    }
+  }
+};
+
 class Run {
  public:
   Run(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
@@ -144,7 +200,10 @@ class Run {
   Report go();
 
  private:
+  bool create_pool_and_index();
   bool prepare();
+  void install_handlers();
+  void explore_create(const Recorder& rec);
   void run_traced_ops();
   void check_live();
 
@@ -196,6 +255,7 @@ class Run {
   bool image_failed_ = false;
   bool recovering_ = false;           // nested_ watches an image's recovery
   bool continuing_ = false;           // nested_ watches the continuation ops on an image
+  bool creating_ = false;             // crash points of Index::create (trace_create)
   //! SECOND_CRASH findings of the image being checked, as (site, finding): reported only if
   //! the image passes with one crash (otherwise they repeat its finding).
   struct PendingSecond {
@@ -231,7 +291,7 @@ Report Run::go() {
   return std::move(rep_);
 }
 
-bool Run::prepare() {
+bool Run::create_pool_and_index() {
   PoolOptions po;
   po.size = o_.pool_size;
   po.chunk_size = o_.chunk_size;
@@ -248,6 +308,23 @@ bool Run::prepare() {
     return false;
   }
   index_ = std::move(ix).value();
+  return true;
+}
+
+bool Run::prepare() {
+  Recorder rec;
+  {
+    std::optional<TraceModeGuard> mode;
+    std::optional<TracerGuard> tracing;
+    if (o_.trace_create) {
+      mode.emplace();
+      tracing.emplace(&rec);
+    }
+    if (!create_pool_and_index()) return false;
+  }
+  img1_.allocate(pool_->size());
+  if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
+  if (o_.trace_create) explore_create(rec);
   empty_stats_ = pool_->allocator().stats();
   for (const KvOp& op : setup_) {
     const Status want = apply_to_reference(ref_, op);
@@ -260,13 +337,28 @@ bool Run::prepare() {
   for (const KvOp& op : setup_) keys.insert(op.key);
   for (const KvOp& op : ops_) keys.insert(op.key);
   touched_.assign(keys.begin(), keys.end());
-  img1_.allocate(pool_->size());
-  if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
   return true;
 }
 
-void Run::run_traced_ops() {
-  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+//! Replays the recording of pool and index creation into the simulator: crash points at
+//! every fence and at create's return, lints, the create row of the commit table.
+void Run::explore_create(const Recorder& rec) {
+  TraceModeGuard mode;
+  install_handlers();
+  sim_.watch(pool_->base(), pool_->size(), 0);  // fresh memory: all zero, all durable
+  sim_.set_replaying(true);
+  creating_ = true;
+  rec.replay(sim_);
+  if (!rp_.active)
+    check_commits(nullptr, Status::ok, sim_.commits_in_op(), "Index::create",
+                  replay_string(point_, "none"));
+  cur_at_ack_ = true;
+  sim_.acknowledge();
+  creating_ = false;
+  sim_.set_replaying(false);
+}
+
+void Run::install_handlers() {
   sim_.set_point_handler([this](bool at_ack) { on_point(at_ack); });
   if (o_.lints && !rp_.active)  // a replay re-runs one image, quietly
     sim_.set_lint_handler([this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
@@ -280,6 +372,11 @@ void Run::run_traced_ops() {
         [this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
           on_lint_after_crash(l, site, d);
         });
+}
+
+void Run::run_traced_ops() {
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  install_handlers();
   TracerGuard restore(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {
     const KvOp& op = ops_[op_];
@@ -333,6 +430,7 @@ Expect Run::expect() const {
 }
 
 std::string Run::where() const {
+  if (creating_) return cur_at_ack_ ? "Index::create at its return" : "Index::create before a fence";
   std::string s = "op " + std::to_string(op_);
   if (op_ < ops_.size()) s += " (" + describe(ops_[op_]) + ")";
   s += cur_at_ack_ ? " at its acknowledgement" : " before a fence";
@@ -364,7 +462,8 @@ void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
   const std::string site_key = site ? pc : "op" + std::to_string(op_);
   std::string at = "op " + std::to_string(op_);
   if (op_ < ops_.size()) at += " (" + describe(ops_[op_]) + ")";
-  add_finding(std::string(lint_name(l)), site_key,
+  if (creating_) at = "pool and index creation";
+  add_finding(std::string(lint_name(l)), creating_ ? "create:" + site_key : site_key,
               detail + " during " + at + (site ? std::string(", ") + pc : std::string()),
               replay_string(point_, "none"));
 }
@@ -498,6 +597,9 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   }
   img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
 
+  // Before create returns, "no pool" or "no index" is a state the crash may leave.
+  if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
+    problems.clear();
   const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
     add_finding(p.kind, "op" + std::to_string(op_),
@@ -560,6 +662,8 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
     pool.reset();
   }
   img2_.dirty_end = std::max(img2_.dirty_end, track2_.end());
+  if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
+    problems.clear();  // see check_image
   if (problems.empty()) return;
   image_failed_ = true;
   const std::string outer = format_choice(cur_choice_);

@@ -87,6 +87,12 @@ struct Options {
   //! Lints (with their own kinds, the detail saying "after a crash") also while an image
   //! recovers and while the continuation operations run on it.
   bool lints_after_crash = true;
+  //! Also crash-test creation: Pool::create_in_memory and the factory's create run with a
+  //! recording tracer; the recording is then replayed into the simulator (crash points at
+  //! every fence and at create's return, lints, Options::commits' `create` row). Before
+  //! create returns, an image may fail to attach or open (no pool or no index yet: not a
+  //! finding) or must open as an empty index; at its return it must open. Setup follows.
+  bool trace_create = false;
 };
 
 struct Finding {

@@ -104,7 +104,7 @@ void Simulator::on_alloc(void* p, std::size_t len) {
   }
   // Memory, shadow and durable image all hold the guaranteed bytes; stores the index makes
   // from here on are logged as usual.
-  std::memcpy(base_ + off, bytes.data(), len);
+  if (!replaying_) std::memcpy(base_ + off, bytes.data(), len);
   model_.absorb(off, bytes.data(), len);
 }
 
@@ -141,7 +141,7 @@ void Simulator::on_fence() {
   if (exploring_ || base_ == nullptr) return;
   const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
   if (on_lint_) {
-    if (untracked_check_) check_untracked();
+    if (!replaying_) check_untracked();
     if (model_.unfenced_lines() == 0)
       lint(Lint::redundant_fence, 0, site, "fence with no flushed line and no nt-store to order");
   }
@@ -152,7 +152,7 @@ void Simulator::on_fence() {
 void Simulator::acknowledge() {
   if (base_ == nullptr) return;
   if (on_lint_) {
-    if (untracked_check_) check_untracked();
+    if (!replaying_) check_untracked();
     if (!after_commit_stores_.empty()) {
       std::size_t bytes = 0;
       for (const auto& s : after_commit_stores_) bytes += s.second;

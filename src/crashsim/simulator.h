@@ -100,11 +100,12 @@ class Simulator final : public pm::Tracer {
   //! Commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) since the last
   //! acknowledgement (or since watch()).
   std::size_t commits_in_op() const noexcept { return commits_; }
-  //! Turns the UNTRACKED_STORE comparison off (a recorded trace replayed after the fact:
-  //! memory already holds the end state).
-  void set_untracked_check(bool on) noexcept { untracked_check_ = on; }
   //! Off: fences and acknowledgements are not crash points (lints still run).
   void set_crash_points(bool on) noexcept { crash_points_ = on; }
+  //! On: the events fed in are a recording replayed after the fact (memory already holds the
+  //! end state): no UNTRACKED_STORE comparison, and allocated or freed blocks get their
+  //! modelled bytes in the shadow and durable image only, not in memory.
+  void set_replaying(bool on) noexcept { replaying_ = on; }
 
  private:
   bool offset_of(const void* p, std::size_t* off) const noexcept;
@@ -122,8 +123,8 @@ class Simulator final : public pm::Tracer {
   PointHandler on_point_;
   LintHandler on_lint_;
   std::function<std::size_t()> compare_limit_fn_;
-  bool untracked_check_ = true;
   bool crash_points_ = true;
+  bool replaying_ = false;
   // per operation (reset by acknowledge)
   std::size_t commits_ = 0;
   bool skip_commit_store_ = false;  // the next in-range store is the commit's own

@@ -49,7 +49,8 @@ Result<std::unique_ptr<ToyHash<B>>> ToyHash<B>::create(Pool& pool, const IndexOp
   r.magic = toy::kRootMagic;
   r.nbuckets = toy::kBuckets;
   pm::copy(pool.at<Root>(off), &r, sizeof r);
-  pm::persist(pool.at<Root>(off), sizeof r);
+  // Written back here, fenced by set_root's pm::publish.
+  if constexpr (B != ToyBug::unpersisted_root) pm::flush(pool.at<Root>(off), sizeof r);
   pool.set_root(off);
   return std::unique_ptr<ToyHash>(new ToyHash(pool, off));
 }
@@ -369,6 +370,7 @@ template class ToyHash<ToyBug::unsafe_repair>;
 template class ToyHash<ToyBug::unfenced_publish>;
 template class ToyHash<ToyBug::store_after_commit>;
 template class ToyHash<ToyBug::extra_commit>;
+template class ToyHash<ToyBug::unpersisted_root>;
 
 static_assert(IndexConcept<ToyHash<ToyBug::none>>);
 
@@ -385,5 +387,6 @@ WORT_REGISTER_INDEX(ToyHash<ToyBug::unsafe_repair>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::unfenced_publish>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::store_after_commit>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::extra_commit>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::unpersisted_root>);
 
 }  // namespace wort::test

@@ -22,6 +22,8 @@
 //   store_after_commit insert stores the bucket count after the commit (harmless: recovery
 //                   recomputes counts)               -> STORE_AFTER_COMMIT only
 //   extra_commit    insert commits the count too    -> COMMIT_COUNT only
+//   unpersisted_root create publishes the root offset before the root block is written
+//                   back                           -> only with Options::trace_create
 //
 // The correct table commits every change with one pm::commit / pm::publish (the bucket head,
 // the value word, the unlinking link) and creates through Pool::set_root (pm::publish).
@@ -53,7 +55,8 @@ enum class ToyBug : std::uint8_t {
   unsafe_repair,
   unfenced_publish,
   store_after_commit,
-  extra_commit
+  extra_commit,
+  unpersisted_root
 };
 
 constexpr std::string_view toy_kind(ToyBug b) {
@@ -71,6 +74,7 @@ constexpr std::string_view toy_kind(ToyBug b) {
     case ToyBug::unfenced_publish: return "toy_hash_unfenced_publish";
     case ToyBug::store_after_commit: return "toy_hash_store_after_commit";
     case ToyBug::extra_commit: return "toy_hash_extra_commit";
+    case ToyBug::unpersisted_root: return "toy_hash_unpersisted_root";
   }
   return "toy_hash_unknown";
 }
