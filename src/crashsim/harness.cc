@@ -308,6 +308,7 @@ bool Run::create_pool_and_index() {
     return false;
   }
   index_ = std::move(ix).value();
+  empty_stats_ = pool_->allocator().stats();
   return true;
 }
 
@@ -325,7 +326,6 @@ bool Run::prepare() {
   img1_.allocate(pool_->size());
   if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
   if (o_.trace_create) explore_create(rec);
-  empty_stats_ = pool_->allocator().stats();
   for (const KvOp& op : setup_) {
     const Status want = apply_to_reference(ref_, op);
     if (Status got = apply_op(*index_, op); got != want)
