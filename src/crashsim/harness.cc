@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "crashsim/isolate.h"
 #include "crashsim/oracles.h"
 #include "crashsim/replay.h"
 #include "crashsim/simulator.h"
@@ -194,8 +195,8 @@ class Recorder final : public pm::Tracer {
 class Run {
  public:
   Run(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
-      const Options& o)
-      : f_(f), setup_(setup), ops_(ops), o_(o) {}
+      const Options& o, int stream_fd = -1)
+      : f_(f), setup_(setup), ops_(ops), o_(o), stream_fd_(stream_fd) {}
 
   Report go();
 
@@ -231,6 +232,7 @@ class Run {
   const Factory& f_;
   std::span<const KvOp> setup_, ops_;
   Options o_;
+  int stream_fd_ = -1;  // isolated: findings stream to the watching parent
   ReplaySpec rp_;
   Report rep_;
 
@@ -454,6 +456,7 @@ void Run::add_finding(const std::string& kind, const std::string& site, std::str
   }
   ++per_kind_[kind];
   rep_.findings.push_back(Finding{kind, std::move(detail), std::move(replay)});
+  stream_finding(stream_fd_, rep_.findings.back());
 }
 
 void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
@@ -578,6 +581,8 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<Index> ix;
+    ImageWatch watch(replay_string(cur_point_, format_choice(choice)));
+    try {
     recovering_ = true;
     const bool ok = recover(img1_, &pool, &ix, &problems);
     if (ok) nested_.acknowledge();  // lints, and a crash point at the end of recovery
@@ -593,7 +598,12 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
     if (ok) oracles(*pool, *ix, expect(), true, seed, &problems, after_op);
     ix.reset();
     pool.reset();  // its clean-shutdown store is no crash point of this image either
-    continuing_ = false;
+    } catch (const std::bad_alloc&) {
+      problems.push_back({"RECOVERY_HUNG", "memory budget of " +
+                                               std::to_string(o_.memory_budget_mb) +
+                                               " MiB exceeded (std::bad_alloc)"});
+    }
+    recovering_ = continuing_ = false;
   }
   img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
 
@@ -657,7 +667,15 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
   {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<Index> ix;
-    if (recover(img2_, &pool, &ix, &problems)) oracles(*pool, *ix, expect(), false, 0, &problems);
+    ImageWatch watch(replay_string(cur_point_, format_choice(cur_choice_),
+                                   "rpoint=" + std::to_string(nested_point_ - 1) +
+                                       ",rchoice=" + format_choice(choice)));
+    try {
+      if (recover(img2_, &pool, &ix, &problems))
+        oracles(*pool, *ix, expect(), false, 0, &problems);
+    } catch (const std::bad_alloc&) {
+      problems.push_back({"RECOVERY_HUNG", "memory budget exceeded (std::bad_alloc)"});
+    }
     ix.reset();
     pool.reset();
   }
@@ -683,8 +701,11 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
 
 Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
               const Options& opts) {
-  Run run(f, setup, ops, opts);
-  return run.go();
+  return run_isolated(opts, [&](int fd) {
+    Run run(f, setup, ops, opts, fd);
+    Report r = run.go();
+    return r;
+  });
 }
 
 }  // namespace wort::crashsim

@@ -15,6 +15,8 @@
 //   CONTINUATION   operations after recovery disagree with the reference
 //   DRAIN          (opt-in) after removing every key, more blocks allocated than an empty index has
 //   SECOND_CRASH   a crash during recovery, recovered again, fails any of the above
+//   RECOVERY_HUNG  an image's recovery + checks exceeded the time or memory budget
+//   RECOVERY_CRASHED the process died of a signal while recovering or checking an image
 //   LIVE           the traced run itself disagreed with the reference (a wrong Status or
 //                  lookup before any crash), or its final verify()/audit failed
 // and, on every traced operation without enumeration, the lints:
@@ -93,6 +95,12 @@ struct Options {
   //! create returns, an image may fail to attach or open (no pool or no index yet: not a
   //! finding) or must open as an empty index; at its return it must open. Setup follows.
   bool trace_create = false;
+  //! Bounds (crashsim/isolate.h): the run happens in a forked child; an image whose recovery
+  //! and checks take longer than image_seconds, or need more than memory_budget_mb of new
+  //! address space, is a RECOVERY_HUNG finding; a signal inside one is RECOVERY_CRASHED.
+  bool isolate = true;
+  double image_seconds = 60;
+  std::uint64_t memory_budget_mb = 2048;
 };
 
 struct Finding {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crashsim/harness.h"
+#include "crashsim/isolate.h"
 #include "support/crash_ops.h"
 #include "support/keygen.h"
 #include "support/toy_hash.h"
@@ -294,6 +295,35 @@ TEST(ToyCrash, LintsRunDuringRecoveryAndContinuation) {
   const Report quiet = run<ToyBug::missing_flush>(inserts_only(2), o);
   for (const Finding& f : quiet.findings)
     EXPECT_EQ(f.detail.find("after a crash"), std::string::npos) << f.detail;
+}
+
+
+// --- bounds: a recovery that hangs, eats memory or overflows its stack is a finding --------
+
+TEST(ToyCrash, HangingRecoveryIsAFindingWithAReplay) {
+  Options o = base_options();
+  o.image_seconds = 0.5;
+  const Report r = run<ToyBug::hang_recovery>(inserts_only(4), o);
+  ASSERT_TRUE(r.has("RECOVERY_HUNG")) << r.summary();
+  EXPECT_NE(r.findings.back().replay.find("point="), std::string::npos) << r.summary();
+  // The replay names the image: replaying it hangs again (bounded the same way).
+  Options again = o;
+  again.replay = r.findings.back().replay;
+  EXPECT_TRUE(run<ToyBug::hang_recovery>(inserts_only(4), again).has("RECOVERY_HUNG"));
+}
+
+TEST(ToyCrash, MemoryExhaustingRecoveryIsAFinding) {
+  if (!memory_budget_enforced()) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
+  Options o = base_options();
+  o.memory_budget_mb = 1024;
+  const Report r = run<ToyBug::oom_recovery>(inserts_only(4), o);
+  EXPECT_TRUE(r.has("RECOVERY_HUNG") || r.has("RECOVERY_CRASHED")) << r.summary();
+}
+
+TEST(ToyCrash, RunawayRecursionInRecoveryIsAFinding) {
+  const Report r = run<ToyBug::recurse_recovery>(inserts_only(4));
+  ASSERT_TRUE(r.has("RECOVERY_CRASHED")) << r.summary();
+  EXPECT_FALSE(r.findings.back().replay.empty());
 }
 
 }  // namespace

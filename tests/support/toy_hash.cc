@@ -9,6 +9,8 @@
 
 #include "index/registry.h"
 #include "pm/allocator.h"
+#include <memory>
+
 #include "pm/persist.h"
 
 namespace wort::test {
@@ -35,6 +37,13 @@ bool same_line(const void* a, const void* b) {
 
 Key key_of(const NodeHeader* n) {
   return {reinterpret_cast<const std::byte*>(n + 1), n->key_len};
+}
+
+//! Runaway recursion (recurse_recovery): overflows the stack.
+[[gnu::noinline]] std::uint64_t recurse_forever(std::uint64_t n) {
+  volatile char pad[512];
+  pad[0] = static_cast<char>(n);
+  return recurse_forever(n + 1) + static_cast<std::uint64_t>(pad[0]);
 }
 
 }  // namespace
@@ -228,6 +237,15 @@ void ToyHash<B>::repair_counts() {
       return true;
     });
     if (n == b.count) continue;
+    if constexpr (B == ToyBug::hang_recovery) {
+      for (volatile std::uint64_t spin = 0;; spin = spin + 1) {}
+    }
+    if constexpr (B == ToyBug::oom_recovery) {
+      // Address space only (never touched): bounded by the simulator's RLIMIT_AS.
+      std::vector<std::unique_ptr<char[]>> hog;
+      for (;;) hog.emplace_back(new char[std::size_t{256} << 20]);
+    }
+    if constexpr (B == ToyBug::recurse_recovery) (void)recurse_forever(n);
     if constexpr (B == ToyBug::unsafe_repair) {
       // "Reset, then rebuild": correct only if nothing crashes in between.
       const std::uint64_t head = b.head;
@@ -371,6 +389,9 @@ template class ToyHash<ToyBug::unfenced_publish>;
 template class ToyHash<ToyBug::store_after_commit>;
 template class ToyHash<ToyBug::extra_commit>;
 template class ToyHash<ToyBug::unpersisted_root>;
+template class ToyHash<ToyBug::hang_recovery>;
+template class ToyHash<ToyBug::oom_recovery>;
+template class ToyHash<ToyBug::recurse_recovery>;
 
 static_assert(IndexConcept<ToyHash<ToyBug::none>>);
 
@@ -388,5 +409,8 @@ WORT_REGISTER_INDEX(ToyHash<ToyBug::unfenced_publish>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::store_after_commit>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::extra_commit>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::unpersisted_root>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::hang_recovery>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::oom_recovery>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::recurse_recovery>);
 
 }  // namespace wort::test

@@ -22,6 +22,10 @@
 //   store_after_commit insert stores the bucket count after the commit (harmless: recovery
 //                   recomputes counts)               -> STORE_AFTER_COMMIT only
 //   extra_commit    insert commits the count too    -> COMMIT_COUNT only
+//   hang_recovery / oom_recovery / recurse_recovery  recovery, on finding a count to
+//                   repair, spins forever / allocates without end / recurses without end
+//                                                  -> RECOVERY_HUNG / RECOVERY_HUNG /
+//                                                     RECOVERY_CRASHED (crashsim/isolate.h)
 //   unpersisted_root create publishes the root offset before the root block is written
 //                   back                           -> only with Options::trace_create
 //
@@ -56,7 +60,10 @@ enum class ToyBug : std::uint8_t {
   unfenced_publish,
   store_after_commit,
   extra_commit,
-  unpersisted_root
+  unpersisted_root,
+  hang_recovery,
+  oom_recovery,
+  recurse_recovery
 };
 
 constexpr std::string_view toy_kind(ToyBug b) {
@@ -75,6 +82,9 @@ constexpr std::string_view toy_kind(ToyBug b) {
     case ToyBug::store_after_commit: return "toy_hash_store_after_commit";
     case ToyBug::extra_commit: return "toy_hash_extra_commit";
     case ToyBug::unpersisted_root: return "toy_hash_unpersisted_root";
+    case ToyBug::hang_recovery: return "toy_hash_hang_recovery";
+    case ToyBug::oom_recovery: return "toy_hash_oom_recovery";
+    case ToyBug::recurse_recovery: return "toy_hash_recurse_recovery";
   }
   return "toy_hash_unknown";
 }
