@@ -33,7 +33,7 @@ constexpr bool kSanitized = false;
 
 //! Shared between the child (writer) and the parent (watchdog).
 struct Heartbeat {
-  std::atomic<std::uint64_t> start_ns{0};
+  std::atomic<std::uint64_t> start_ns{0};  // when the innermost image began; 0: none
   std::atomic<std::uint32_t> in_image{0};
   std::atomic<std::uint64_t> images{0};  // images started (the report if the child dies)
   char replay[512] = {};
@@ -213,8 +213,10 @@ Report run_isolated(const Options& o, const std::function<Report(int fd)>& body)
         }
       }
     }
-    if (!killed && budget_ns > 0 && beat->in_image.load(std::memory_order_acquire) > 0 &&
-        now_ns() - beat->start_ns.load(std::memory_order_acquire) > budget_ns) {
+    // One word decides (start_ns is 0 outside every image), so no torn pair of loads can
+    // make a finished image look hung.
+    const std::uint64_t start = beat->start_ns.load(std::memory_order_acquire);
+    if (!killed && budget_ns > 0 && start != 0 && now_ns() > start + budget_ns) {
       hung_replay = beat->replay;
       ::kill(pid, SIGKILL);
       killed = true;

@@ -58,9 +58,9 @@ void Simulator::on_store(void* dst, const void* src, std::size_t len) {
   std::size_t off;
   if (!offset_of(dst, &off)) return;
   model_.store(off, src, len);
-  if (skip_commit_store_) {
-    skip_commit_store_ = false;
-  } else if (after_commit_) {
+  // The commit's own store(s): into its word, before its fence.
+  const bool into_commit = skip_commit_store_ && off >= commit_off_ && off + len <= commit_end_;
+  if (!into_commit && after_commit_) {
     after_commit_stores_.emplace_back(off, len);
   }
 }
@@ -70,6 +70,8 @@ void Simulator::on_commit(void* dst, std::size_t len, bool shares_fence) {
   if (!offset_of(dst, &off)) return;
   ++commits_;
   skip_commit_store_ = true;
+  commit_off_ = off;
+  commit_end_ = off + len;
   after_commit_ = true;
   after_commit_stores_.clear();
   if (!on_lint_ || shares_fence) return;
@@ -147,6 +149,7 @@ void Simulator::on_fence() {
   }
   crash_point(false);
   model_.fence();
+  skip_commit_store_ = false;  // the commit's fence ends its store(s)
 }
 
 void Simulator::acknowledge() {

@@ -127,7 +127,8 @@ class Simulator final : public pm::Tracer {
   bool replaying_ = false;
   // per operation (reset by acknowledge)
   std::size_t commits_ = 0;
-  bool skip_commit_store_ = false;  // the next in-range store is the commit's own
+  bool skip_commit_store_ = false;  // stores into [commit_off_, commit_end_) before the next
+  std::size_t commit_off_ = 0, commit_end_ = 0;  // fence are the commit's own
   bool after_commit_ = false;
   std::vector<std::pair<std::size_t, std::size_t>> after_commit_stores_;  // (offset, len)
   std::uint64_t junk_seq_ = 0;
