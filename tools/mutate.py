@@ -300,7 +300,8 @@ def build(build_dir, targets, jobs):
 def run_tests(build_dir, tests, timeout):
     """(killed, what): the first failing test binary, or None."""
     for binary, filt in tests:
-        cmd = [os.path.join(build_dir, binary), "--gtest_filter=" + filt, "--gtest_brief=1"]
+        cmd = [os.path.join(build_dir, binary), "--gtest_filter=" + filt, "--gtest_brief=1",
+               "--gtest_fail_fast=1"]
         try:
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=timeout)
