@@ -48,12 +48,14 @@ CATALOGUE_DIR = os.path.join(ROOT, "tools", "mutations")
 TREE_PARTS = ["CMakeLists.txt", "src", "include", "tests", "tools", "examples", "cmake"]
 
 # Which crash-test binaries (and gtest filters) cover a source file.
+# (Index creation goes through the shared kit, src/index/common, which the catalogue does not
+# mutate: the index folders are covered by their own crash tests, which also recompile fewer
+# translation units than pool_crash_test, which instantiates every tree.)
 COVER = [
-    ("src/index/wort/", [("crash_wort_crash_test", "-*Kill9*"), ("crash_pool_crash_test", "*Wort*")]),
-    ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*"), ("crash_pool_crash_test", "*Woart*")]),
-    ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*"), ("crash_pool_crash_test", "*Artcow*")]),
-    ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*"),
-                              ("crash_pool_crash_test", "*Woart*:*Artcow*")]),
+    ("src/index/wort/", [("crash_wort_crash_test", "-*Kill9*")]),
+    ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*")]),
+    ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*")]),
+    ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/pm/allocator.cc", [("crash_allocator_crash_test", "*"), ("crash_pool_crash_test", "*"),
                              ("crash_toy_crash_test", "*CorrectTable*:*Drain*"),
                              ("crash_wort_crash_test", "*Sampled*")]),
