@@ -66,10 +66,24 @@ TEST(AllocatorCrash, CarveSmallChunkAndLargeSpans) {
 
 // A 4096-byte key's node (4120 bytes) takes 2 chunks; removed, its span is free; a 2000-byte
 // key's node takes 1 chunk of it (split: remainder head first), the next takes the rest.
+// The chunk table holds 8 entries per line: with the taken and the remainder head in one
+// line, the taken head's write-back covers both and a lost write-back or a wrong order of
+// the two cannot show. So the span is placed at every position modulo 8 (0..7 one-chunk
+// fillers before it): one of them puts the two heads in different lines.
 TEST(AllocatorCrash, SplitAFreedSpan) {
-  const std::vector<KvOp> setup = {ins("root-class", 1), ins(big('s', 4096), 2),
-                                   rem(big('s', 4096))};
-  EXPECT_CLEAN(run(setup, {ins(big('x', 2000), 3), ins(big('y', 2000), 4)}, small_chunks(32)));
+  for (int fillers = 0; fillers < 8; ++fillers) {
+    SCOPED_TRACE(std::to_string(fillers) + " one-chunk nodes before the span");
+    std::vector<KvOp> setup = {ins("root-class", 1)};
+    for (int i = 0; i < fillers; ++i) setup.push_back(ins(big(static_cast<char>('a' + i), 3000), 2));
+    setup.push_back(ins(big('s', 4096), 2));
+    setup.push_back(rem(big('s', 4096)));
+    crashsim::Options o = small_chunks(32);
+    o.exhaustive_cap = 16;
+    o.random_samples = 2;
+    o.continuation_ops = 3;
+    o.drain = false;
+    EXPECT_CLEAN(run(setup, {ins(big('x', 2000), 3), ins(big('y', 2000), 4)}, o));
+  }
 }
 
 // A full pool: two neighbouring 1-chunk spans freed, then a 2-chunk node: the allocator

@@ -16,14 +16,20 @@
 
 namespace wort::test {
 
+//! The value stored for a test's value `v`: both 32-bit halves non-zero and different for
+//! different v, so a value word written as two 4-byte stores shows as a torn value in a
+//! crash image (small values have a zero high half before and after: tearing them is
+//! invisible). Distinct v give distinct values.
+constexpr Value wide(Value v) { return v + (v + 1) * 0x0000000100000001ull; }
+
 inline crashsim::KvOp ins(std::string k, Value v = 1) {
-  return {crashsim::KvOp::Kind::insert, std::move(k), v};
+  return {crashsim::KvOp::Kind::insert, std::move(k), wide(v)};
 }
 inline crashsim::KvOp ups(std::string k, Value v) {
-  return {crashsim::KvOp::Kind::upsert, std::move(k), v};
+  return {crashsim::KvOp::Kind::upsert, std::move(k), wide(v)};
 }
 inline crashsim::KvOp upd(std::string k, Value v) {
-  return {crashsim::KvOp::Kind::update, std::move(k), v};
+  return {crashsim::KvOp::Kind::update, std::move(k), wide(v)};
 }
 inline crashsim::KvOp rem(std::string k) { return {crashsim::KvOp::Kind::remove, std::move(k), 0}; }
 
