@@ -319,7 +319,8 @@ def run_tests(build_dir, tests, timeout):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", help="run only mutations whose name contains this")
+    ap.add_argument("--only", action="append",
+                    help="run only mutations whose name contains this (repeatable: any)")
     ap.add_argument("--list", action="store_true", help="list the catalogue and exit")
     ap.add_argument("--scratch", default=os.environ.get(
         "WORT_MUTATE_DIR", "/tmp/wort-mutate-" + hashlib.sha1(ROOT.encode()).hexdigest()[:8]))
@@ -329,7 +330,7 @@ def main():
 
     muts = load_catalogue()
     if a.only:
-        muts = [m for m in muts if a.only in m.name()]
+        muts = [m for m in muts if any(o in m.name() for o in a.only)]
     if a.list:
         for m in muts:
             print(m.name() + (f"   [harmless: {m.harmless}]" if m.harmless else ""))
