@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages wort needs, only those missing. Run as root (CI is) or
 # with sudo available.
 set -euo pipefail
-pkgs=(g++ cmake ninja-build pkg-config libpmem2-dev libgtest-dev valgrind python3 python3-matplotlib wamerican)
+pkgs=(g++ cmake ninja-build pkg-config libpmem2-dev libgtest-dev valgrind python3 python3-matplotlib wamerican
+      memcached python3-pymemcache libmemcached-tools nutcracker)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

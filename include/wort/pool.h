@@ -30,7 +30,10 @@ struct PoolHeader;
 //! Options fixed when a pool is created.
 struct PoolOptions {
   std::uint64_t size = 64ull << 20;          //!< bytes; rounded up to whole chunks
-  std::uint32_t chunk_size = 1u << 20;       //!< allocator chunk; power of two, >= 4 KiB
+  //! Allocator chunk: a power of two from 4 KiB to 1 GiB, or 0 (the default) to choose from
+  //! the size: the largest power of two giving at least 256 chunks, between 4 KiB and 1 MiB
+  //! (so a small pool has room for every size class it needs: 1 MiB -> 4 KiB chunks).
+  std::uint32_t chunk_size = 0;
   std::string kind;                          //!< index kind stored in the header ("wort")
   std::array<std::uint64_t, 4> index_options{};  //!< opaque to the pool, for the index
   //! Every value the index stores names a pool block that the application allocated (the

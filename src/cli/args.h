@@ -21,6 +21,10 @@ class ArgReader {
   std::string value();
   //! The next argument, for error messages.
   const std::string& peek() const { return args_[i_]; }
+  //! True if the next argument is a positional one (does not start with '-').
+  bool positional() const { return more() && (args_[i_].empty() || args_[i_][0] != '-'); }
+  //! Consumes and returns the next argument.
+  std::string take() { return args_[i_++]; }
 
  private:
   const Args& args_;

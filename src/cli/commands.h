@@ -15,6 +15,9 @@ int bench_main(const Args& args, const Args& full_argv);
 int demo_main(const Args& args);
 int plot_main(const Args& args);
 int list_main(const Args& args);
+int serve_main(const Args& args);
+int check_main(const Args& args);
+int dump_main(const Args& args);
 
 //! Thrown for a bad command line; main prints the message and a hint to use --help.
 struct UsageError : std::runtime_error {

@@ -31,6 +31,11 @@ commands:
            fence counters (wort demo --help)
   plot     draw the paper's figures from a bench JSON file (wort plot --help)
   list     list the registered indexes, key distributions and workload presets
+  serve    a memcached-compatible cache that survives kill -9 (wort serve --help)
+  check    check a pool file without changing it: header, recovery, verify, allocator
+           audit, statistics; exit 0 sound, 1 damaged, 2 cannot check (wort check --help)
+  dump     print a pool's index (or one key's value) without changing the pool
+           (wort dump --help)
 
 options:
   -h, --help     this text
@@ -62,6 +67,9 @@ int main(int argc, char** argv) {
     if (cmd == "demo") return demo_main(rest);
     if (cmd == "plot") return plot_main(rest);
     if (cmd == "list") return list_main(rest);
+    if (cmd == "serve") return serve_main(rest);
+    if (cmd == "check") return check_main(rest);
+    if (cmd == "dump") return dump_main(rest);
     std::fprintf(stderr, "wort: unknown command '%s' (see 'wort --help')\n", cmd.c_str());
     return 2;
   } catch (const UsageError& e) {

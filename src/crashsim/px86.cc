@@ -25,7 +25,7 @@ void Px86Model::reset(const std::byte* init, std::size_t size, std::size_t exten
   lines_.clear();
 }
 
-void Px86Model::store(std::size_t off, const void* src, std::size_t len) {
+void Px86Model::store(std::size_t off, const void* src, std::size_t len, bool needs_flush) {
   if (len == 0 || off >= size_) return;
   len = std::min(len, size_ - off);
   const auto* bytes = static_cast<const std::byte*>(src);
@@ -36,6 +36,7 @@ void Px86Model::store(std::size_t off, const void* src, std::size_t len) {
     const std::size_t in_line = off - line;
     const std::size_t piece = std::min(len, kLine - in_line);
     store_in_line(line, in_line, bytes, piece);
+    lines_[line].entries.back().needs_flush = needs_flush;
     off += piece;
     bytes += piece;
     len -= piece;
@@ -130,9 +131,18 @@ bool Px86Model::build_image(std::span<const std::uint32_t> choice, std::byte* ou
   return true;
 }
 
+namespace {
+//! True if the log holds a store after its mark that must be flushed (not a volatile one).
+bool has_unflushed(const Px86Model::LineLog& log) noexcept {
+  for (std::size_t i = log.mark; i < log.entries.size(); ++i)
+    if (log.entries[i].needs_flush) return true;
+  return false;
+}
+}  // namespace
+
 std::size_t Px86Model::first_unflushed() const noexcept {
   for (const auto& [line, log] : lines_)
-    if (log.mark < log.entries.size()) return line;
+    if (has_unflushed(log)) return line;
   return SIZE_MAX;
 }
 
@@ -144,7 +154,7 @@ std::size_t Px86Model::first_unfenced() const noexcept {
 
 std::size_t Px86Model::unflushed_lines() const noexcept {
   return static_cast<std::size_t>(std::count_if(lines_.begin(), lines_.end(), [](const auto& kv) {
-    return kv.second.mark < kv.second.entries.size();
+    return has_unflushed(kv.second);
   }));
 }
 

@@ -39,6 +39,7 @@ class Px86Model {
   struct Entry {
     std::uint8_t offset = 0;  //!< byte offset inside the line
     std::uint8_t len = 0;     //!< 1..64
+    bool needs_flush = true;  //!< false: pm::store_volatile (rebuilt after a restart)
     std::array<std::byte, kLine> bytes{};
   };
   //! A line's stores since it was last durable; entries [0, mark) are flushed.
@@ -57,8 +58,10 @@ class Px86Model {
   //! zeros; everything is durable. Buffers are reused across resets.
   void reset(const std::byte* init, std::size_t size, std::size_t extent);
 
-  //! Records a store of `len` bytes from `src` at range offset `off`.
-  void store(std::size_t off, const void* src, std::size_t len);
+  //! Records a store of `len` bytes from `src` at range offset `off`. `needs_flush` false
+  //! marks a pm::store_volatile: it is in the log like any store (a crash may keep it or
+  //! not), but MISSING_FLUSH does not count it.
+  void store(std::size_t off, const void* src, std::size_t len, bool needs_flush = true);
   //! Records a non-temporal 8-byte store (store + flush of its line).
   void nt_store(std::size_t off, std::uint64_t value);
   //! Records a write-back of the lines overlapping [off, off+len).
@@ -76,7 +79,7 @@ class Px86Model {
   //! `out[0, n)`; n must be at least extent(). Returns false if `choice` does not fit.
   bool build_image(std::span<const std::uint32_t> choice, std::byte* out, std::size_t n) const;
 
-  //! Offset of the first line holding a store after its mark, or SIZE_MAX.
+  //! Offset of the first line holding a store (not a volatile one) after its mark, or SIZE_MAX.
   std::size_t first_unflushed() const noexcept;
   //! Offset of the first line with a flush mark not yet fenced, or SIZE_MAX.
   std::size_t first_unfenced() const noexcept;

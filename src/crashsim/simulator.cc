@@ -121,6 +121,11 @@ void Simulator::on_free(void* p, std::size_t len) {
   if constexpr (kFreshBlocks == BlockBytes::unspecified) on_alloc(p, len);  // junk from now on
 }
 
+void Simulator::on_volatile_store(void* dst, const void* src, std::size_t len) {
+  std::size_t off;
+  if (offset_of(dst, &off)) model_.store(off, src, len, /*needs_flush=*/false);
+}
+
 void Simulator::on_nt_store(void* dst, std::uint64_t value) {
   std::size_t off;
   if (offset_of(dst, &off)) model_.nt_store(off, value);

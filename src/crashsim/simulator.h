@@ -90,6 +90,7 @@ class Simulator final : public pm::Tracer {
   std::byte* base() const noexcept { return base_; }
 
   void on_store(void* dst, const void* src, std::size_t len) override;
+  void on_volatile_store(void* dst, const void* src, std::size_t len) override;
   void on_nt_store(void* dst, std::uint64_t value) override;
   void on_flush(const void* addr, std::size_t len) override;
   void on_fence() override;

@@ -38,6 +38,9 @@ struct LookupTally {
 
 struct Entry {
   std::string name;
+  //! False for an index that keeps nothing in the pool (the volatile `art`): the shared
+  //! persistence tests (damaged pools, failure injection, crash) skip it.
+  bool persistent = true;
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
   //! Looks up every key, in order, on the concrete class behind `idx` (made by this
@@ -75,10 +78,17 @@ LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
   return lookup_each(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
 }
 
+//! T::kPersistent if the class declares it, else true.
+template <class T>
+constexpr bool is_persistent() {
+  if constexpr (requires { T::kPersistent; }) return T::kPersistent;
+  else return true;
+}
+
 template <IndexConcept T>
 struct Registrar {
   Registrar() {
-    add(Entry{std::string(T::kKind),
+    add(Entry{std::string(T::kKind), is_persistent<T>(),
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
               [](Pool& p) { return adapt<T>(T::open(p)); },
               &lookup_direct<T>});

@@ -167,6 +167,7 @@ struct Allocator::Impl {
   std::multimap<std::uint64_t, std::uint64_t> free_spans;  // span length -> head chunk
   // ---
   std::atomic<bool> trace_pending{false};
+  std::atomic<std::uint64_t> fail_countdown{0};  // fail_nth_allocation; read-mostly
   std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
 
   std::uint64_t chunk_offset(std::uint64_t c) const { return first + (c << chunk_shift); }
@@ -486,9 +487,16 @@ void Allocator::Impl::check_free(std::uint64_t off) const {
 Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
 Allocator::~Allocator() = default;
 
+void Allocator::fail_nth_allocation(std::uint64_t nth) noexcept {
+  impl_->fail_countdown.store(nth, std::memory_order_relaxed);
+}
+
 Status Allocator::allocate(std::size_t bytes, std::uint64_t* offset) noexcept {
   Impl& m = *impl_;
   if (bytes == 0) return Status::invalid_argument;
+  if (m.fail_countdown.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (m.fail_countdown.fetch_sub(1, std::memory_order_relaxed) == 1) return Status::out_of_space;
+  }
   if (bytes > m.classes.max_small()) {
     const Status s = m.allocate_large(bytes, offset);
     if (Tracer* t = tracer(); t && s == Status::ok) [[unlikely]]

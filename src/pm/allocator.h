@@ -63,6 +63,9 @@ class Allocator {
   //! are aligned to 16. The content is unspecified (not zeroed). out_of_space leaves
   //! everything as it was.
   Status allocate(std::size_t bytes, std::uint64_t* offset) noexcept;
+  //! Failure injection (tests; rax's fail-the-Nth-allocation): the `nth` allocate() from now
+  //! on (1 = the next) fails with out_of_space and changes nothing; 0 turns it off. One shot.
+  void fail_nth_allocation(std::uint64_t nth) noexcept;
   //! Returns a block (see the contract above). No flush.
   void free(std::uint64_t offset) noexcept;
   //! Usable size of the block at `offset` (its size class); 0 if `offset` is not in a

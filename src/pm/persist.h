@@ -63,6 +63,23 @@ inline void store(T* dst, const T& v) noexcept {
   __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
 }
 
+//! pm::store to a pool field that is never written back on purpose: metadata that the index
+//! recomputes after every restart (a node whose generation differs from the pool's is
+//! rebuilt on first touch), so no crash state depends on it. Same atomicity as pm::store;
+//! the crash simulator models it like any store but does not ask for its flush.
+template <class T>
+inline void store_volatile(T* dst, const T& v) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>, "pm::store_volatile needs a trivially copyable T");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "pm::store_volatile writes at most 8 bytes in one store");
+  using U = typename detail::UintOf<sizeof(T)>::type;
+  U bits;
+  std::memcpy(&bits, &v, sizeof(T));
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_volatile_store(dst, &v, sizeof(T));
+  __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
+}
+
 //! Bulk copy into pool memory that is not yet reachable (a fresh node). Not atomic.
 inline void copy(void* dst, const void* src, std::size_t n) noexcept {
   if (Tracer* t = detail::tls_tracer) [[unlikely]]

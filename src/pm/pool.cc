@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -55,8 +56,15 @@ std::string pmem2_text() {
 
 PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
 
-//! Checks the options and derives the file geometry.
-Result<pm::PoolGeometry> plan_geometry(const PoolOptions& o) {
+//! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB.
+std::uint32_t auto_chunk_size(std::uint64_t size) {
+  const std::uint64_t c = std::bit_floor(std::max<std::uint64_t>(size / 256, 1));
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(c, pm::kMinChunkSize, 1u << 20));
+}
+
+//! Checks the options and derives the file geometry (fills in an automatic chunk size).
+Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
+  if (o.chunk_size == 0) o.chunk_size = auto_chunk_size(o.size);
   if (!std::has_single_bit(o.chunk_size) || o.chunk_size < pm::kMinChunkSize ||
       o.chunk_size > pm::kMaxChunkSize)
     return Error{Status::invalid_argument,
@@ -247,7 +255,8 @@ Pool::~Pool() {
   // impl_ unmaps and closes.
 }
 
-Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& opts) {
+Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& options) {
+  PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -308,7 +317,8 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
   return p;
 }
 
-Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& opts) {
+Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& options) {
+  PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
   void* mem = ::mmap(nullptr, geom->pool_size, PROT_READ | PROT_WRITE,

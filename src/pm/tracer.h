@@ -18,6 +18,12 @@ class Tracer {
   //! `len` bytes from `src` are about to be stored at `dst` (one store of <= 8 bytes from
   //! pm::store, or a bulk copy from pm::copy / pm::fill).
   virtual void on_store(void* dst, const void* src, std::size_t len) = 0;
+  //! A pm::store_volatile: a store to a pool field that is rebuilt after every restart and
+  //! so never written back on purpose (ROART's selective metadata persistence). A crash may
+  //! keep it or not like any store; only the missing-flush check ignores it.
+  virtual void on_volatile_store(void* dst, const void* src, std::size_t len) {
+    on_store(dst, src, len);
+  }
   //! A non-temporal 8-byte store: written back without a flush, ordered by the next fence.
   virtual void on_nt_store(void* dst, std::uint64_t value) = 0;
   //! Write-back of the cache lines overlapping [addr, addr+len).

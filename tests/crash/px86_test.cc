@@ -37,6 +37,23 @@ struct ModelTest : ::testing::Test {
   Px86Model m;
 };
 
+// pm::store_volatile (metadata rebuilt after a restart): in the log like any store, so a
+// crash image may keep it or not, but it asks for no flush.
+TEST_F(ModelTest, VolatileStoreIsLoggedButNeedsNoFlush) {
+  std::uint64_t v = 7;
+  m.store(kLine, &v, sizeof v, /*needs_flush=*/false);
+  EXPECT_EQ(m.dirty_lines(), 1u);
+  EXPECT_EQ(m.image_count(), 2u);
+  EXPECT_EQ(word(image({0}), kLine), 0u);
+  EXPECT_EQ(word(image({1}), kLine), 7u);
+  EXPECT_EQ(m.first_unflushed(), SIZE_MAX);
+  EXPECT_EQ(m.unflushed_lines(), 0u);
+  // An ordinary store after it in the same line still needs its flush.
+  store64(kLine + 8, 9);
+  EXPECT_EQ(m.first_unflushed(), kLine);
+  EXPECT_EQ(m.unflushed_lines(), 1u);
+}
+
 TEST_F(ModelTest, StoresStayVolatileUntilFlushAndFence) {
   store64(0, 1);
   store64(8, 2);

@@ -23,6 +23,7 @@ struct Leaf;
 class ArtTree {
  public:
   static constexpr std::string_view kKind = "art";
+  static constexpr bool kPersistent = false;  //!< nothing survives the process
 
   //! A new empty tree; the pool only has to be an "art" pool (nothing is stored in it).
   static Result<std::unique_ptr<ArtTree>> create(Pool& pool, const IndexOptions& opts);

@@ -109,11 +109,16 @@ static_assert(offsetof(Node256, child) == 24 && sizeof(Node256) == 2072);
 
 //! The tree anchor the pool root points at: the root reference is swapped like any
 //! parent pointer.
+//! `spare` is remove's reserve: one block per node type (NODE4, NODE16, NODE48, NODE256; 0 =
+//! none), so that a remove that must build a node (a shrink, a copy-on-write edit, a merge's
+//! copy) succeeds in a full pool. Not part of the tree; the recovery trace keeps the blocks.
 struct Anchor {
   std::uint64_t magic;   //!< kAnchorMagic xor the flavor's tag
   Ref root;              //!< 0 = empty tree
-  std::uint64_t pad[6];
+  std::uint64_t spare[4];
+  std::uint64_t pad[2];
 };
 static_assert(sizeof(Anchor) == 64 && offsetof(Anchor, root) == 8);
+static_assert(offsetof(Anchor, spare) == 16);
 
 }  // namespace wort::artcommon

@@ -93,8 +93,13 @@ class ArtTree {
   Status split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k, Value v);
   unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
   Status build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e, Ref* out);
+  Status allocate_node(NodeType t, std::uint64_t* off);
+  static unsigned spare_index(NodeType t);
+  static NodeType spare_type(unsigned i);
+  void reserve_spares();
   Status copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out);
   Status rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e);
+  Status remove_key(Key k);
   Status remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b, Ref victim);
   Status remove_eok(Ref* slot, NodeBase* n, unsigned depth);
   Status merge(Ref* slot, unsigned depth, Ref survivor);
@@ -113,6 +118,7 @@ class ArtTree {
 
   Pool& pool_;
   Anchor* anchor_;
+  bool removing_ = false;  //!< a remove is running: build_node may take a spare
 };
 
 }  // namespace wort::artcommon

@@ -74,7 +74,9 @@ Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOp
   img.magic = F::kAnchorMagic;
   auto a = kit::create_anchor(pool, F::kKind, img);
   if (!a) return a.error();
-  return std::unique_ptr<ArtTree>(new ArtTree(pool, *a));
+  std::unique_ptr<ArtTree> t(new ArtTree(pool, *a));
+  t->reserve_spares();
+  return t;
 }
 
 //! The checked walk (inside kit::recover) comes first: repair then follows only pointers

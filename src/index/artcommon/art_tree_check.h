@@ -159,10 +159,14 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
       w.fail("end-of-key slot of the node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
       return;
     }
-    visit(r, level);
     // Pushed last-first so that the walk pops them in key order (eok first).
     Entries e;
     collect(n, e);
+    if (e.n == 0 && n->eok == kNull) {  // readers take a node's smallest leaf (min_leaf)
+      w.fail("node at " + kit::CheckedWalk::hex(off) + " holds nothing");
+      return;
+    }
+    visit(r, level);
     for (unsigned i = e.n; i-- > 0;) w.push(e.refs[i], level + 1);
     if (n->eok != kNull) w.push(n->eok, level + 1);
   });
@@ -171,6 +175,15 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
 template <class F>
 Result<void> ArtTree<F>::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
+  const kit::BlockCheck check(pool_);
+  for (unsigned i = 0; i < 4; ++i) {
+    const std::uint64_t spare = anchor_->spare[i];
+    if (spare == 0) continue;
+    if (!check.holds(spare, node_bytes(spare_type(i)), 16))
+      return Error{Status::corrupt, std::string(F::kKind) + ": anchor spare " +
+                                        kit::CheckedWalk::hex(spare) + " is not a block"};
+    v(spare);
+  }
   return walk_checked([&](Ref r, std::uint32_t) { v(ref_offset(r)); });
 }
 
@@ -180,6 +193,11 @@ template <class F>
 IndexStats ArtTree<F>::stats() const {
   IndexStats s;
   s.pm_bytes = pool_.allocator().block_size(pool_.offset_of(anchor_));
+  for (std::uint64_t spare : anchor_->spare) {
+    if (spare == 0) continue;
+    ++s.nodes["spare"];
+    s.pm_bytes += pool_.allocator().block_size(spare);
+  }
   (void)walk_checked([&](Ref r, std::uint32_t level) {
     s.pm_bytes += pool_.allocator().block_size(ref_offset(r));
     if (!is_leaf(r)) {

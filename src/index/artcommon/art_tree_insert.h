@@ -57,7 +57,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    pm::commit(&l->value, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -87,7 +87,7 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    pm::commit(&l->value, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   Ref fresh;
@@ -129,11 +129,54 @@ template <class F>
 Status ArtTree<F>::build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e,
                               Ref* out) {
   std::uint64_t off = 0;
-  if (Status s = pool_.allocator().allocate(node_bytes(t), &off); s != Status::ok) return s;
+  if (Status s = allocate_node(t, &off); s != Status::ok) return s;
   NodeBase* dst = pool_.at<NodeBase>(off);
   with_ops(t, [&](auto ops) { decltype(ops)::build(dst, hdr, eok, e); });
   *out = node_ref(off);
   return Status::ok;
+}
+
+template <class F>
+NodeType ArtTree<F>::spare_type(unsigned i) {
+  static constexpr NodeType kTypes[4] = {F::Node4::kType, F::Node16::kType, NodeType::node48,
+                                         NodeType::node256};
+  return kTypes[i];
+}
+
+template <class F>
+unsigned ArtTree<F>::spare_index(NodeType t) {
+  if (t == F::Node4::kType) return 0;
+  if (t == F::Node16::kType) return 1;
+  return t == NodeType::node48 ? 2 : 3;
+}
+
+//! A block for a node of type t. When the pool is full, a remove takes the anchor's spare of
+//! that type (cleared, durably, before the block is written: a crash then leaves it
+//! unreachable and the trace frees it); the next remove reserves a new one.
+template <class F>
+Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
+  const Status s = pool_.allocator().allocate(node_bytes(t), off);
+  if (s != Status::out_of_space || !removing_) return s;
+  std::uint64_t* spare = &anchor_->spare[spare_index(t)];
+  if (*spare == 0) return s;
+  *off = *spare;
+  pm::store_persist(spare, std::uint64_t{0});
+  return Status::ok;
+}
+
+//! Fills the empty spare slots (where the pool has room). Not a commit of any operation:
+//! each slot is written and persisted on its own, and a block whose slot store a crash lost
+//! is unreachable, so the trace frees it.
+template <class F>
+void ArtTree<F>::reserve_spares() {
+  for (unsigned i = 0; i < 4; ++i) {
+    const NodeType t = spare_type(i);
+    std::uint64_t* spare = &anchor_->spare[i];
+    if (*spare != 0) continue;
+    std::uint64_t off = 0;
+    if (pool_.allocator().allocate(node_bytes(t), &off) == Status::ok)
+      pm::store_persist(spare, off);
+  }
 }
 
 //! A copy of n (same type, same children and end-of-key leaf) with another header.

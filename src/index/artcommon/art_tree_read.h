@@ -51,7 +51,7 @@ template <class F>
 Status ArtTree<F>::update(Key k, Value v) {
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
-  pm::commit(&const_cast<Leaf*>(l)->value, v);
+  kit::commit_value(pool_, &const_cast<Leaf*>(l)->value, v);
   return Status::ok;
 }
 

@@ -9,8 +9,19 @@
 
 namespace wort::artcommon {
 
+//! Runs remove_key with the spares reserved (a full pool can always remove: see
+//! allocate_node).
 template <class F>
 Status ArtTree<F>::remove(Key k) {
+  reserve_spares();
+  removing_ = true;
+  const Status s = remove_key(k);
+  removing_ = false;
+  return s;
+}
+
+template <class F>
+Status ArtTree<F>::remove_key(Key k) {
   Ref* slot = &anchor_->root;
   const Ref root = *slot;
   if (root == kNull) return Status::not_found;

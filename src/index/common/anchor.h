@@ -67,6 +67,15 @@ Result<A*> open_anchor(Pool& pool, std::string_view kind, std::uint64_t magic) {
   return a;
 }
 
+//! The commit of a value overwritten in place (upsert/update of a present key). In a pool
+//! whose values name blocks the caller has just written and flushed
+//! (PoolOptions::values_are_blocks: the server's items), those write-backs are pending, so
+//! the commit publishes (fences first); otherwise a value depends on nothing.
+inline void commit_value(const Pool& pool, std::uint64_t* dst, std::uint64_t v) noexcept {
+  if (pool.values_are_blocks()) pm::publish(dst, v);
+  else pm::commit(dst, v);
+}
+
 //! Every block the index reaches, and, in a pool whose values name blocks
 //! (PoolOptions::values_are_blocks: the server's items), each value's block, checked.
 template <IndexConcept T>

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "index/common/anchor.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -68,7 +69,7 @@ Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Va
   if (same_key(l, k)) {
     if (mode == PutMode::insert) return Status::exists;
     // Upsert/update commit: the leaf's value word, one 8-byte store.
-    pm::commit(&l->value, v);
+    kit::commit_value(pool_, &l->value, v);
     return Status::ok;
   }
   if (mode == PutMode::update) return Status::not_found;

@@ -33,8 +33,12 @@ Result<void> walk_preorder(const Pool& pool, const Blocks& blocks, std::uint64_t
       return;
     }
     if (!w.enter(word, sizeof(Node), 64, "node")) return;
-    visit(word, level);
     const Node* n = blocks.node(word);
+    if (child_count(n) == 0) {  // readers and writers take a node's leftmost leaf
+      w.fail("node at " + kit::CheckedWalk::hex(word) + " has no children");
+      return;
+    }
+    visit(word, level);
     for (unsigned i = kOrderedSlots; i-- > 0;) {
       if (const std::uint64_t c = *ordered_slot(n, i); c != 0) w.push(c, level + 1);
     }

@@ -1,0 +1,115 @@
+// cli/serve_cmd.cc — `wort serve`: the memcached-compatible cache (src/server/).
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace wort::cli {
+namespace {
+
+constexpr const char* kServeHelp = R"(usage: wort serve --pool PATH [options]
+
+A memcached-compatible cache (text and meta protocol) whose every acknowledged write
+survives kill -9: items live in a persistent pool, indexed by a persistent tree. A new pool
+is created at -m megabytes; an existing one is opened and recovered before the server
+answers.
+
+  --pool PATH        pool file (required)
+  --index KIND       index for a new pool: wort (default), woart, artcow (not art: volatile)
+  -p, --port N       TCP port (default 11211; 0 picks a free one, see --port-file)
+  -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
+  -t, --threads N    worker threads, each with its own epoll loop (default 4)
+  -m, --memory-limit MB  pool size in megabytes for a new pool (default 64)
+  -c, --conn-limit N max simultaneous connections (default 1024)
+  -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
+  -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
+  --port-file PATH   write the bound port here once the server answers (tests)
+  --check            open (recover) the pool, verify every item and the index, run the
+                     allocator audit, print a summary and exit (0 = clean); no server
+  -h, --help         this text
+)";
+
+extern "C" void on_stop_signal(int) { server::g_stop_requested.store(true); }
+
+int check_pool(const server::StoreOptions& so) {
+  auto st = server::Store::open(so);
+  if (!st) {
+    std::fprintf(stderr, "wort serve --check: %s (%s)\n", st.error().message.c_str(),
+                 std::string(to_string(st.error().code)).c_str());
+    return 1;
+  }
+  server::Store& s = **st;
+  if (auto v = s.verify(); !v) {
+    std::fprintf(stderr, "wort serve --check: verify: %s\n", v.error().message.c_str());
+    return 1;
+  }
+  const pm::AuditReport a = s.audit();
+  std::printf("items %llu bytes %llu next_cas %llu audit %s\n",
+              static_cast<unsigned long long>(s.counters().curr_items.load()),
+              static_cast<unsigned long long>(s.counters().bytes.load()),
+              static_cast<unsigned long long>(s.next_cas_peek()),
+              a.ok() ? "clean" : a.describe().c_str());
+  return a.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int serve_main(const Args& args) {
+  server::ServerOptions o;
+  bool check = false;
+  ArgReader r(args);
+  while (r.more()) {
+    if (r.is("--help") || r.is("-h")) {
+      std::fputs(kServeHelp, stdout);
+      return 0;
+    } else if (r.is("--pool")) o.store.pool_path = r.value();
+    else if (r.is("--index")) o.store.kind = r.value();
+    else if (r.is("-p") || r.is("--port")) o.port = static_cast<int>(parse_count(r.value(), "-p"));
+    else if (r.is("-l") || r.is("--listen")) o.addr = r.value();
+    else if (r.is("-t") || r.is("--threads")) o.threads = static_cast<int>(parse_count(r.value(), "-t"));
+    else if (r.is("-m") || r.is("--memory-limit"))
+      o.store.pool_bytes = parse_count(r.value(), "-m") << 20;
+    else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
+    else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
+    else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
+    else if (r.is("--port-file")) o.port_file = r.value();
+    else if (r.is("--check")) check = true;
+    else throw UsageError("unknown option '" + r.peek() + "'");
+  }
+  if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
+  if (o.port < 0 || o.port > 65535) throw UsageError("-p: a port 0..65535");
+  if (o.threads < 1 || o.threads > 256) throw UsageError("-t: 1..256 threads");
+  if (o.maxconns < 1) throw UsageError("-c: at least 1");
+  if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
+    throw UsageError("-I: 1k .. 1g");
+  if (check) return check_pool(o.store);
+  // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    const rlim_t want = static_cast<rlim_t>(o.maxconns) + 64 + 3 * static_cast<rlim_t>(o.threads);
+    if (rl.rlim_cur < want) {
+      rl.rlim_cur = std::min(want, rl.rlim_max);
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  auto s = server::Server::start(o);
+  if (!s) {
+    std::fprintf(stderr, "wort serve: %s (%s)\n", s.error().message.c_str(),
+                 std::string(to_string(s.error().code)).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wort serve: %s pool %s (%s index), listening on %s:%d, %d threads\n",
+               (*s)->store().recovered() ? "recovered" : "created", o.store.pool_path.c_str(),
+               std::string((*s)->store().kind()).c_str(), o.addr.c_str(), (*s)->port(), o.threads);
+  return (*s)->run();
+}
+
+}  // namespace wort::cli

@@ -1,0 +1,214 @@
+// roart/roart_check.cc — visit_blocks (the checked walk behind recovery, verify and
+// stats), verify() and dump().
+//
+// verify(), after the checked walk: every leaf's key agrees with the path to it (the bytes
+// of the compressed paths and branch bytes above, so order holds), eok keys end exactly at
+// their node's level, every array slot's fingerprint matches its key and no key repeats in
+// an array, every node has at least two entries and unique key bytes, a prefix word
+// describes key bytes [level - len, level) (an interrupted split leaves it shorter than
+// level - depth, an interrupted merge longer: both repairable), and for nodes of the
+// current generation the volatile metadata equals what the entries give.
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <vector>
+
+#include "index/common/checked_walk.h"
+#include "index/roart/roart_tree.h"
+#include "pm/allocator.h"
+
+namespace wort::roart {
+
+Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
+  v(pool_.offset_of(anchor_));
+  kit::CheckedWalk w(pool_, "roart");
+  return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t level) {
+    const std::uint64_t off = ref_offset(r);
+    if ((r & ~kRefMask) != 0 || (r & kTagMask) > kTagArray) {
+      w.fail("bad reference " + kit::CheckedWalk::hex(r));
+      return;
+    }
+    if (is_leaf(r)) {
+      if (!w.enter(off, sizeof(Leaf), 16, "leaf")) return;
+      if (!w.fits(off, off, leaf_bytes(pool_.at<Leaf>(off)->key_len), "leaf key")) return;
+      v(off);
+      return;
+    }
+    if (is_array(r)) {
+      if (!w.enter(off, sizeof(LeafArray), 64, "leaf array")) return;
+      const LeafArray* a = array(r);
+      if (a->type != NodeType::leaf_array) {
+        w.fail("leaf array at " + kit::CheckedWalk::hex(off) + " has type byte " +
+               std::to_string(static_cast<unsigned>(a->type)));
+        return;
+      }
+      v(off);
+      for (LeafSlot s : a->slot)
+        if (s != 0) w.push(slot_leaf(s) | kTagLeaf, level + 1);
+      return;
+    }
+    if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
+    const NodeBase* n = node(r);
+    if (!is_inner_type(n->type)) {
+      w.fail("node at " + kit::CheckedWalk::hex(off) + " has type byte " +
+             std::to_string(static_cast<unsigned>(n->type)));
+      return;
+    }
+    if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
+    if (n->eok != kNull) {
+      if (!is_leaf(n->eok)) {
+        w.fail("eok of node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
+        return;
+      }
+      w.push(n->eok, level + 1);
+    }
+    v(off);
+    if (n->type != NodeType::n256) {
+      const unsigned cap = node_capacity(n->type);
+      const Zentry* e = reinterpret_cast<const Zentry*>(reinterpret_cast<const std::byte*>(n) +
+                                                        node_bytes(n->type) - 8 * cap);
+      for (unsigned i = 0; i < cap; ++i)
+        if (e[i] != 0 && (e[i] >> 56) != 1) {
+          w.fail("bad Zentry in node at " + kit::CheckedWalk::hex(off));
+          return;
+        }
+    }
+    Children c;
+    collect_children(n, c);
+    for (unsigned i = c.n; i-- > 0;)
+      if (c.ref[i] != kNull) w.push(c.ref[i], level + 1);
+  });
+}
+
+struct Roart::CheckState {
+  std::uint64_t keys = 0;
+};
+
+namespace {
+Error bad(const std::string& why) { return Error{Status::corrupt, "roart verify: " + why}; }
+bool starts_with(Key k, const std::string& path) {
+  return k.size() >= path.size() &&
+         (path.empty() || std::memcmp(k.data(), path.data(), path.size()) == 0);
+}
+}  // namespace
+
+Result<void> Roart::check_leaf(const Leaf* l, const std::string& path, CheckState& st) const {
+  if (!starts_with(leaf_key(l), path))
+    return bad("leaf " + std::string(as_string(leaf_key(l))) + " off its path");
+  ++st.keys;
+  return {};
+}
+
+Result<void> Roart::check_ref(Ref r, unsigned depth, std::string& path, CheckState& st) const {
+  if (is_leaf(r)) return check_leaf(leaf(r), path, st);
+  if (!is_array(r)) return check_node(node(r), depth, path, st);
+  const LeafArray* a = array(r);
+  std::uint64_t bits = 0;
+  std::vector<Key> keys;
+  for (unsigned i = 0; i < kArraySlots; ++i) {
+    if (a->slot[i] == 0) continue;
+    bits |= std::uint64_t{1} << i;
+    const Leaf* l = slot_leaf_ptr(a->slot[i]);
+    if (fingerprint(leaf_key(l)) != slot_fp(a->slot[i])) return bad("fingerprint mismatch");
+    if (auto c = check_leaf(l, path, st); !c) return c;
+    keys.push_back(leaf_key(l));
+  }
+  if (bits == 0) return bad("empty leaf array");
+  if (a->generation == gen_ && a->bitmap != bits) return bad("leaf array bitmap != its slots");
+  std::sort(keys.begin(), keys.end(), [](Key x, Key y) { return compare_keys(x, y) < 0; });
+  for (std::size_t i = 1; i < keys.size(); ++i)
+    if (compare_keys(keys[i - 1], keys[i]) == 0) return bad("a key twice in a leaf array");
+  return {};
+}
+
+Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& path,
+                               CheckState& st) const {
+  const unsigned level = n->level, plen = n->prefix.len;
+  if (level < depth) return bad("node level below its depth");
+  if (plen > level) return bad("prefix longer than the level");
+  const Leaf* l = any_leaf(pool_.offset_of(n));
+  if (l == nullptr || leaf_key(l).size() < level) return bad("node without a leaf that long");
+  const Key w = leaf_key(l);
+  const std::size_t saved = path.size();
+  path.append(reinterpret_cast<const char*>(w.data()) + depth, level - depth);
+  for (unsigned i = 0; i < std::min(plen, kStoredPrefix); ++i)
+    if (n->prefix.bytes[i] != static_cast<std::uint8_t>(path[level - plen + i]))
+      return bad("prefix word disagrees with the keys at level " + std::to_string(level));
+  Children c;
+  collect_children(n, c);
+  if (c.n + (n->eok != kNull) < 2) return bad("node with fewer than two entries");
+  for (unsigned i = 1; i < c.n; ++i)
+    if (c.byte[i] == c.byte[i - 1]) return bad("a key byte twice in a node");
+  if (n->generation == gen_) {
+    if (n->count != c.n) return bad("volatile count != entries");
+    if (n->type == NodeType::n16 || n->type == NodeType::n48 || n->type == NodeType::n4) {
+      const Zentry* e = reinterpret_cast<const Zentry*>(reinterpret_cast<const std::byte*>(n) +
+                                                        node_bytes(n->type) -
+                                                        8 * node_capacity(n->type));
+      unsigned next = 0;
+      for (unsigned i = 0; i < node_capacity(n->type); ++i) {
+        if (e[i] == 0) continue;
+        next = i + 1;
+        const std::uint8_t b = zentry_byte(e[i]);
+        if (n->type == NodeType::n16 && reinterpret_cast<const Node16*>(n)->keys[i] != b)
+          return bad("volatile N16 key byte != entry");
+        if (n->type == NodeType::n48 && reinterpret_cast<const Node48*>(n)->index[b] != i + 1)
+          return bad("volatile N48 index != entry");
+      }
+      // next_pos is where the next add goes: never on or below a used slot.
+      if (n->next_pos < next || n->next_pos > node_capacity(n->type))
+        return bad("volatile next_pos " + std::to_string(n->next_pos) +
+                   " is not past the last used slot " + std::to_string(next));
+    }
+  }
+  if (n->eok != kNull) {
+    if (leaf(n->eok)->key_len != level) return bad("eok key does not end at the level");
+    if (auto r = check_leaf(leaf(n->eok), path, st); !r) return r;
+  }
+  for (unsigned i = 0; i < c.n; ++i) {
+    path.push_back(static_cast<char>(c.byte[i]));
+    if (auto r = check_ref(c.ref[i], level + 1, path, st); !r) return r;
+    path.pop_back();
+  }
+  path.resize(saved);
+  return {};
+}
+
+Result<void> Roart::verify() const {
+  if (auto r = visit_blocks([](std::uint64_t) {}); !r) return r;
+  if (anchor_->root == kNull) return {};
+  CheckState st;
+  std::string path;
+  return check_ref(anchor_->root, 0, path, st);
+}
+
+void Roart::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const {
+  os << std::string(indent, ' ');
+  if (byte >= 0) os << "[" << byte << "] ";
+  if (is_leaf(r)) {
+    os << "leaf " << as_string(leaf_key(leaf(r))).size() << "B = " << leaf(r)->value << "\n";
+    return;
+  }
+  if (is_array(r)) {
+    os << "leaf_array (" << count_slots(array(r)) << " leaves)\n";
+    return;
+  }
+  const NodeBase* n = node(r);
+  os << node_name(n->type) << " level " << n->level << " prefix " << n->prefix.len
+     << " gen " << n->generation << "\n";
+  if (n->eok != kNull) dump_ref(os, n->eok, indent + 2, -1);
+  Children c;
+  collect_children(n, c);
+  for (unsigned i = 0; i < c.n; ++i) dump_ref(os, c.ref[i], indent + 2, c.byte[i]);
+}
+
+void Roart::dump(std::ostream& os) const {
+  if (auto r = visit_blocks([](std::uint64_t) {}); !r) {
+    os << "roart: " << r.error().message << "\n";
+    return;
+  }
+  os << "roart flags " << flags_ << "\n";
+  if (anchor_->root != kNull) dump_ref(os, anchor_->root, 0, -1);
+}
+
+}  // namespace wort::roart

@@ -1,0 +1,280 @@
+// roart/roart_insert.cc — insert / upsert, one case per function. Every path writes its new
+// blocks first (unreachable, written back), then commits with one 8-byte store:
+//   new key in a leaf array with room   the array slot                pm::publish
+//   new child under a node with room    the Zentry (N256: reference)  pm::publish
+//   key ending at a node                the node's eok reference      pm::publish
+//   full array (split), full node (grow), leaf split (LC off), prefix split
+//                                       the parent's slot             pm::publish
+//   existing key (upsert)               the leaf's value word         pm::commit
+#include <algorithm>
+
+#include "index/roart/roart_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort::roart {
+
+Status Roart::put(Key k, Value v, bool overwrite) {
+  if (k.size() > kMaxRoartKey) return Status::invalid_argument;
+  ChildSlot slot{&anchor_->root, false};
+  unsigned depth = 0;
+  for (;;) {
+    const Ref r = slot.get();
+    if (r == kNull) {  // empty tree
+      Ref c;
+      if (Status s = new_child(k, v, &c); s != Status::ok) return s;
+      pm::publish(slot.word, slot.encode(c));
+      return Status::ok;
+    }
+    if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
+    if (is_array(r)) return put_in_array(slot, depth, k, v, overwrite);
+    NodeBase* n = touch(r);
+    if (n->level < depth) return Status::corrupt;
+    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
+    const unsigned m = prefix_mismatch(n, depth, k);
+    if (m < n->prefix.len) return split_prefix(slot, n, depth, m, k, v);
+    const unsigned pos = n->level;
+    if (k.size() == pos) return put_at_eok(n, k, v, overwrite);
+    const std::uint8_t b = key_byte(k, pos);
+    const ChildSlot cs = find_child(n, b);
+    if (cs.word == nullptr) return add_child(slot, n, b, k, v);
+    slot = cs;
+    depth = pos + 1;
+  }
+}
+
+//! Writers repair a prefix word an interrupted split or merge left (level is constant, so
+//! the right prefix is key bytes [depth, level) of any leaf below). A repair, not a commit.
+void Roart::repair_prefix(NodeBase* n, unsigned depth) {
+  const Leaf* l = any_leaf(pool_.offset_of(n));
+  pm::store(&n->prefix, prefix_from(leaf_key(l), depth, n->level));
+  pm::persist(&n->prefix, sizeof(PrefixWord));
+  ++repairs_;
+}
+
+//! First position (relative to depth) where k leaves n's compressed path; its length if k
+//! follows all of it. Bytes past the prefix word's six come from a leaf.
+unsigned Roart::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const {
+  const unsigned plen = n->prefix.len;
+  const unsigned stored = std::min(plen, kStoredPrefix);
+  for (unsigned i = 0; i < stored; ++i)
+    if (depth + i >= k.size() || key_byte(k, depth + i) != n->prefix.bytes[i]) return i;
+  if (plen <= kStoredPrefix) return plen;
+  const Key w = leaf_key(any_leaf(pool_.offset_of(n)));
+  for (unsigned i = stored; i < plen; ++i)
+    if (depth + i >= k.size() || k[depth + i] != w[depth + i]) return i;
+  return plen;
+}
+
+//! A child for a new key under an empty byte: its leaf alone (a one-leaf subtree needs no
+//! array; the second key to arrive turns it into an array of two, put_at_leaf). Written
+//! back, not fenced.
+Status Roart::new_child(Key k, Value v, Ref* out) {
+  std::uint64_t l;
+  if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
+  *out = l | kTagLeaf;
+  return Status::ok;
+}
+
+Status Roart::make_array(const ArrayItem* items, unsigned n, Ref* out) {
+  std::uint64_t off;
+  if (Status s = pool_.allocator().allocate(sizeof(LeafArray), &off); s != Status::ok) return s;
+  build_array(pool_.at<LeafArray>(off), items, n, gen_);
+  *out = off | kTagArray;
+  return Status::ok;
+}
+
+Status Roart::make_node(NodeType t, std::uint32_t level, const PrefixWord& p, Ref eok,
+                        const Children& c, Ref* out) {
+  std::uint64_t off;
+  if (Status s = pool_.allocator().allocate(node_bytes(t), &off); s != Status::ok) return s;
+  build_node(pool_.at<void>(off), t, level, p, eok, c, gen_);
+  *out = off;
+  return Status::ok;
+}
+
+//! Frees a child made by new_child that was never published (a leaf).
+static void free_unpublished(Pool& pool, Ref c) { pool.allocator().free(ref_offset(c)); }
+
+//! The slot holds a bare leaf (LC off, or a merge left one): same key → exists/overwrite;
+//! otherwise a leaf array of both (LC) or an N4 at their first differing byte (leaf split).
+Status Roart::put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite) {
+  const Ref old = slot.get();
+  Leaf* l = leaf(old);
+  if (leaf_matches(l, k)) {
+    if (!overwrite) return Status::exists;
+    commit_value(l, v);
+    return Status::ok;
+  }
+  std::uint64_t fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  Ref repl;
+  Status s;
+  if (lc()) {
+    const ArrayItem items[2] = {{fingerprint(leaf_key(l)), ref_offset(old)},
+                                {fingerprint(k), fresh}};
+    s = make_array(items, 2, &repl);
+  } else {
+    const unsigned m = static_cast<unsigned>(common_prefix(leaf_key(l), k, depth));
+    Children c;
+    Ref eok = kNull;
+    for (auto [key, ref] : {std::pair{leaf_key(l), old}, std::pair{k, fresh | kTagLeaf}}) {
+      if (key.size() == m) eok = ref;
+      else c.insert(key_byte(key, m), ref);
+    }
+    s = make_node(NodeType::n4, m, prefix_from(k, depth, m), eok, c, &repl);
+  }
+  if (s != Status::ok) {
+    pool_.allocator().free(fresh);
+    return s;
+  }
+  pm::publish(slot.word, slot.encode(repl));
+  return Status::ok;
+}
+
+Status Roart::put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite) {
+  LeafArray* a = touch_array(slot.get());
+  const std::uint16_t fp = fingerprint(k);
+  if (const int i = find_in_array(a, k, fp); i >= 0) {
+    if (!overwrite) return Status::exists;
+    commit_value(slot_leaf_ptr(a->slot[i]), v);
+    return Status::ok;
+  }
+  std::uint64_t fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  if (add_to_array(a, fp, fresh, node_flags())) return Status::ok;
+  return split_array(slot, a, depth, fresh, fp);
+}
+
+//! A full array and the new leaf: split at the first byte P where the 65 keys differ into
+//! one array per byte value (a bare leaf for a group of one; the key of length P, if any,
+//! as the eok) under a new node at level P. Leaves are reused; the parent's slot is the one commit.
+Status Roart::split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
+                          std::uint16_t fp) {
+  ArrayItem items[kArraySlots + 1];
+  unsigned n = 0;
+  for (LeafSlot s : a->slot) items[n++] = {slot_fp(s), slot_leaf(s)};
+  items[n++] = {fp, fresh};
+  auto key_of = [&](const ArrayItem& it) { return leaf_key(pool_.at<Leaf>(it.leaf)); };
+  const Key k0 = key_of(items[0]);
+  std::size_t p = k0.size();
+  for (unsigned i = 1; i < n; ++i) p = std::min(p, common_prefix(k0, key_of(items[i]), depth));
+  // The key that ends at P (at most one) first, then by byte P.
+  auto rank = [&](const ArrayItem& it) {
+    const Key k = key_of(it);
+    return k.size() == p ? -1 : int{key_byte(k, p)};
+  };
+  std::sort(items, items + n, [&](const ArrayItem& x, const ArrayItem& y) { return rank(x) < rank(y); });
+  Children c;
+  Ref eok = kNull;
+  Status st = Status::ok;
+  for (unsigned i = 0; i < n && st == Status::ok;) {
+    const int r = rank(items[i]);
+    unsigned j = i;
+    while (j < n && rank(items[j]) == r) ++j;
+    if (r < 0) {
+      eok = items[i].leaf | kTagLeaf;
+    } else if (j - i == 1) {  // a one-leaf group hangs as a bare leaf
+      c.insert(static_cast<std::uint8_t>(r), items[i].leaf | kTagLeaf);
+    } else {
+      Ref arr;
+      st = make_array(items + i, j - i, &arr);
+      if (st == Status::ok) c.insert(static_cast<std::uint8_t>(r), arr);
+    }
+    i = j;
+  }
+  Ref nn = kNull;
+  if (st == Status::ok)
+    st = make_node(type_for(c.n), static_cast<std::uint32_t>(p),
+                   prefix_from(k0, depth, static_cast<unsigned>(p)), eok, c, &nn);
+  if (st != Status::ok) {
+    for (unsigned i = 0; i < c.n; ++i)
+      if (is_array(c.ref[i])) free_ref(c.ref[i]);
+    pool_.allocator().free(fresh);
+    return st;
+  }
+  const Ref old = slot.get();
+  pm::publish(slot.word, slot.encode(nn));
+  free_ref(old);
+  return Status::ok;
+}
+
+//! The key ends at this node: its eok reference (commit: eok, in place).
+Status Roart::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
+  if (n->eok != kNull) {
+    Leaf* l = leaf(n->eok);
+    if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
+    if (!overwrite) return Status::exists;
+    commit_value(l, v);
+    return Status::ok;
+  }
+  std::uint64_t fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  pm::publish(&n->eok, fresh | kTagLeaf);
+  return Status::ok;
+}
+
+//! A new child under byte b: in place if the node has a free slot (the Zentry commit),
+//! otherwise a copy of the next larger type published in the parent's slot.
+Status Roart::add_child(ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Value v) {
+  Ref c;
+  if (Status s = new_child(k, v, &c); s != Status::ok) return s;
+  if (add_child_in_place(n, b, c, node_flags())) return Status::ok;
+  Children ch;
+  collect_children(n, ch);
+  ch.insert(b, c);
+  Ref grown;
+  if (Status s = make_node(type_for(ch.n), n->level, n->prefix, n->eok, ch, &grown);
+      s != Status::ok) {
+    free_unpublished(pool_, c);
+    return s;
+  }
+  const Ref old = slot.get();
+  pm::publish(slot.word, slot.encode(grown));
+  free_ref(old);
+  return Status::ok;
+}
+
+//! Minimally ordered split (§3.3.2): k leaves n's compressed path after `mismatch` bytes.
+//! (i) the new leaf (array), (ii) a new N4 at the mismatch holding n and it, (iv) n's
+//! trimmed prefix word are written back under ONE fence, then (iii) the parent's slot is
+//! committed: 2 fences. A crash between leaves n with a prefix its constant level exposes
+//! (depth + prefix.len != level): readers skip it, the next writer repairs it. MO off: a
+//! fence after each step (4).
+Status Roart::split_prefix(ChildSlot slot, NodeBase* n, unsigned depth, unsigned mismatch,
+                           Key k, Value v) {
+  const bool mo = (flags_ & kNoMinimalOrder) == 0;
+  const Key w = leaf_key(any_leaf(slot.get()));
+  const unsigned cut = depth + mismatch;  // the new node branches here
+  Ref c = kNull, eok = kNull;
+  if (k.size() == cut) {
+    std::uint64_t l;
+    if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
+    eok = l | kTagLeaf;
+  } else if (Status s = new_child(k, v, &c); s != Status::ok) {
+    return s;
+  }
+  if (!mo) pm::fence();
+  Children ch;
+  ch.insert(key_byte(w, cut), slot.get());
+  if (c != kNull) ch.insert(key_byte(k, cut), c);
+  Ref nn;
+  if (Status s = make_node(NodeType::n4, cut, prefix_from(w, depth, cut), eok, ch, &nn);
+      s != Status::ok) {
+    if (c != kNull) free_unpublished(pool_, c);
+    if (eok != kNull) free_ref(eok);
+    return s;
+  }
+  if (!mo) pm::fence();
+  pm::store(&n->prefix, prefix_from(w, cut + 1, n->level));
+  pm::flush(&n->prefix, sizeof(PrefixWord));
+  if (mo) {
+    pm::publish(slot.word, slot.encode(nn));
+  } else {
+    pm::fence();
+    pm::commit(slot.word, slot.encode(nn));
+  }
+  return Status::ok;
+}
+
+}  // namespace wort::roart

@@ -1,0 +1,122 @@
+// roart/roart_tree.h — ROART, the range-optimized persistent ART (Ma et al., FAST'21, §3):
+// ART nodes N4/N16/N48/N256 whose N4/N16/N48 slots are Zentries (entry compression), leaf
+// arrays of up to 64 fingerprinted leaf pointers under the inner nodes (leaf compaction),
+// metadata that is volatile and rebuilt lazily per node when its generation is older than
+// the pool's (selective metadata persistence), a pessimistic prefix with a constant level
+// per node so an interrupted split or merge is detected (readers) and repaired (writers),
+// and an internal split with two fences (minimally ordered split). See README.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "index/roart/roart_layout.h"
+#include "index/roart/roart_leaf.h"
+#include "index/roart/roart_leaf_array.h"
+#include "index/roart/roart_node.h"
+#include "wort/index.h"
+
+namespace wort::roart {
+
+class Roart {
+ public:
+  static constexpr std::string_view kKind = "roart";
+
+  //! A new, empty tree. opts.words[0]: mechanisms to turn off (kNoLeafCompaction, ...).
+  static Result<std::unique_ptr<Roart>> create(Pool& pool, const IndexOptions& opts);
+  //! Checks the anchor and runs the allocator's trace (kit::recover). Nothing else: node
+  //! metadata is rebuilt on first touch, prefixes are repaired by the next writer.
+  static Result<std::unique_ptr<Roart>> open(Pool& pool);
+
+  Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
+  Status upsert(Key k, Value v) { return put(k, v, /*overwrite=*/true); }
+  Status update(Key k, Value v);
+  std::optional<Value> lookup(Key k) const;
+  Status remove(Key k);
+  std::size_t scan(Key from, std::size_t max, Visitor v) const;
+  std::size_t range(Key lo, Key hi, Visitor v) const;
+  IndexStats stats() const;
+  Result<void> verify() const;
+  void dump(std::ostream& os) const;
+  Result<void> visit_blocks(BlockVisitorFn v) const;
+
+  std::uint64_t flags() const noexcept { return flags_; }
+  //! Nodes and arrays whose metadata this handle rebuilt (generation check) since open.
+  std::uint64_t rebuilds() const noexcept { return rebuilds_; }
+  //! Prefix words this handle repaired since open.
+  std::uint64_t repairs() const noexcept { return repairs_; }
+
+ private:
+  struct ScanState;
+  struct CheckState;
+
+  Roart(Pool& pool, Anchor* anchor);
+
+  // --- blocks and the generation check (roart_tree.cc)
+  NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
+  LeafArray* array(Ref r) const { return pool_.at<LeafArray>(ref_offset(r)); }
+  Leaf* leaf(Ref r) const { return pool_.at<Leaf>(ref_offset(r)); }
+  Leaf* slot_leaf_ptr(LeafSlot s) const { return pool_.at<Leaf>(slot_leaf(s)); }
+  NodeBase* touch(Ref r) const;
+  LeafArray* touch_array(Ref r) const;
+  int find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const;
+  const Leaf* any_leaf(Ref r) const;
+  bool prefix_consistent(const NodeBase* n, unsigned depth) const {
+    return depth + n->prefix.len == n->level;
+  }
+  PrefixWord prefix_from(Key w, unsigned from, unsigned to) const;
+  NodeFlags node_flags() const noexcept;
+  bool lc() const noexcept { return (flags_ & kNoLeafCompaction) == 0; }
+  const Leaf* find_leaf(Key k) const;
+
+  // --- writes (roart_insert.cc)
+  Status put(Key k, Value v, bool overwrite);
+  Status put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
+  Status put_in_array(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
+  Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
+  Status add_child(ChildSlot slot, NodeBase* n, std::uint8_t b, Key k, Value v);
+  Status split_prefix(ChildSlot slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k,
+                      Value v);
+  Status split_array(ChildSlot slot, LeafArray* a, unsigned depth, std::uint64_t fresh,
+                     std::uint16_t fp);
+  Status new_child(Key k, Value v, Ref* out);
+  Status make_node(NodeType t, std::uint32_t level, const PrefixWord& p, Ref eok,
+                   const Children& c, Ref* out);
+  Status make_array(const ArrayItem* items, unsigned n, Ref* out);
+  unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
+  void repair_prefix(NodeBase* n, unsigned depth);
+  void free_ref(Ref r);
+
+  // --- remove (roart_remove.cc)
+  Status remove_in_array(ChildSlot slot, NodeBase* parent, ChildSlot parent_slot,
+                         unsigned parent_depth, std::uint8_t b, Key k);
+  Status remove_child(ChildSlot slot, NodeBase* n, unsigned depth, std::uint8_t b, ChildSlot cs);
+  Status remove_eok(ChildSlot slot, NodeBase* n, unsigned depth);
+  Status merge(ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor);
+
+  // --- scans (roart_scan.cc)
+  bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
+  bool scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
+  bool scan_array(const LeafArray* a, bool bounded, ScanState& st) const;
+  bool emit(const Leaf* l, bool bounded, ScanState& st) const;
+
+  // --- checks (roart_check.cc)
+  Result<void> check_ref(Ref r, unsigned depth, std::string& path, CheckState& st) const;
+  Result<void> check_node(const NodeBase* n, unsigned depth, std::string& path,
+                          CheckState& st) const;
+  Result<void> check_leaf(const Leaf* l, const std::string& path, CheckState& st) const;
+  void dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const;
+
+  Pool& pool_;
+  Anchor* anchor_;
+  std::uint64_t flags_;
+  std::uint64_t gen_;  //!< the pool generation of this session
+  mutable std::uint64_t rebuilds_ = 0;
+  std::uint64_t repairs_ = 0;
+};
+
+}  // namespace wort::roart

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The install path as an embedding project sees it: `cmake --install` into a scratch prefix,
+# then examples/quickstart.cc built against the installed tree twice — with find_package(wort)
+# and with pkg-config — and run. Usage: run.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+test -f "$tmp/prefix/include/wort/index.h"
+test -f "$tmp/prefix/lib/libwort.a"
+cmake -S "$src/tests/install/project" -B "$tmp/consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DQUICKSTART="$src/examples/quickstart.cc" >/dev/null
+ninja -C "$tmp/consumer" >/dev/null
+(cd "$tmp" && "$tmp/consumer/quickstart")
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+g++ -O1 "$src/examples/quickstart.cc" -o "$tmp/quickstart-pc" $(pkg-config --cflags --libs wort)
+(cd "$tmp" && "$tmp/quickstart-pc")
+echo "install: find_package(wort) and pkg-config builds of quickstart ran"

@@ -1,0 +1,201 @@
+// tests/server/protocol_test.cc — `wort serve`'s text protocol against its exact replies:
+// every command, noreply, error replies, binary values, the largest item, pipelining, a
+// request split at every byte; the same scripts against Debian's memcached (byte for
+// byte, when memcached is installed); pymemcache and memccapable as real clients.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server_harness.h"
+
+namespace wort::test {
+namespace {
+
+class Serve : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pool_ = temp_path(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove(pool_);
+    ASSERT_TRUE(srv_.start(pool_, {"-t", "2"})) << "wort serve did not start";
+  }
+  void TearDown() override {
+    EXPECT_EQ(srv_.stop(), 0);
+    std::filesystem::remove(pool_);
+    std::filesystem::remove(pool_ + ".port");
+  }
+  std::string pool_;
+  ServerProc srv_;
+};
+
+TEST_F(Serve, EveryClassicCommandAnswersAsMemcached) {
+  Client c(srv_.port());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.cmd("set k 7 0 3\r\nabc\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("get k\r\n", "END\r\n"), "VALUE k 7 3\r\nabc\r\nEND\r\n");
+  EXPECT_EQ(c.cmd("add k 0 0 1\r\nx\r\n", "\r\n"), "NOT_STORED\r\n");
+  EXPECT_EQ(c.cmd("replace k 8 0 2\r\nxy\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("append k 0 0 1\r\nz\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("prepend k 0 0 1\r\nw\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("get k\r\n", "END\r\n"), "VALUE k 8 4\r\nwxyz\r\nEND\r\n");
+  const std::string g = c.cmd("gets k\r\n", "END\r\n");
+  ASSERT_EQ(g.rfind("VALUE k 8 4 ", 0), 0u) << g;
+  const std::string cas = g.substr(12, g.find("\r\n") - 12);
+  EXPECT_EQ(c.cmd("cas k 1 0 1 " + cas + "1\r\nq\r\n", "\r\n"), "EXISTS\r\n");
+  EXPECT_EQ(c.cmd("cas k 1 0 1 " + cas + "\r\nq\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("cas nokey 1 0 1 5\r\nq\r\n", "\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.cmd("set n 0 0 2\r\n10\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("incr n 5\r\n", "\r\n"), "15\r\n");
+  EXPECT_EQ(c.cmd("decr n 100\r\n", "\r\n"), "0\r\n");
+  EXPECT_EQ(c.cmd("get n\r\n", "END\r\n"), "VALUE n 0 2\r\n0 \r\nEND\r\n");
+  EXPECT_EQ(c.cmd("incr k 1\r\n", "\r\n"),
+            "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  EXPECT_EQ(c.cmd("incr n x\r\n", "\r\n"), "CLIENT_ERROR invalid numeric delta argument\r\n");
+  EXPECT_EQ(c.cmd("incr none 1\r\n", "\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.cmd("touch k 100\r\n", "\r\n"), "TOUCHED\r\n");
+  EXPECT_EQ(c.cmd("touch none 100\r\n", "\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.cmd("gat 100 k\r\n", "END\r\n"), "VALUE k 1 1\r\nq\r\nEND\r\n");
+  EXPECT_EQ(c.cmd("gats 100 k\r\n", "END\r\n").rfind("VALUE k 1 1 ", 0), 0u);
+  EXPECT_EQ(c.cmd("delete k\r\n", "\r\n"), "DELETED\r\n");
+  EXPECT_EQ(c.cmd("delete k\r\n", "\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.cmd("version\r\n", "\r\n").rfind("VERSION 1.6", 0), 0u);
+  EXPECT_EQ(c.cmd("verbosity 1\r\n", "\r\n"), "OK\r\n");
+  EXPECT_EQ(c.cmd("bogus\r\n", "\r\n"), "ERROR\r\n");
+  EXPECT_NE(c.cmd("stats\r\n", "END\r\n").find("STAT curr_items 1\r\n"), std::string::npos);
+  EXPECT_NE(c.cmd("stats settings\r\n", "END\r\n").find("STAT item_size_max 1048576\r\n"),
+            std::string::npos);
+  EXPECT_NE(c.cmd("stats items\r\n", "END\r\n").find("STAT items:1:number 1\r\n"),
+            std::string::npos);
+  EXPECT_EQ(c.cmd("flush_all\r\n", "\r\n"), "OK\r\n");
+  EXPECT_EQ(c.cmd("get n\r\n", "END\r\n"), "END\r\n");
+  EXPECT_EQ(c.cmd("quit\r\n", "<never>"), "");  // the server closes the connection
+}
+
+TEST_F(Serve, NoreplySuppressesEveryReplyButKeepsTheEffect) {
+  Client c(srv_.port());
+  c.send("set a 1 0 1 noreply\r\nx\r\nadd a 0 0 1 noreply\r\ny\r\nappend a 0 0 1 noreply\r\nz\r\n"
+         "set n 0 0 1 noreply\r\n5\r\nincr n 2 noreply\r\ntouch a 0 noreply\r\n"
+         "delete gone noreply\r\nflush_all 1000 noreply\r\nverbosity 1 noreply\r\n");
+  EXPECT_EQ(c.cmd("get a n\r\n", "END\r\n"), "VALUE a 1 2\r\nxz\r\nVALUE n 0 1\r\n7\r\nEND\r\n");
+}
+
+TEST_F(Serve, ErrorRepliesAreMemcachedsStrings) {
+  Client c(srv_.port());
+  EXPECT_EQ(c.cmd("set a x 0 1\r\n", "\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.cmd("x\r\n", "\r\n"), "ERROR\r\n");  // the value line is read as a command
+  EXPECT_EQ(c.cmd("set a 0 0 1\r\nxy\r\n", "ERROR\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\n");
+  EXPECT_EQ(c.cmd("get " + std::string(251, 'k') + "\r\n", "\r\n"),
+            "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.cmd("delete a 1\r\n", "\r\n"),
+            "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+  EXPECT_EQ(c.cmd("touch a x\r\n", "\r\n"), "CLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(c.cmd("flush_all x\r\n", "\r\n"), "CLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(c.cmd("set big 0 0 2000000\r\n" + std::string(2000000, 'v') + "\r\nget big\r\n", "END\r\n"),
+            "SERVER_ERROR object too large for cache\r\nEND\r\n");
+  EXPECT_EQ(c.cmd("get\r\n", "\r\n"), "ERROR\r\n");
+  EXPECT_EQ(c.cmd("\r\n", "\r\n"), "ERROR\r\n");
+}
+
+TEST_F(Serve, BinaryValuesAndTheLargestItem) {
+  Client c(srv_.port());
+  std::string v;
+  for (int i = 0; i < 4096; ++i) v.push_back(static_cast<char>(i * 7 + (i >> 8)));
+  v += "\r\nEND\r\n\r\n";
+  EXPECT_EQ(c.cmd("set bin 0 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("get bin\r\n", "\r\nEND\r\n"),
+            "VALUE bin 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\nEND\r\n");
+  // -I 1m: key + value + the 32-byte item header.
+  const std::string key = "largest";
+  const std::size_t max_value = (1u << 20) - 32 - key.size();
+  const std::string big(max_value, 'L');
+  EXPECT_EQ(c.cmd("set " + key + " 0 0 " + std::to_string(max_value) + "\r\n" + big + "\r\n", "\r\n"),
+            "STORED\r\n");
+  const std::string got = c.cmd("get " + key + "\r\n", "\r\nEND\r\n");
+  EXPECT_EQ(got.size(), max_value + 2 + 5 + ("VALUE largest 0 " + std::to_string(max_value) + "\r\n").size());
+  EXPECT_EQ(c.cmd("set " + key + " 0 0 " + std::to_string(max_value + 1) + "\r\n" + big + "x\r\n", "\r\n"),
+            "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(c.cmd("get " + key + "\r\n", "END\r\n"), "END\r\n");  // a failed set drops the old value
+}
+
+TEST_F(Serve, PipelinedRequests) {
+  Client c(srv_.port());
+  std::string req, want;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string k = "p" + std::to_string(i), v = std::string(i % 50, 'a' + i % 26);
+    req += "set " + k + " " + std::to_string(i) + " 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\n";
+    req += "get " + k + "\r\n";
+    want += "STORED\r\nVALUE " + k + " " + std::to_string(i) + " " + std::to_string(v.size()) +
+            "\r\n" + v + "\r\nEND\r\n";
+  }
+  c.send(req);
+  EXPECT_EQ(c.read_until(want.substr(want.size() - 40)), want);
+}
+
+TEST_F(Serve, RequestSplitAtEveryByte) {
+  const std::string script =
+      "set split 3 0 10\r\n0123\r\n5678\r\nget split\r\nappend split 0 0 2 noreply\r\nab\r\n"
+      "incr nokey 1\r\ngets nokey\r\ndelete split\r\nget split\r\n";
+  const std::string want =
+      "STORED\r\nVALUE split 3 10\r\n0123\r\n5678\r\nEND\r\nNOT_FOUND\r\nEND\r\nDELETED\r\nEND\r\n";
+  for (std::size_t cut = 1; cut < script.size(); ++cut) {
+    Client c(srv_.port());
+    ASSERT_TRUE(c.ok());
+    c.send(script.substr(0, cut));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a separate read
+    c.send(script.substr(cut));
+    ASSERT_EQ(c.read_until("DELETED\r\nEND\r\n"), want) << "split at byte " << cut;
+  }
+}
+
+TEST_F(Serve, RepliesMatchDebianMemcachedByteForByte) {
+  if (run("command -v memcached >/dev/null && test -x /usr/bin/python3") != 0)
+    GTEST_SKIP() << "memcached or /usr/bin/python3 not installed (tools/install-deps.sh)";
+  // memcached on a port of its own choosing is not possible; pick one near ours and retry.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int port = 20000 + (getpid() * 7 + attempt * 131) % 20000;
+    const pid_t mc = fork();
+    if (mc == 0) {
+      const std::string p = std::to_string(port);
+      execlp("memcached", "memcached", "-U", "0", "-l", "127.0.0.1", "-p", p.c_str(), "-u",
+             "root", "-t", "2", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      up = Client(port).ok() && waitpid(mc, nullptr, WNOHANG) == 0;
+    }
+    if (!up) {
+      kill(mc, SIGKILL);
+      waitpid(mc, nullptr, 0);
+      continue;
+    }
+    const int rc = run("/usr/bin/python3 " + source_dir() + "/tests/server/replies_vs_memcached.py " +
+                       std::to_string(srv_.port()) + " " + std::to_string(port));
+    kill(mc, SIGTERM);
+    waitpid(mc, nullptr, 0);
+    EXPECT_EQ(rc, 0) << "replies differ from memcached's (the script printed which)";
+    return;
+  }
+  FAIL() << "could not start memcached on a free port";
+}
+
+TEST_F(Serve, PymemcacheClient) {
+  if (run("/usr/bin/python3 -c 'import pymemcache' 2>/dev/null") != 0)
+    GTEST_SKIP() << "python3-pymemcache not installed (tools/install-deps.sh)";
+  EXPECT_EQ(run("/usr/bin/python3 " + source_dir() + "/tests/server/pymemcache_client.py " +
+                std::to_string(srv_.port())),
+            0);
+}
+
+TEST_F(Serve, Memccapable) {
+  if (run("command -v memccapable >/dev/null") != 0)
+    GTEST_SKIP() << "memccapable (libmemcached-tools) not installed";
+  // -a: ASCII protocol only (no binary protocol here). Its output names each test.
+  EXPECT_EQ(run("timeout 60 memccapable -a -h 127.0.0.1 -p " + std::to_string(srv_.port()) +
+                " > " + pool_ + ".capable 2>&1"),
+            0)
+      << "see " << pool_ << ".capable";
+}
+
+}  // namespace
+}  // namespace wort::test
