@@ -21,11 +21,14 @@ int main(int argc, char** argv) {
     auto index = wort::Index::create(**pool, "wort");
     if (!index) return std::fprintf(stderr, "%s\n", index.error().message.c_str()), 1;
 
-    (*index)->insert(wort::as_key("hello"), 1);                // Status::ok
-    (*index)->upsert(wort::as_key("world"), 2);                // insert or overwrite
+    wort::Index& ix = **index;
+    // Every operation returns a Status (ignoring one is a compile warning): ok, or a normal
+    // outcome such as exists / not_found, or out_of_space when the pool is full.
+    if (ix.insert(wort::as_key("hello"), 1) != wort::Status::ok) return 1;
+    if (ix.upsert(wort::as_key("world"), 2) != wort::Status::ok) return 1;  // insert or overwrite
     auto k = wort::u64_key(42);                                // integers: 8 bytes big-endian
-    (*index)->insert(k, 3);
-    if ((*index)->insert(wort::as_key("hello"), 9) != wort::Status::exists) return 1;
+    if (ix.insert(k, 3) != wort::Status::ok) return 1;
+    if (ix.insert(wort::as_key("hello"), 9) != wort::Status::exists) return 1;
   }  // closing the pool records a clean shutdown; a crash instead would be recovered on open
 
   // Reopen (recovery runs in Index::open) and read everything back in key order.

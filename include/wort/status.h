@@ -14,7 +14,7 @@
 namespace wort {
 
 //! Outcome codes. Each pool-open failure has its own code so callers can tell them apart.
-enum class Status : std::uint8_t {
+enum class [[nodiscard]] Status : std::uint8_t {
   ok,
   not_found,         //!< key absent (a normal outcome)
   exists,            //!< key already present on insert (a normal outcome)

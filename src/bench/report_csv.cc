@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -25,7 +26,7 @@ std::string csv_field(const std::string& s) {
 std::string to_csv(const BenchReport& r) {
   std::ostringstream os;
   os << "index,dist,flush_latency_ns,keys,phase,op,ops,seconds,throughput_ops_s,ns_per_op,cpu_ns_per_op,"
-        "p50_ns,p90_ns,p99_ns,p99_9_ns,lines_per_op,flush_calls_per_op,fences_per_op,misses,"
+        "p50_ns,p90_ns,p99_ns,p99_9_ns,sampled_mean_ns,lines_per_op,flush_calls_per_op,fences_per_op,misses,"
         "llc_misses_per_op,avg_leaf_depth,pm_bytes_per_key,dram_bytes_per_key,error\n";
   for (const auto& c : r.cases) {
     const std::string head = csv_field(c.index) + "," + std::string(to_string(c.dist)) + "," +
@@ -39,7 +40,7 @@ std::string to_csv(const BenchReport& r) {
       // Whole phase: its latency columns are empty when several op types mix.
       os << head << csv_field(p.name) << ",all," << p.ops << "," << num(p.seconds) << ","
          << num(p.throughput()) << "," << num(p.ns_per_op()) << "," << num(p.cpu_ns_per_op())
-         << ",,,,," << per << ","
+         << ",,,,,," << per << ","
          << p.misses() << "," << llc << tail;
       for (std::size_t i = 0; i < kOpTypes; ++i) {
         const OpStats& s = p.per_type[i];
@@ -47,7 +48,8 @@ std::string to_csv(const BenchReport& r) {
         const auto& h = s.latency;
         os << head << csv_field(p.name) << "," << to_string(static_cast<OpType>(i)) << ","
            << s.ops << ",,,,," << num(h.percentile(50)) << "," << num(h.percentile(90)) << ","
-           << num(h.percentile(99)) << "," << num(h.percentile(99.9)) << ",,,," << s.misses
+           << num(h.percentile(99)) << "," << num(h.percentile(99.9)) << ","
+           << num(h.count() ? h.mean() : std::nan("")) << ",,,," << s.misses
            << "," << tail;
       }
     }

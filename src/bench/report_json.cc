@@ -51,6 +51,7 @@ void write_options(JsonWriter& w, const BenchOptions& o) {
   w.field("pool_size", o.pool_size);
   w.field("threads", o.threads);
   w.field("sample_every", o.sample_every);
+  w.field("prefault", o.prefault);
   w.field("search_direct", o.search_direct);
   w.field("verify", o.verify);
   w.field("recovery", o.recovery);
@@ -83,10 +84,15 @@ void write_env(JsonWriter& w, const EnvInfo& e) {
   w.end_object();
 }
 
-void write_latency(JsonWriter& w, const LatencyHistogram& h) {
+// `phase_mean`: the phase's wall ns/op when this op type is the whole phase, else NaN.
+// The sampled mean should agree with it (the samples are unbiased, sampler.h); it is a
+// little higher, by the clock reads and the bookkeeping the phase mean spreads thinner.
+void write_latency(JsonWriter& w, const LatencyHistogram& h, double phase_mean) {
   w.begin_object();
   w.field("samples", h.count());
   w.field("mean", h.mean());
+  w.field("phase_mean", phase_mean);
+  w.field("mean_over_phase_mean", h.mean() / phase_mean);
   w.field("min", h.count() ? static_cast<double>(h.min()) : std::nan(""));
   w.field("p50", h.percentile(50));
   w.field("p90", h.percentile(90));
@@ -138,7 +144,7 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
     const OpStats& s = p.per_type[i];
     if (s.ops == 0) continue;
     w.key(to_string(static_cast<OpType>(i)));
-    write_latency(w, s.latency);
+    write_latency(w, s.latency, s.ops == p.ops ? p.ns_per_op() : std::nan(""));
   }
   w.end_object();
   w.key("per_type");
@@ -192,6 +198,7 @@ void write_case(JsonWriter& w, const CaseResult& c) {
   w.end_object();
   w.end_object();
   w.field("verified", c.verified);
+  w.field("prefault", c.prefault);
   w.key("recovery");
   w.begin_object();
   w.field("measured", c.recovery.measured);

@@ -224,7 +224,7 @@ void write_latency_sweep(const BenchReport& r, std::ostream& os) {
 
 void write_phases(const BenchReport& r, std::ostream& os) {
   Table t;
-  t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "cpu ns/op", "p50", "p90", "p99",
+  t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "cpu ns/op", "mean", "p50", "p90", "p99",
          "p99.9", "lines/op", "flush/op", "fence/op", "misses"});
   t.rule();
   for (const auto& c : r.cases) {
@@ -239,7 +239,8 @@ void write_phases(const BenchReport& r, std::ostream& os) {
         const auto& h = s.latency;
         t.row({name, p.name, std::string(to_string(static_cast<OpType>(i))), std::to_string(s.ops),
                whole ? fmt(p.throughput() / 1e6, "%.3f") : "", whole ? fmt(p.ns_per_op(), "%.0f") : "",
-               whole ? fmt(p.cpu_ns_per_op(), "%.0f") : "", fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
+               whole ? fmt(p.cpu_ns_per_op(), "%.0f") : "", h.count() ? fmt(h.mean(), "%.0f") : "",
+               fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
                fmt(h.percentile(99), "%.0f"), fmt(h.percentile(99.9), "%.0f"),
                whole ? fmt(p.lines_per_op(), "%.2f") : "", whole ? fmt(p.flushes_per_op(), "%.2f") : "",
                whole ? fmt(p.fences_per_op(), "%.2f") : "", std::to_string(s.misses)});
@@ -247,13 +248,14 @@ void write_phases(const BenchReport& r, std::ostream& os) {
       if (p.ops > 0 &&
           std::count_if(p.per_type.begin(), p.per_type.end(), [&](const OpStats& s) { return s.ops == p.ops; }) == 0)
         t.row({name, p.name, "all", std::to_string(p.ops), fmt(p.throughput() / 1e6, "%.3f"),
-               fmt(p.ns_per_op(), "%.0f"), fmt(p.cpu_ns_per_op(), "%.0f"), "", "", "", "",
+               fmt(p.ns_per_op(), "%.0f"), fmt(p.cpu_ns_per_op(), "%.0f"), "", "", "", "", "",
                fmt(p.lines_per_op(), "%.2f"),
                fmt(p.flushes_per_op(), "%.2f"), fmt(p.fences_per_op(), "%.2f"), std::to_string(p.misses())});
     }
   }
   os << "Phases (ns/op is wall time; cpu ns/op is the threads' CPU time, lower when the machine is\n"
-        "shared; latency percentiles in ns, sampled):\n";
+        "shared; mean and percentiles in ns over the latency samples, taken at random gaps: the\n"
+        "sampled mean should agree with ns/op):\n";
   t.print(os);
 }
 

@@ -1,7 +1,11 @@
 #include "bench/runner.h"
 
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +19,7 @@
 #include "bench/llc.h"
 #include "bench/recovery.h"
 #include "bench/rng.h"
+#include "bench/sampler.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
 
@@ -29,6 +34,8 @@ double seconds_since(Clock::time_point t0) {
 
 // What one worker thread measured; merged into the phase result.
 struct WorkerStats {
+  explicit WorkerStats(Sampler s) noexcept : sampler(s) {}
+  Sampler sampler;  // which of this thread's operations are timed
   std::array<OpStats, kOpTypes> per_type{};
   std::uint64_t ops = 0;
   std::uint64_t items = 0;
@@ -56,11 +63,12 @@ struct PhaseCtx {
 };
 
 // Runs `op` (which returns the number of items it visited, or -1 on a miss) with the
-// latency sampled every Nth call and the index lock held when threads share the index.
+// latency timed when the thread's sampler picks it (1 in sample_every on average, at
+// random gaps: sampler.h) and the index lock held when threads share the index.
 template <class Op>
-inline void timed(PhaseCtx& ctx, WorkerStats& w, OpType type, std::uint64_t i, Op&& op) {
+inline void timed(PhaseCtx& ctx, WorkerStats& w, OpType type, Op&& op) {
   OpStats& s = w.per_type[static_cast<std::size_t>(type)];
-  const bool sample = ctx.o.sample_every <= 1 || i % ctx.o.sample_every == 0;
+  const bool sample = w.sampler.take();
   Clock::time_point t0;
   if (sample) t0 = Clock::now();
   long r;
@@ -96,6 +104,14 @@ inline void tick(PhaseCtx& ctx, unsigned thread, std::uint64_t local_ops) {
   }
 }
 
+// The seed of thread t's sampler in the phase named `tag`: its own stream per phase and
+// thread, the same for a given --seed on every machine (FNV-1a of the tag).
+std::uint64_t sampler_seed(std::uint64_t seed, const std::string& tag, unsigned t) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : tag) h = (h ^ static_cast<std::uint8_t>(c)) * 0x100000001b3ull;
+  return Rng::derive(seed, h + 0x5a3b1e5ull * (t + 1));
+}
+
 // Runs body(ctx, thread, stats) on o.threads threads (thread 0 is the caller) and merges
 // their figures. Each thread zeroes its own persistence counters first.
 template <class Body>
@@ -107,7 +123,10 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
   ctx.progress = &progress;
   ctx.label = label + " " + name;
   const unsigned n = std::max(1u, o.threads);
-  std::vector<WorkerStats> stats(n);
+  std::vector<WorkerStats> stats;
+  stats.reserve(n);
+  for (unsigned t = 0; t < n; ++t)
+    stats.emplace_back(Sampler(o.sample_every, sampler_seed(o.seed, tag, t)));
   auto worker = [&](unsigned t) {
     pm::reset_counters();
     const double cpu0 = thread_cpu_seconds();
@@ -179,6 +198,27 @@ struct CasePool {
   }
 };
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Maps every page of the pool writable before the phases start (no data changes: a hole
+// reads as zeros either way). Otherwise the first store to each 4 KiB page of a /dev/shm
+// pool takes a page fault inside whichever operation touches it: on this VM ~2.2 us, on
+// the insert that starts each new page of leaves (every 128th insert for 32-byte leaves),
+// which is what the fixed-stride sampler used to report as the p50. Real PM under DAX
+// faults in 2 MiB pages, so a fault per 4 KiB charges the indexes a tmpfs cost.
+// Returns what happened, for the report.
+std::string prefault_pool(Pool& pool) {
+  const auto t0 = Clock::now();
+  if (::madvise(pool.base(), pool.size(), MADV_POPULATE_WRITE) != 0)
+    return std::string("failed: ") + std::strerror(errno);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f MiB in %.3f s",
+                static_cast<double>(pool.size()) / (1 << 20), seconds_since(t0));
+  return buf;
+}
+
 Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
                             std::uint64_t size, CasePool& cp) {
   PoolOptions po;
@@ -245,7 +285,7 @@ PhaseResult insert_phase(const BenchOptions& o, const std::string& name, const s
   return run_phase(o, name, tag, n, progress, label,
                    [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
     for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
-      timed(ctx, w, OpType::insert, i, [&]() -> long {
+      timed(ctx, w, OpType::insert, [&]() -> long {
         return idx.insert(keys[i], i + 1) == Status::ok ? 0 : -1;
       });
     });
@@ -274,7 +314,7 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
     for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
       const std::uint32_t k = order[i];
-      timed(ctx, w, OpType::lookup, i, [&]() -> long {
+      timed(ctx, w, OpType::lookup, [&]() -> long {
         auto v = idx.lookup(search_keys[i]);
         return v && *v == k + 1u ? 0 : -1;
       });
@@ -310,7 +350,7 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
       for_my_share(ctx, t, q, w, [&](std::uint64_t i) {
         Rng r(Rng::derive(o.seed, 1000 + i));
         const std::uint64_t s = r.below(n - count);
-        timed(ctx, w, OpType::range, i, [&]() -> long {
+        timed(ctx, w, OpType::range, [&]() -> long {
           std::uint64_t seen = 0;
           idx.range(keys[order[s]], keys[order[s + count]], [&](Key, Value) {
             ++seen;
@@ -386,27 +426,27 @@ void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::ui
   const Key k = st.key;
   switch (st.op) {
     case MixOp::lookup:
-      timed(ctx, w, OpType::lookup, i, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
+      timed(ctx, w, OpType::lookup, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
       break;
     case MixOp::update:
-      timed(ctx, w, OpType::update, i, [&]() -> long {
+      timed(ctx, w, OpType::update, [&]() -> long {
         return idx.update(k, i + 7) == Status::ok ? 0 : -1;
       });
       break;
     case MixOp::remove:
-      timed(ctx, w, OpType::remove, i, [&]() -> long { return idx.remove(k) == Status::ok ? 0 : -1; });
+      timed(ctx, w, OpType::remove, [&]() -> long { return idx.remove(k) == Status::ok ? 0 : -1; });
       break;
     case MixOp::scan:
-      timed(ctx, w, OpType::scan, i, [&]() -> long {
+      timed(ctx, w, OpType::scan, [&]() -> long {
         return static_cast<long>(idx.scan(k, scan_len, [](Key, Value) { return true; }));
       });
       break;
     case MixOp::insert:
       if (st.fresh == kExhausted) {  // a duration run used every fresh key: count a miss
-        timed(ctx, w, OpType::insert, i, []() -> long { return -1; });
+        timed(ctx, w, OpType::insert, []() -> long { return -1; });
         break;
       }
-      timed(ctx, w, OpType::insert, i, [&]() -> long {
+      timed(ctx, w, OpType::insert, [&]() -> long {
         return idx.insert(k, st.fresh + 1) == Status::ok ? 0 : -1;
       });
       break;
@@ -532,6 +572,7 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
     return c;
   }
   Index& idx = *idx_r.value();
+  c.prefault = o.prefault ? prefault_pool(*cp.pool) : "off";
   if (mix) run_mix(o, idx, keys, c.keys, c, progress, label);
   else run_paper(o, idx, keys, c, progress, label);
   c.pool_bytes = cp.pool->allocator().stats().bytes_allocated;

@@ -42,6 +42,8 @@ struct BenchOptions {
   unsigned sample_every = 64;                    //!< time every Nth operation
   bool search_direct = true;                     //!< paper workload: search-virtual and
                                                  //!< search-direct (adapter overhead)
+  bool prefault = true;                          //!< map every pool page before the phases
+                                                 //!< (no first-touch page faults timed)
   bool verify = false;                           //!< run Index::verify() after the load
   bool recovery = false;                         //!< measure recovery after kill -9 mid-load
   LlcMode llc = LlcMode::off;
@@ -74,6 +76,7 @@ struct CaseResult {
   IndexStats stats;                 //!< after the load/insert phase
   std::uint64_t pool_bytes = 0;     //!< allocator bytes in use after the load
   bool verified = false;
+  std::string prefault;             //!< "N MiB in T s", "failed: why", or "off"
   RecoveryResult recovery;
 
   const PhaseResult* phase(std::string_view name) const;

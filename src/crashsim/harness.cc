@@ -298,6 +298,7 @@ bool Run::create_pool_and_index() {
   po.size = o_.pool_size;
   po.chunk_size = o_.chunk_size;
   po.kind = f_.kind;
+  po.values_are_blocks = o_.values_are_blocks;
   auto p = Pool::create_in_memory(po);
   if (!p) {
     rep_.error = "create_in_memory: " + p.error().message;

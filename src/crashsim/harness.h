@@ -73,6 +73,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::uint64_t pool_size = 1ull << 20;
   std::uint32_t chunk_size = 16u << 10;
+  bool values_are_blocks = false;      //!< PoolOptions::values_are_blocks (the server's items)
   std::size_t exhaustive_cap = 64;     //!< enumerate all images of a crash point up to this many
   std::size_t random_samples = 8;      //!< seeded random images beyond the structured ones
   bool continuation = true;            //!< run continuation ops after each recovery

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "pm/check.h"
 #include "pm/tracer.h"
 #include "pm/x86_64/flush.h"
 #include "wort/persist.h"
@@ -55,6 +56,7 @@ inline void store(T* dst, const T& v) noexcept {
   static_assert(std::is_trivially_copyable_v<T>, "pm::store needs a trivially copyable T");
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
                 "pm::store writes at most 8 bytes in one store");
+  WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % sizeof(T) == 0);
   using U = typename detail::UintOf<sizeof(T)>::type;
   U bits;
   std::memcpy(&bits, &v, sizeof(T));

@@ -5,14 +5,18 @@
 //
 // An item (one block, written once, never modified in place except `exptime` by touch):
 //
-//   0        8          16       20          24        28        32             32+key_len
-//   +--------+----------+--------+-----------+---------+---------+--------------+-----------+
-//   | cas    | exptime  | flags  | value_len | key_len | magic   | key bytes    | value     |
-//   | u64    | i64 abs. | u32    | u32       | u32     | u32     | key_len      | value_len |
-//   +--------+----------+--------+-----------+---------+---------+--------------+-----------+
+//   0        8          16       20          24        26       28        32            32+key_len
+//   +--------+----------+--------+-----------+---------+--------+---------+-------------+-----------+
+//   | cas    | exptime  | flags  | value_len | key_len | iflags | magic   | key bytes   | value     |
+//   | u64    | i64 abs. | u32    | u32       | u16     | u16    | u32     | key_len     | value_len |
+//   +--------+----------+--------+-----------+---------+--------+---------+-------------+-----------+
 //
 //   exptime: absolute unix seconds, 0 = never expires (memcached's relative times are
 //   converted on the way in, so an item's lifetime holds across restarts).
+//   iflags:  kItemStale (meta `md I` / `ms I`: the item is stale, mg answers X),
+//            kItemKeyBinary (stored through a base64 `b` key: meta `k` answers in base64).
+//            Written with the item, never changed in place (a new stale item is a new
+//            block committed like a set).
 //   magic:   kItemMagic, written with the rest; recovery rejects an item without it.
 //
 // Commit store of a set: the index's own commit store of key -> item offset (the item is
@@ -44,6 +48,8 @@ inline constexpr std::uint32_t kItemMagic = 0x4d455449;  // "ITEM" little-endian
 inline constexpr std::uint64_t kMetaMagic = 0x4154454d56524553ull;  // "SERVMETA"
 inline constexpr std::size_t kMaxKeyLength = 250;                    // memcached's KEY_MAX_LENGTH
 inline constexpr std::uint64_t kCasBatch = 1u << 16;
+inline constexpr std::uint16_t kItemStale = 1;      // iflags: marked stale (meta I flag)
+inline constexpr std::uint16_t kItemKeyBinary = 2;  // iflags: key came base64-encoded (b)
 //! The index key of the meta block: starts with a NUL, which no text-protocol key can hold.
 inline constexpr std::string_view kMetaKey{"\0wort-serve-meta", 16};
 
@@ -52,7 +58,8 @@ struct ItemHeader {
   std::int64_t exptime;
   std::uint32_t flags;
   std::uint32_t value_len;
-  std::uint32_t key_len;
+  std::uint16_t key_len;  // <= kMaxKeyLength
+  std::uint16_t iflags;   // kItemStale | kItemKeyBinary
   std::uint32_t magic;
 };
 
@@ -63,6 +70,8 @@ static_assert(offsetof(ItemHeader, exptime) == 8 && offsetof(ItemHeader, exptime
 static_assert(offsetof(ItemHeader, flags) == 16);
 static_assert(offsetof(ItemHeader, value_len) == 20);
 static_assert(offsetof(ItemHeader, key_len) == 24);
+static_assert(offsetof(ItemHeader, iflags) == 26);
+static_assert(kMaxKeyLength <= UINT16_MAX, "key_len is 16 bits");
 static_assert(offsetof(ItemHeader, magic) == 28);
 
 inline char* item_key(ItemHeader* h) noexcept { return reinterpret_cast<char*>(h + 1); }

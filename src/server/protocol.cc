@@ -326,11 +326,11 @@ void Session::arith(const Tokens& t, bool incr, std::string& out) {
   if (t[1].size() > kMaxKeyLength) return reply(out, kBadFormat);
   std::uint64_t d = 0;
   if (!safe_strtoull(t[2], &d)) return reply(out, "CLIENT_ERROR invalid numeric delta argument");
-  std::uint64_t x = 0;
+  DeltaOut x;
   switch (store_.delta(t[1], incr, d, &x)) {
     case DeltaResult::ok:
       ++(incr ? info_.incr_hits : info_.decr_hits);
-      return reply(out, std::to_string(x));
+      return reply(out, std::to_string(x.value));
     case DeltaResult::not_found:
       ++(incr ? info_.incr_misses : info_.decr_misses);
       return reply(out, "NOT_FOUND");

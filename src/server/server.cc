@@ -50,6 +50,7 @@ struct Server::Worker {
   std::mutex qlock;
   std::vector<int> queue;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  std::vector<char> rbuf = std::vector<char>(kReadChunk);
   std::thread th;
 
   explicit Worker(Server& s) : srv(s) {
@@ -153,15 +154,14 @@ struct Server::Worker {
     if (c.want_out) return;
     bool eof = false;
     for (int round = 0; round < 4; ++round) {  // bounded: other connections get their turn
-      const std::size_t old = c.in.size();
-      c.in.resize(old + kReadChunk);
-      const ssize_t n = recv(fd, c.in.data() + old, kReadChunk, 0);
+      // Into the worker's buffer, then append what came: resizing c.in by a whole chunk
+      // would zero 64 KiB per read (memset was 5% of a set-heavy profile).
+      const ssize_t n = recv(fd, rbuf.data(), rbuf.size(), 0);
       if (n <= 0) {
-        c.in.resize(old);
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) eof = true;
         break;
       }
-      c.in.resize(old + static_cast<std::size_t>(n));
+      c.in.append(rbuf.data(), static_cast<std::size_t>(n));
       srv.info_.bytes_read += static_cast<std::uint64_t>(n);
       process(c);
       if (!flush_out(c)) return drop(c);

@@ -10,13 +10,15 @@
 
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
+#include "server/item_write.h"
 
 namespace wort::server {
 namespace {
 
 constexpr std::int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
 constexpr int kEvictTries = 256;      // evictions one allocation may cause
-constexpr std::size_t kEvictBatch = 64;
+constexpr std::size_t kEvictBatch = 64;   // keys the CLOCK hand reads per index scan
+constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evicts
 
 Key key_of(std::string_view s) noexcept { return as_key(s); }
 
@@ -59,6 +61,15 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   if (opts.kind == "art")
     return Error{Status::invalid_argument,
                  "index kind 'art' is volatile (DRAM only); serve needs a persistent one"};
+  // Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
+  // through pm::publish, overwrites through kit::commit_value) order an item's write-back
+  // before the index names it: tests/server/item_crash_test.cc checks each. roart's
+  // overwrite commits with pm::commit (no fence): refused until it orders the item.
+  auto ordered = [](std::string_view k) { return k == "wort" || k == "woart" || k == "artcow"; };
+  if (!ordered(opts.kind))
+    return Error{Status::invalid_argument,
+                 "index kind '" + opts.kind + "' cannot serve: wort, woart or artcow (an "
+                 "index must order the item's write-back before its commit)"};
   std::unique_ptr<Store> s(new Store());
   s->opts_ = opts;
   bool fresh = false;
@@ -73,8 +84,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   }
   if (!p) return p.error();
   s->pool_ = std::move(p).value();
-  if (s->pool_->kind() == "art")
-    return Error{Status::invalid_argument, "pool holds the volatile index kind 'art'"};
+  if (!ordered(s->pool_->kind()))
+    return Error{Status::invalid_argument,
+                 "pool holds index kind '" + std::string(s->pool_->kind()) + "', which cannot serve"};
   if (!fresh && !s->pool_->values_are_blocks())
     return Error{Status::invalid_argument,
                  "pool '" + opts.pool_path + "' was not created by wort serve "
@@ -84,6 +96,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   s->index_ = std::move(ix).value();
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
   s->ref_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
+  s->token_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
+  s->access_ = std::vector<std::atomic<std::uint32_t>>(s->pool_->size() / 32 + 1);
+  s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
   if (auto r = s->init_meta(fresh); !r) return r.error();
   if (!fresh) {
     if (auto r = s->rebuild(); !r) return r.error();
@@ -161,6 +176,59 @@ bool Store::test_clear_ref(std::uint64_t off) noexcept {
   return true;
 }
 
+void Store::init_access(std::uint64_t off, bool token) noexcept {
+  access_[off >> 5].store(static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu,
+                          std::memory_order_relaxed);
+  auto& w = token_bits_[(off >> 4) >> 6];
+  const std::uint64_t m = 1ull << ((off >> 4) & 63);
+  if (token) w.fetch_or(m, std::memory_order_relaxed);
+  else if (w.load(std::memory_order_relaxed) & m) w.fetch_and(~m, std::memory_order_relaxed);
+}
+
+void Store::note_access(std::uint64_t off, bool update, ItemView* v) noexcept {
+  auto& a = access_[off >> 5];
+  const std::uint32_t old = a.load(std::memory_order_relaxed);
+  const std::uint32_t sec = static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu;
+  if (v) {
+    v->was_hit_before = (old & 0x80000000u) != 0;
+    const std::uint32_t last = old & 0x7fffffffu;
+    v->last_access = last == 0 || last > sec ? 0 : sec - last;
+  }
+  if (!update) return;
+  const std::uint32_t now_v = sec | 0x80000000u;
+  if (old != now_v) a.store(now_v, std::memory_order_relaxed);  // no write when unchanged
+  mark_ref(off);
+}
+
+bool Store::token_sent(std::uint64_t off) const noexcept {
+  const auto& w = token_bits_[(off >> 4) >> 6];
+  return (w.load(std::memory_order_relaxed) >> ((off >> 4) & 63)) & 1;
+}
+
+void Store::set_token(std::uint64_t off) noexcept {
+  token_bits_[(off >> 4) >> 6].fetch_or(1ull << ((off >> 4) & 63), std::memory_order_relaxed);
+}
+
+ItemView Store::view_of(std::uint64_t off) const noexcept {
+  const ItemHeader* h = item_at(off);
+  ItemView iv;
+  iv.key = std::string_view(item_key(h), h->key_len);
+  iv.value = std::string_view(item_value(h), h->value_len);
+  iv.flags = h->flags;
+  iv.exptime = h->exptime;
+  iv.cas = h->cas;
+  iv.iflags = h->iflags;
+  iv.token_sent = token_sent(off);
+  return iv;
+}
+
+void Store::add_block_info(std::uint64_t off, ItemView* iv) const noexcept {
+  iv->block_bytes = pool_->allocator().block_size(off);
+  iv->size_class = iv->block_bytes <= classes_->max_small()
+                       ? static_cast<std::uint32_t>(classes_->class_of(iv->block_bytes)) + 1
+                       : 0;
+}
+
 Result<void> Store::rebuild() {
   std::string bad;
   std::uint64_t items = 0, bytes = 0, max_cas = 0;
@@ -229,50 +297,40 @@ const ItemHeader* Store::find_live(std::string_view key, std::uint64_t* off) {
 }
 
 bool Store::get(std::string_view key, ItemFn fn, const std::int64_t* touch) {
+  if (key == kMetaKey) return false;  // the server's own block is no cache item
   maybe_apply_flush();
-  auto view = [&](const ItemHeader* h, bool hit) {
-    ItemView iv;
-    iv.key = std::string_view(item_key(h), h->key_len);
-    iv.value = std::string_view(item_value(h), h->value_len);
-    iv.flags = h->flags;
-    iv.exptime = h->exptime;
-    iv.cas = h->cas;
-    iv.was_hit_before = hit;
-    fn(iv);
-  };
   std::uint64_t off = 0;
   if (touch) {
     std::unique_lock g(lock_);
-    const ItemHeader* h = find_live(key, &off);
-    if (!h) return false;
+    if (!find_live(key, &off)) return false;
     commit_word(&pool_->at<ItemHeader>(off)->exptime, *touch);
-    const bool hit = test_clear_ref(off);
-    mark_ref(off);
-    view(h, hit);
+    ItemView iv = view_of(off);
+    note_access(off, true, &iv);
+    fn(iv);
     return true;
   }
   std::shared_lock g(lock_);
-  const ItemHeader* h = find_live(key, &off);
-  if (!h) return false;
-  const bool hit = test_clear_ref(off);
-  mark_ref(off);
-  view(h, hit);
+  if (!find_live(key, &off)) return false;
+  ItemView iv = view_of(off);
+  note_access(off, true, &iv);
+  fn(iv);
   return true;
 }
 
 bool Store::touch(std::string_view key, std::int64_t exptime) {
+  if (key == kMetaKey) return false;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   std::uint64_t off = 0;
   if (!find_live(key, &off)) return false;
   commit_word(&pool_->at<ItemHeader>(off)->exptime, exptime);
-  mark_ref(off);
+  note_access(off, true, nullptr);
   return true;
 }
 
 StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int64_t exptime,
                              std::uint64_t cas, std::string_view v1, std::string_view v2,
-                             std::uint64_t* off, bool locked) {
+                             std::uint64_t* off, bool locked, std::uint16_t iflags) {
   const std::size_t n = item_bytes(key.size(), v1.size() + v2.size());
   if (!fits(key.size(), v1.size() + v2.size())) return StoreResult::too_large;
   pm::Allocator& a = pool_->allocator();
@@ -281,26 +339,20 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     if (opts_.no_evict) return StoreResult::no_memory;
     std::unique_lock<std::shared_mutex> g;
     if (!locked) g = std::unique_lock(lock_);
+    // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
+    // this class allocate without another failed attempt (a failed allocation in a full
+    // pool scans the allocator's free lists). Then one victim of any class at a time.
+    if (evict(n, false, kEvictAhead) == 0) evict(n, true, kEvictAhead);
+    s = a.allocate(n, off);
     for (int i = 0; i < kEvictTries && s != Status::ok; ++i) {
-      if (!evict_one(n, i >= kEvictTries / 2)) break;
+      if (evict(n, true, 1) == 0) break;
       s = a.allocate(n, off);
     }
     if (s != Status::ok) return StoreResult::no_memory;
   }
-  auto* h = pool_->at<ItemHeader>(*off);
-  ItemHeader hdr{};
-  hdr.cas = cas;
-  hdr.exptime = exptime;
-  hdr.flags = flags;
-  hdr.value_len = static_cast<std::uint32_t>(v1.size() + v2.size());
-  hdr.key_len = static_cast<std::uint32_t>(key.size());
-  hdr.magic = kItemMagic;
-  pm::copy(h, &hdr, sizeof hdr);
-  char* p = item_key(h);
-  pm::copy(p, key.data(), key.size());
-  pm::copy(p + key.size(), v1.data(), v1.size());
-  pm::copy(p + key.size() + v1.size(), v2.data(), v2.size());
-  pm::flush(h, n);  // fenced by the index's commit (see commit())
+  write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
+  // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
+  init_access(*off, false);  // DRAM only: a reused block starts unfetched, no token sent
   return StoreResult::stored;
 }
 
@@ -310,7 +362,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
   for (int i = 0; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
-    if (!evict_one(0, true)) break;
+    if (evict(0, true, 1) == 0) break;
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
     s = index_->upsert(key_of(key), off);
@@ -340,23 +392,24 @@ void Store::unlink(std::string_view key, std::uint64_t off) {
   pool_->allocator().free(off);
 }
 
-bool Store::evict_one(std::size_t want, bool any_class) {
+std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) {
   const std::uint32_t want_block =
       want == 0 ? 0
                 : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
   const std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
   const std::int64_t t = now();
-  std::size_t visited = 0;
-  while (visited < limit) {
-    std::vector<std::pair<std::string, std::uint64_t>> batch;
+  std::size_t visited = 0, evicted = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> batch;
+  while (visited < limit && evicted < victims) {
+    batch.clear();
     index_->scan(key_of(clock_hand_), kEvictBatch + 1, [&](Key k, Value v) {
       if (!batch.empty() || as_string(k) != clock_hand_)
         batch.emplace_back(std::string(as_string(k)), v);
       return batch.size() < kEvictBatch;
     });
     if (batch.empty()) {
-      if (clock_hand_.empty()) return false;  // nothing in the cache at all
-      clock_hand_.clear();                    // wrap around
+      if (clock_hand_.empty()) break;  // nothing in the cache at all
+      clock_hand_.clear();             // wrap around
       continue;
     }
     for (auto& [k, off] : batch) {
@@ -372,15 +425,16 @@ bool Store::evict_one(std::size_t want, bool any_class) {
       if (!fits) continue;
       unlink(k, off);
       if (dead) ++counters_.reclaimed; else ++counters_.evictions;
-      return true;
+      if (++evicted == victims) break;
     }
   }
-  return false;
+  return evicted;
 }
 
 StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t flags,
                          std::int64_t exptime, std::string_view value, std::uint64_t cas_in,
-                         std::uint64_t* cas_out) {
+                         std::uint64_t* cas_out, bool stale_ok, std::uint16_t key_iflags) {
+  if (key == kMetaKey) return StoreResult::not_stored;
   maybe_apply_flush();
   std::shared_lock building(build_gate_);
   const bool concat = mode == StoreMode::append || mode == StoreMode::prepend;
@@ -388,7 +442,7 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   std::uint64_t cas = 0;
   if (!concat) {  // build and flush the new item before taking the lock
     cas = take_cas();
-    const StoreResult r = make_item(key, flags, exptime, cas, value, {}, &off, false);
+    const StoreResult r = make_item(key, flags, exptime, cas, value, {}, &off, false, key_iflags);
     if (r != StoreResult::stored) {
       if (mode == StoreMode::set) {  // memcached drops the old value of a failed set
         std::unique_lock g(lock_);
@@ -403,10 +457,13 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   const ItemHeader* o = old ? item_at(old) : nullptr;
   const bool hit = o && live(o, now());
   StoreResult fail = StoreResult::stored;
+  bool mark_stale = false;
   if (mode == StoreMode::cas) {
     if (!hit) fail = StoreResult::not_found;
-    else if (o->cas != cas_in) fail = StoreResult::exists;
-  } else if (cas_in != 0) {
+    else if (o->cas == cas_in) fail = StoreResult::stored;
+    else if (stale_ok && cas_in < o->cas) mark_stale = true;  // memcached's set-to-invalid
+    else fail = StoreResult::exists;
+  } else if (concat && cas_in != 0) {
     if (!hit) fail = StoreResult::not_found;
     else if (o->cas != cas_in) fail = StoreResult::exists;
   }
@@ -419,13 +476,24 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
     if (mode == StoreMode::add && hit) mark_ref(old);
     return fail;
   }
+  bool keep_token = false;
+  if (mark_stale) {
+    // The new value replaces the old one but keeps its TTL, is stale, and keeps a sent
+    // token. The item is not yet published: rewrite its header fields before the commit.
+    auto* h = pool_->at<ItemHeader>(off);
+    pm::store(&h->exptime, o->exptime);
+    pm::store(&h->iflags, static_cast<std::uint16_t>(h->iflags | kItemStale));
+    pm::flush(h, sizeof *h);
+    keep_token = token_sent(old);
+  }
   if (concat) {
     cas = take_cas();
     const std::string_view ov(item_value(o), o->value_len);
+    const std::uint16_t fl = o->iflags & kItemKeyBinary;
     const StoreResult r =
         mode == StoreMode::append
-            ? make_item(key, o->flags, o->exptime, cas, ov, value, &off, true)
-            : make_item(key, o->flags, o->exptime, cas, value, ov, &off, true);
+            ? make_item(key, o->flags, o->exptime, cas, ov, value, &off, true, fl)
+            : make_item(key, o->flags, o->exptime, cas, value, ov, &off, true, fl);
     if (r != StoreResult::stored) return r;
     // Eviction inside make_item may have removed the old item.
     old = 0;
@@ -433,13 +501,14 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   }
   const StoreResult r = commit(key, off, old);
   if (r == StoreResult::stored) {
-    mark_ref(off);
+    if (keep_token) set_token(off);
     if (cas_out) *cas_out = cas;
   }
   return r;
 }
 
 StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
+  if (key == kMetaKey) return StoreResult::not_found;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   const auto v = index_->lookup(key_of(key));
@@ -455,9 +524,85 @@ StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
   return StoreResult::stored;
 }
 
-DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::uint64_t* result,
-                         std::uint64_t* cas_out, std::uint64_t cas_in, bool create,
-                         std::uint64_t initial, std::int64_t create_exptime) {
+StoreResult Store::rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
+                           std::int64_t exptime) {
+  const ItemHeader* o = item_at(off);
+  const std::string_view ov(item_value(o), o->value_len);
+  std::uint64_t noff = 0;
+  const StoreResult r = make_item(key, o->flags, exptime, take_cas(), ov, {}, &noff, true, iflags);
+  if (r != StoreResult::stored) return r;
+  std::uint64_t old = 0;
+  if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
+  return commit(key, noff, old);
+}
+
+StoreResult Store::meta_delete(std::string_view key, bool has_cas, std::uint64_t cas_in,
+                               bool invalidate, const std::int64_t* ttl) {
+  if (key == kMetaKey) return StoreResult::not_found;
+  maybe_apply_flush();
+  std::unique_lock g(lock_);
+  std::uint64_t off = 0;
+  const ItemHeader* h = find_live(key, &off);
+  if (!h) return StoreResult::not_found;
+  if (has_cas && h->cas != cas_in) return StoreResult::exists;
+  if (!invalidate) {
+    unlink(key, off);
+    return StoreResult::stored;
+  }
+  // Stale copy: new cas, TTL if given, the token cleared (a new block starts without one).
+  return rewrite(key, off, static_cast<std::uint16_t>(h->iflags | kItemStale),
+                 ttl ? *ttl : h->exptime);
+}
+
+bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn fn) {
+  if (key == kMetaKey) return false;
+  maybe_apply_flush();
+  const bool changes = o.ttl || o.vivify || o.may_win;
+  std::uint64_t off = 0;
+  if (!changes) {
+    std::shared_lock g(lock_);
+    const ItemHeader* h = find_live(key, &off);
+    if (!h) return false;
+    // A stale item without a sent token hands one out: that needs the exclusive side.
+    if (!(h->iflags & kItemStale) || token_sent(off)) {
+      ItemView iv = view_of(off);
+      if (o.block_info) add_block_info(off, &iv);
+      note_access(off, !o.no_update, &iv);
+      if (fn(iv)) set_token(off);  // not reached: the callback claims only on a stale item
+      return true;
+    }
+  }
+  std::unique_lock g(lock_);
+  const ItemHeader* h = find_live(key, &off);
+  bool created = false;
+  if (!h) {
+    if (!o.vivify) return false;
+    std::int64_t e = *o.vivify;
+    if (o.ttl && o.ttl_after_vivify) e = *o.ttl;
+    if (make_item(key, 0, e, take_cas(), {}, {}, &off, true, o.key_iflags) != StoreResult::stored)
+      return false;
+    std::uint64_t old = 0;
+    if (const auto v = index_->lookup(key_of(key))) old = *v;  // expired, or taken by eviction
+    if (commit(key, off, old) != StoreResult::stored) return false;
+    created = true;
+  }
+  ItemView iv = view_of(off);
+  if (o.block_info) add_block_info(off, &iv);
+  iv.created = created;
+  if (created) {
+    iv.exptime = 0;  // memcached creates with no TTL, then applies N (and T) in flag order
+  } else if (o.ttl) {
+    commit_word(&pool_->at<ItemHeader>(off)->exptime, *o.ttl);  // iv keeps the old one
+  }
+  note_access(off, !o.no_update && !created, &iv);
+  if (created) note_access(off, false, nullptr);
+  if (fn(iv)) set_token(off);
+  return true;
+}
+
+DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, DeltaOut* out,
+                         const DeltaOptions& opt) {
+  if (key == kMetaKey) return DeltaResult::not_found;
   maybe_apply_flush();
   std::unique_lock g(lock_);
   std::uint64_t old = 0;
@@ -470,13 +615,17 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::
   std::uint64_t x = 0;
   std::string text;
   std::uint32_t flags = 0;
-  std::int64_t exptime = create_exptime;
+  std::uint16_t iflags = opt.key_iflags;
+  std::int64_t exptime = 0;
+  out->created = !o;
   if (!o) {
-    if (!create) return DeltaResult::not_found;
-    x = initial;
+    if (!opt.create) return DeltaResult::not_found;
+    x = opt.initial;
     text = std::to_string(x);
+    exptime = opt.ttl && opt.ttl_after_create ? *opt.ttl : opt.create_exptime;
+    out->old_exptime = 0;
   } else {
-    if (cas_in != 0 && o->cas != cas_in) return DeltaResult::exists;
+    if (opt.cas_in != 0 && o->cas != opt.cas_in) return DeltaResult::exists;
     if (o->value_len == 0 ||
         !parse_u64_value(std::string_view(item_value(o), o->value_len), &x))
       return DeltaResult::non_numeric;
@@ -485,18 +634,20 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, std::
     // memcached rewrites a shorter number in place, padded with spaces to the old length.
     if (text.size() < o->value_len) text.append(o->value_len - text.size(), ' ');
     flags = o->flags;
-    exptime = o->exptime;
+    iflags = o->iflags;
+    out->old_exptime = o->exptime;
+    exptime = opt.ttl ? *opt.ttl : o->exptime;
   }
   const std::uint64_t cas = take_cas();
   std::uint64_t off = 0;
-  if (make_item(key, flags, exptime, cas, text, {}, &off, true) != StoreResult::stored)
+  if (make_item(key, flags, exptime, cas, text, {}, &off, true, iflags) != StoreResult::stored)
     return DeltaResult::no_memory;
   old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;
   if (commit(key, off, old) != StoreResult::stored) return DeltaResult::no_memory;
-  mark_ref(off);
-  *result = x;
-  if (cas_out) *cas_out = cas;
+  out->value = x;
+  out->cas = cas;
+  out->exptime = exptime;
   return DeltaResult::ok;
 }
 

@@ -46,9 +46,48 @@ struct ItemView {
   std::uint32_t flags = 0;
   std::int64_t exptime = 0;  //!< absolute, 0 = never
   std::uint64_t cas = 0;
-  bool was_hit_before = false;  //!< the CLOCK bit was set before this access
+  bool was_hit_before = false;  //!< fetched before this access (DRAM; false after a restart)
+  std::uint32_t last_access = 0;  //!< seconds since the last access (DRAM; 0 after a restart)
+  std::uint16_t iflags = 0;       //!< kItemStale | kItemKeyBinary
+  bool token_sent = false;        //!< a recache token (meta W) went out already (DRAM only)
+  bool created = false;           //!< vivified by this call (meta N)
+  std::uint32_t block_bytes = 0;  //!< the item's block (meta `me` size; block_info only)
+  std::uint32_t size_class = 0;   //!< 1-based small class, 0 = large span (block_info only)
 };
 using ItemFn = FunctionRef<void(const ItemView&)>;
+//! Called under the index lock with the item; returns true to claim the recache token
+//! (meta W): the store then marks it sent, so exactly one caller wins.
+using MetaItemFn = FunctionRef<bool(const ItemView&)>;
+
+//! Meta get (mg) options. Times are absolute (Store::absolute_exptime).
+struct MetaGetOptions {
+  bool no_update = false;               //!< u: no access-time / fetched / CLOCK update
+  bool may_win = false;                 //!< R given: the callback may claim the token
+  const std::int64_t* ttl = nullptr;    //!< T: new exptime on a hit (a commit)
+  const std::int64_t* vivify = nullptr; //!< N: on a miss create an empty item, this exptime
+  bool ttl_after_vivify = false;        //!< T follows N in the request (a created item
+                                        //!< gets the later of the two, as memcached)
+  std::uint16_t key_iflags = 0;         //!< kItemKeyBinary for a created item
+  bool block_info = false;              //!< fill ItemView::block_bytes / size_class (me)
+};
+
+//! Meta arithmetic (ma) options; the classic incr/decr use the defaults.
+struct DeltaOptions {
+  std::uint64_t cas_in = 0;             //!< C (0 = no check, as memcached)
+  bool create = false;                  //!< N: a miss stores `initial`
+  std::uint64_t initial = 0;            //!< J
+  std::int64_t create_exptime = 0;      //!< N's exptime (absolute)
+  const std::int64_t* ttl = nullptr;    //!< T: exptime on success
+  bool ttl_after_create = false;        //!< T follows N in the request
+  std::uint16_t key_iflags = 0;
+};
+struct DeltaOut {
+  std::uint64_t value = 0;
+  std::uint64_t cas = 0;
+  std::int64_t old_exptime = 0;  //!< the exptime before this call (0 for a created item)
+  std::int64_t exptime = 0;      //!< the exptime now
+  bool created = false;
+};
 
 enum class StoreMode : std::uint8_t { set, add, replace, append, prepend, cas };
 enum class StoreResult : std::uint8_t { stored, not_stored, exists, not_found, too_large, no_memory };
@@ -74,18 +113,26 @@ class Store {
   //! (gat) sets a new absolute exptime first (a commit; exclusive lock).
   bool get(std::string_view key, ItemFn fn, const std::int64_t* touch = nullptr);
   //! set/add/replace/append/prepend/cas. `cas_in` is compared for StoreMode::cas (and for
-  //! any mode when non-zero: the meta protocol's C flag). `exptime` is absolute.
+  //! append/prepend when non-zero: the meta protocol's C flag). `exptime` is absolute.
+  //! `stale_ok` (meta `ms I` in cas mode): a cas lower than the item's still stores, the
+  //! new item marked stale with the old one's exptime. `key_iflags`: kItemKeyBinary.
   StoreResult store(StoreMode mode, std::string_view key, std::uint32_t flags,
                     std::int64_t exptime, std::string_view value, std::uint64_t cas_in = 0,
-                    std::uint64_t* cas_out = nullptr);
+                    std::uint64_t* cas_out = nullptr, bool stale_ok = false,
+                    std::uint16_t key_iflags = 0);
   //! delete; with cas_in != 0 only if the cas matches (exists otherwise).
   StoreResult remove(std::string_view key, std::uint64_t cas_in = 0);
-  //! incr (incr = true) or decr by `delta`; `result` receives the new number. With
-  //! `create`, a miss stores `initial` (meta ma's N flag) with `create_exptime`.
-  DeltaResult delta(std::string_view key, bool incr, std::uint64_t delta, std::uint64_t* result,
-                    std::uint64_t* cas_out = nullptr, std::uint64_t cas_in = 0,
-                    bool create = false, std::uint64_t initial = 0,
-                    std::int64_t create_exptime = 0);
+  //! Meta delete (md): `has_cas` compares `cas_in` (even 0); `invalidate` (I) keeps the
+  //! item but replaces it by a stale copy with a new cas (and exptime `*ttl` if given).
+  //! stored = deleted/marked, exists = cas mismatch, not_found = miss.
+  StoreResult meta_delete(std::string_view key, bool has_cas, std::uint64_t cas_in,
+                          bool invalidate, const std::int64_t* ttl);
+  //! Meta get (mg): calls fn with the live item (or the one created by N) under the
+  //! lock. Returns false on a miss (fn not called).
+  bool meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn fn);
+  //! incr (incr = true) or decr by `delta` (classic incr/decr and meta ma).
+  DeltaResult delta(std::string_view key, bool incr, std::uint64_t delta, DeltaOut* out,
+                    const DeltaOptions& o = {});
   //! Sets a live item's absolute exptime (one commit store). False if absent.
   bool touch(std::string_view key, std::int64_t exptime);
   //! flush_all: at = 0 now, else a pending flush at absolute unix time `at`.
@@ -125,14 +172,29 @@ class Store {
   //! holds the exclusive lock iff `locked`).
   StoreResult make_item(std::string_view key, std::uint32_t flags, std::int64_t exptime,
                         std::uint64_t cas, std::string_view v1, std::string_view v2,
-                        std::uint64_t* off, bool locked);
+                        std::uint64_t* off, bool locked, std::uint16_t iflags = 0);
   //! Commits key -> off, frees the replaced item `old` (0 = none). Exclusive lock held.
   StoreResult commit(std::string_view key, std::uint64_t off, std::uint64_t old);
   void unlink(std::string_view key, std::uint64_t off);  // exclusive lock held
-  bool evict_one(std::size_t want_bytes, bool any_class);  // exclusive lock held
+  //! CLOCK: evicts up to `victims` items (dead ones reclaimed as found) of want_bytes
+  //! size class (any class if any_class; want_bytes 0 = any). Exclusive lock held.
+  //! Returns how many went. Only reads set the CLOCK bit (a second chance).
+  std::size_t evict(std::size_t want_bytes, bool any_class, std::size_t victims);
   void maybe_apply_flush();
   void mark_ref(std::uint64_t off) noexcept;
   bool test_clear_ref(std::uint64_t off) noexcept;
+  //! DRAM per-item access state (memcached keeps it in the item; here it is not
+  //! persistent): fetched bit + last access second, and the recache-token bit.
+  void init_access(std::uint64_t off, bool token_sent) noexcept;
+  void note_access(std::uint64_t off, bool update, ItemView* v) noexcept;
+  bool token_sent(std::uint64_t off) const noexcept;
+  void set_token(std::uint64_t off) noexcept;
+  ItemView view_of(std::uint64_t off) const noexcept;
+  void add_block_info(std::uint64_t off, ItemView* iv) const noexcept;
+  //! Builds (make_item) and commits a copy of the live item at `off` with new iflags /
+  //! cas / exptime (md I). Exclusive lock held.
+  StoreResult rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
+                      std::int64_t exptime);
 
   StoreOptions opts_;
   std::unique_ptr<Pool> pool_;
@@ -154,6 +216,11 @@ class Store {
   std::string clock_hand_;  // CLOCK: the key the eviction scan resumes from
   std::string sweep_hand_;
   std::vector<std::atomic<std::uint64_t>> ref_bits_;  // CLOCK bit per 16-byte granule
+  std::vector<std::atomic<std::uint64_t>> token_bits_;  // recache token sent, per granule
+  // Per 32-byte granule (two items never share one: an item block is >= 48 bytes):
+  // bit 31 = fetched, bits 0..30 = second of the last access since `epoch_` (0 = unknown).
+  std::vector<std::atomic<std::uint32_t>> access_;
+  std::int64_t epoch_ = 0;
   StoreCounters counters_;
 };
 

@@ -146,6 +146,76 @@ TEST_F(Serve, RequestSplitAtEveryByte) {
   }
 }
 
+TEST_F(Serve, MetaCommandsEveryFlag) {
+  Client c(srv_.port());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.cmd("mn\r\n", "\r\n"), "MN\r\n");
+  EXPECT_EQ(c.cmd("mg k v\r\n", "\r\n"), "EN\r\n");
+  EXPECT_EQ(c.cmd("mg k v q k O7\r\nmn\r\n", "MN\r\n"), "MN\r\n");
+  EXPECT_EQ(c.cmd("mg k k O7\r\n", "\r\n"), "EN kk O7\r\n");
+  EXPECT_EQ(c.cmd("ms k 3 F9 T0 O1 k\r\nabc\r\n", "\r\n"), "HD O1 kk\r\n");
+  EXPECT_EQ(c.cmd("mg k v f t s k h l O2\r\n", "abc\r\n"), "VA 3 f9 t-1 s3 kk h0 l0 O2\r\nabc\r\n");
+  EXPECT_EQ(c.cmd("mg k h\r\n", "\r\n"), "HD h1\r\n");
+  const std::string g = c.cmd("mg k c\r\n", "\r\n");
+  ASSERT_EQ(g.rfind("HD c", 0), 0u) << g;
+  const std::string cas = g.substr(4, g.size() - 6);
+  EXPECT_EQ(c.cmd("ms k 1 C999999 q\r\nx\r\n", "\r\n"), "EX\r\n");
+  EXPECT_EQ(c.cmd("ms k 1 C" + cas + " q\r\nx\r\nmn\r\n", "MN\r\n"), "MN\r\n");  // HD hidden
+  EXPECT_EQ(c.cmd("ms k 1 ME\r\ny\r\n", "\r\n"), "NS\r\n");
+  EXPECT_EQ(c.cmd("ms k 1 MA\r\ny\r\nms k 1 MP\r\nw\r\nmg k v\r\n", "wxy\r\n"),
+            "HD\r\nHD\r\nVA 3\r\nwxy\r\n");
+  EXPECT_EQ(c.cmd("ms none 1 MR\r\ny\r\n", "\r\n"), "NS\r\n");
+  EXPECT_EQ(c.cmd("mg k T100 t\r\n", "\r\n"), "HD t100\r\n");
+  // vivify: the first client wins (W), the next sees Z; R wins once the TTL is below it
+  EXPECT_EQ(c.cmd("mg viv N30 s t\r\n", "\r\n"), "HD s0 t30 W\r\n");
+  EXPECT_EQ(c.cmd("mg viv N30 s\r\n", "\r\n"), "HD s0 Z\r\n");
+  EXPECT_EQ(c.cmd("mg k R200\r\n", "\r\n"), "HD W\r\n");
+  EXPECT_EQ(c.cmd("mg k R200\r\n", "\r\n"), "HD Z\r\n");
+  // invalidate: stale (X) with a new cas; the first reader wins the recache
+  EXPECT_EQ(c.cmd("md k I T30\r\n", "\r\n"), "HD\r\n");
+  EXPECT_EQ(c.cmd("mg k t v\r\n", "wxy\r\n"), "VA 3 t30 X W\r\nwxy\r\n");
+  EXPECT_EQ(c.cmd("mg k\r\n", "\r\n"), "HD Z X\r\n");
+  EXPECT_EQ(c.cmd("md k C1\r\n", "\r\n"), "EX\r\n");
+  EXPECT_EQ(c.cmd("md k q\r\nmd k q\r\nmn\r\n", "MN\r\n"), "NF\r\nMN\r\n");
+  // arithmetic
+  EXPECT_EQ(c.cmd("ma n\r\n", "\r\n"), "NF\r\n");
+  EXPECT_EQ(c.cmd("ma n N0 J10 v\r\n", "10\r\n"), "VA 2\r\n10\r\n");
+  EXPECT_EQ(c.cmd("ma n D5 v\r\nma n MD D100 v\r\n", "0\r\n"), "VA 2\r\n15\r\nVA 1\r\n0\r\n");
+  EXPECT_EQ(c.cmd("ma k\r\n", "\r\n"), "NF\r\n");
+  EXPECT_EQ(c.cmd("ms s 1\r\nx\r\nma s\r\n", "value\r\n"),
+            "HD\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  // base64 keys, debug
+  EXPECT_EQ(c.cmd("ms AAEC 1 b k\r\nz\r\n", "\r\n"), "HD kAAEC b\r\n");
+  EXPECT_EQ(c.cmd("mg AAEC b v k\r\n", "z\r\n"), "VA 1 kAAEC b\r\nz\r\n");
+  EXPECT_EQ(c.cmd("me AAEC b\r\n", "\r\n").rfind("ME AAEC exp=-1 la=0 cas=", 0), 0u);
+  EXPECT_EQ(c.cmd("me none\r\n", "\r\n"), "EN\r\n");
+  // the server's own block is no key, even base64-encoded ("\0wort-serve-meta")
+  EXPECT_EQ(c.cmd("mg AHdvcnQtc2VydmUtbWV0YQ== b\r\n", "\r\n"), "CLIENT_ERROR error decoding key\r\n");
+  // errors
+  EXPECT_EQ(c.cmd("mg k x\r\n", "\r\n"), "CLIENT_ERROR invalid flag\r\n");
+  EXPECT_EQ(c.cmd("mg k v v\r\n", "\r\n"), "CLIENT_ERROR duplicate flag\r\n");
+  EXPECT_EQ(c.cmd("ms k 1 Mx\r\nx\r\n", "\r\n"), "CLIENT_ERROR invalid mode for ms M token\r\n");
+  EXPECT_EQ(c.cmd("md k x\r\n", "\r\n"), "CLIENT_ERROR invalid or duplicate flag\r\n");
+  EXPECT_EQ(c.cmd("ma k Mx\r\n", "\r\n"), "CLIENT_ERROR invalid mode for ma M token\r\n");
+  EXPECT_EQ(c.cmd("wort_audit\r\n", "\r\n"), "OK\r\n");
+}
+
+TEST_F(Serve, MetaStateSurvivesSigkill) {
+  {
+    Client c(srv_.port());
+    EXPECT_EQ(c.cmd("ms AAEC 1 b T1000\r\nz\r\nms s 2\r\nhi\r\nmd s I\r\n", "HD\r\nHD\r\nHD\r\n"),
+              "HD\r\nHD\r\nHD\r\n");
+  }
+  srv_.kill9();
+  ASSERT_TRUE(srv_.start(pool_, {"-t", "2"}));
+  Client c(srv_.port());
+  // stale and binary-key survive (in the item); the token-sent bit is DRAM: a new W
+  EXPECT_EQ(c.cmd("mg s v\r\n", "hi\r\n"), "VA 2 X W\r\nhi\r\n");
+  EXPECT_EQ(c.cmd("mg AAEC b k\r\n", "\r\n"), "HD kAAEC b\r\n");
+  const std::string t = c.cmd("mg AAEC b t\r\n", "\r\n");
+  EXPECT_TRUE(t == "HD t1000\r\n" || t == "HD t999\r\n") << t;
+}
+
 TEST_F(Serve, RepliesMatchDebianMemcachedByteForByte) {
   if (run("command -v memcached >/dev/null && test -x /usr/bin/python3") != 0)
     GTEST_SKIP() << "memcached or /usr/bin/python3 not installed (tools/install-deps.sh)";

@@ -47,7 +47,7 @@ TEST(RoartNodes, InnerNodeThresholdsUpAndDown) {
                                                  {49, "node256"}, {256, "node256"}};
   unsigned n = 0;
   for (auto [target, type] : up) {
-    while (n < target) d.insert(child_key(n++), n);
+    for (; n < target; ++n) d.insert(child_key(n), n + 1);
     EXPECT_EQ(nodes(d, type), 1u) << target << " children";
     ASSERT_TRUE(d.check(target));
   }

@@ -4,7 +4,7 @@
 
 #include "index/art/iterator.h"
 #include "index/art/leaf.h"
-#include "index/art/node.h"
+#include "index/art/nodes.h"
 #include "index/art/prefix.h"
 #include "index/registry.h"
 
@@ -21,16 +21,16 @@ void place(Node* n, Leaf* l, std::size_t depth) noexcept {
   }
 }
 
-void destroy(Ref r) noexcept {
+void destroy(Arena& arena, Ref r) noexcept {
   if (r.empty()) return;
   if (r.is_leaf()) {
-    Leaf::destroy(r.leaf());
+    Leaf::destroy(arena, r.leaf());
     return;
   }
   Node* n = r.node();
-  if (n->terminal != nullptr) Leaf::destroy(n->terminal);
-  for (auto c = next_child(n, 0); c; c = next_child(n, c->byte + 1u)) destroy(c->ref);
-  free_node(n);
+  if (n->terminal != nullptr) Leaf::destroy(arena, n->terminal);
+  for (auto c = next_child(n, 0); c; c = next_child(n, c->byte + 1u)) destroy(arena, c->ref);
+  free_node(arena, n);
 }
 
 }  // namespace
@@ -45,7 +45,9 @@ Result<std::unique_ptr<ArtTree>> ArtTree::open(Pool&) {
   return Error{Status::invalid_argument, "art is a volatile index: nothing to reopen"};
 }
 
-ArtTree::~ArtTree() { destroy(root_); }
+// Walks the tree so that leaves too big for the arena's classes (operator new) are freed;
+// the arena then frees its slabs.
+ArtTree::~ArtTree() { destroy(arena_, root_); }
 
 // ---- insert ------------------------------------------------------------------------------
 
@@ -54,7 +56,7 @@ Status ArtTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
 
 Status ArtTree::put(Key k, Value v, PutMode mode) {
   if (root_.empty()) {
-    root_ = Ref::of(Leaf::make(k, v));
+    root_ = Ref::of(Leaf::make(arena_, k, v));
     ++count_;
     return Status::ok;
   }
@@ -73,7 +75,7 @@ Status ArtTree::put(Key k, Value v, PutMode mode) {
     const std::uint8_t b = byte_at(k, depth);
     Ref* child = find_child(n, b);
     if (child == nullptr) {
-      LeafPtr fresh(Leaf::make(k, v));
+      LeafPtr fresh(Leaf::make(arena_, k, v), LeafDeleter{&arena_});
       add_child_growing(slot, b, fresh.get());
       fresh.release();
       ++count_;
@@ -94,8 +96,8 @@ Status ArtTree::put_at_leaf(Ref* slot, std::size_t depth, Key k, Value v, PutMod
   }
   // Lazy expansion ends here: the two keys get a Node4 at their first difference.
   const std::size_t common = common_prefix(old->key(), k, depth);
-  LeafPtr fresh(Leaf::make(k, v));
-  Node* n = make_node4();
+  LeafPtr fresh(Leaf::make(arena_, k, v), LeafDeleter{&arena_});
+  Node* n = make_node4(arena_);
   set_prefix(n, k.data() + depth, common);
   place(n, old, depth + common);
   place(n, fresh.release(), depth + common);
@@ -110,7 +112,7 @@ Status ArtTree::put_terminal(Node* n, Key k, Value v, PutMode mode) {
     n->terminal->value = v;
     return Status::ok;
   }
-  n->terminal = Leaf::make(k, v);
+  n->terminal = Leaf::make(arena_, k, v);
   ++count_;
   return Status::ok;
 }
@@ -120,8 +122,8 @@ Status ArtTree::put_terminal(Node* n, Key k, Value v, PutMode mode) {
 void ArtTree::split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Key k, Value v) {
   Node* old = slot->node();
   const std::byte* full = full_prefix(old, depth);  // read before the old prefix changes
-  LeafPtr fresh(Leaf::make(k, v));
-  Node* n = make_node4();
+  LeafPtr fresh(Leaf::make(arena_, k, v), LeafDeleter{&arena_});
+  Node* n = make_node4(arena_);
   set_prefix(n, full, matched);
   const std::uint8_t old_byte = static_cast<std::uint8_t>(full[matched]);
   set_prefix(old, full + matched + 1, old->prefix_len - matched - 1);
@@ -134,7 +136,7 @@ void ArtTree::split_prefix(Ref* slot, std::size_t depth, std::size_t matched, Ke
 void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child) {
   Node* n = slot->node();
   if (is_full(n)) {
-    n = grow(n);  // may throw: the tree is unchanged then
+    n = grow(arena_, n);  // may throw: the tree is unchanged then
     *slot = Ref::of(n);
   }
   add_child(n, byte, Ref::of(child));
@@ -142,24 +144,27 @@ void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child) {
 
 // ---- lookup and update -------------------------------------------------------------------
 
+// Optimistic: the prefix bytes are skipped, not compared (only their count is used); the
+// whole key is compared once at the leaf, which decides. A key that left the tree's path
+// inside a skipped prefix reaches some other leaf (or no child) and is rejected there.
 Leaf* ArtTree::find_leaf(Key k) const noexcept {
   Ref r = root_;
+  if (r.empty()) return nullptr;
+  const std::size_t len = k.size();
   std::size_t depth = 0;
-  while (!r.empty()) {
-    if (r.is_leaf()) return r.leaf()->matches(k) ? r.leaf() : nullptr;
+  while (!r.is_leaf()) {
     const Node* n = r.node();
-    if (!prefix_may_match(n, k, depth)) return nullptr;
     depth += n->prefix_len;
-    if (depth == k.size()) {
+    if (depth >= len) {
       Leaf* t = n->terminal;
-      return t != nullptr && t->matches(k) ? t : nullptr;
+      return depth == len && t != nullptr && t->matches(k) ? t : nullptr;
     }
     const Ref* child = find_child(n, byte_at(k, depth));
     if (child == nullptr) return nullptr;
     r = *child;
     ++depth;
   }
-  return nullptr;
+  return r.leaf()->matches(k) ? r.leaf() : nullptr;
 }
 
 std::optional<Value> ArtTree::lookup(Key k) const {
@@ -181,7 +186,7 @@ Status ArtTree::remove(Key k) {
   if (root_.empty()) return Status::not_found;
   if (root_.is_leaf()) {
     if (!root_.leaf()->matches(k)) return Status::not_found;
-    Leaf::destroy(root_.leaf());
+    Leaf::destroy(arena_, root_.leaf());
     root_ = Ref{};
     --count_;
     return Status::ok;
@@ -205,7 +210,7 @@ Status ArtTree::remove(Key k) {
 Status ArtTree::remove_terminal(Ref* slot, Key k) {
   Node* n = slot->node();
   if (n->terminal == nullptr || !n->terminal->matches(k)) return Status::not_found;
-  Leaf::destroy(n->terminal);
+  Leaf::destroy(arena_, n->terminal);
   n->terminal = nullptr;
   --count_;
   after_remove(slot);
@@ -217,7 +222,7 @@ Status ArtTree::remove_leaf_child(Ref* slot, std::uint8_t byte, Key k) {
   Leaf* l = find_child(n, byte)->leaf();
   if (!l->matches(k)) return Status::not_found;
   remove_child(n, byte);
-  Leaf::destroy(l);
+  Leaf::destroy(arena_, l);
   --count_;
   after_remove(slot);
   return Status::ok;
@@ -229,7 +234,7 @@ void ArtTree::after_remove(Ref* slot) {
   if (n->entries() == 1) {
     collapse(slot);
   } else if (should_shrink(n)) {
-    *slot = Ref::of(shrink(n));
+    *slot = Ref::of(shrink(arena_, n));
   }
 }
 
@@ -245,7 +250,7 @@ void ArtTree::collapse(Ref* slot) {
     if (!only.ref.is_leaf()) merge_prefix(n, only.byte, only.ref.node());
     *slot = only.ref;
   }
-  free_node(n);
+  free_node(arena_, n);
 }
 
 // ---- scan and range ----------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "index/art/arena.h"
 #include "index/art/ref.h"
 #include "wort/index.h"
 
@@ -70,6 +71,7 @@ class ArtTree {
 
   friend class ArtTreeTestPeer;  // tests corrupt the tree on purpose to prove verify() fails
 
+  Arena arena_;  // every node and leaf of this tree (arena.h)
   Ref root_;
   std::size_t count_ = 0;
 };

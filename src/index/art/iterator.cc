@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "index/art/nodes.h"
 #include "index/art/prefix.h"
 
 namespace wort::art {

@@ -6,9 +6,9 @@
 
 namespace wort::art {
 
-Leaf* Leaf::make(Key k, Value v) {
+Leaf* Leaf::make(Arena& arena, Key k, Value v) {
   if (k.size() > UINT32_MAX) throw std::length_error("art: key longer than 4 GiB");
-  void* mem = ::operator new(sizeof(Leaf) + k.size());
+  void* mem = arena.allocate(sizeof(Leaf) + k.size());
   auto* l = new (mem) Leaf;
   l->value = v;
   l->key_len = static_cast<std::uint32_t>(k.size());
@@ -16,9 +16,10 @@ Leaf* Leaf::make(Key k, Value v) {
   return l;
 }
 
-void Leaf::destroy(Leaf* l) noexcept {
+void Leaf::destroy(Arena& arena, Leaf* l) noexcept {
+  const std::size_t bytes = l->bytes();
   l->~Leaf();
-  ::operator delete(static_cast<void*>(l));
+  arena.release(l, bytes);
 }
 
 }  // namespace wort::art

@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
+#include "index/art/arena.h"
 #include "wort/key.h"
 
 namespace wort::art {
@@ -21,17 +23,32 @@ struct Leaf {
   Value value = 0;
   std::uint32_t key_len = 0;
 
-  //! A new leaf holding a copy of `k` (throws std::bad_alloc like new).
-  static Leaf* make(Key k, Value v);
-  //! Frees a leaf made by make().
-  static void destroy(Leaf* l) noexcept;
+  //! A new leaf from `arena` holding a copy of `k` (throws std::bad_alloc).
+  static Leaf* make(Arena& arena, Key k, Value v);
+  //! Gives a leaf made by make() back to its arena.
+  static void destroy(Arena& arena, Leaf* l) noexcept;
 
   //! The key bytes, which follow the header in the same allocation.
   Key key() const noexcept {
     return {reinterpret_cast<const std::byte*>(this + 1), key_len};
   }
-  //! True if this leaf holds exactly `k`.
-  bool matches(Key k) const noexcept { return compare_keys(key(), k) == 0; }
+  //! True if this leaf holds exactly `k`: 8 bytes at a time, inline (no memcmp call; an
+  //! 8-byte integer key is one compare).
+  bool matches(Key k) const noexcept {
+    if (k.size() != key_len) return false;
+    const std::byte* a = reinterpret_cast<const std::byte*>(this + 1);
+    const std::byte* b = k.data();
+    std::size_t n = key_len;
+    for (; n >= 8; n -= 8, a += 8, b += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a, 8);
+      std::memcpy(&y, b, 8);
+      if (x != y) return false;
+    }
+    for (; n != 0; --n, ++a, ++b)
+      if (*a != *b) return false;
+    return true;
+  }
   //! DRAM bytes of this leaf (header + key).
   std::size_t bytes() const noexcept { return sizeof(Leaf) + key_len; }
 };
@@ -39,7 +56,8 @@ struct Leaf {
 //! Owns a leaf until it is linked into the tree (so a failed allocation later in the same
 //! operation does not leak it).
 struct LeafDeleter {
-  void operator()(Leaf* l) const noexcept { Leaf::destroy(l); }
+  Arena* arena;
+  void operator()(Leaf* l) const noexcept { Leaf::destroy(*arena, l); }
 };
 using LeafPtr = std::unique_ptr<Leaf, LeafDeleter>;
 

@@ -3,10 +3,7 @@
 #include <cassert>
 #include <type_traits>
 
-#include "index/art/node16.h"
-#include "index/art/node256.h"
-#include "index/art/node4.h"
-#include "index/art/node48.h"
+#include "index/art/nodes.h"
 
 namespace wort::art {
 
@@ -25,14 +22,6 @@ static decltype(auto) dispatch(N* n, Fn&& fn) {
     case NodeType::node256: break;
   }
   return fn(static_cast<N256*>(n));
-}
-
-Ref* find_child(Node* n, std::uint8_t byte) noexcept {
-  return dispatch(n, [byte](auto* x) { return x->find(byte); });
-}
-
-const Ref* find_child(const Node* n, std::uint8_t byte) noexcept {
-  return find_child(const_cast<Node*>(n), byte);  // find() does not modify
 }
 
 std::optional<Child> next_child(const Node* n, unsigned from) noexcept {
@@ -58,16 +47,16 @@ void remove_child(Node* n, std::uint8_t byte) noexcept {
   dispatch(n, [byte](auto* x) { x->remove(byte); });
 }
 
-Node* grow(Node* n) {
+Node* grow(Arena& arena, Node* n) {
   assert(is_full(n));
   Node* bigger = nullptr;
   switch (n->type) {
-    case NodeType::node4: bigger = Node16::grown_from(*static_cast<Node4*>(n)); break;
-    case NodeType::node16: bigger = Node48::grown_from(*static_cast<Node16*>(n)); break;
-    case NodeType::node48: bigger = Node256::grown_from(*static_cast<Node48*>(n)); break;
+    case NodeType::node4: bigger = Node16::grown_from(arena, *static_cast<Node4*>(n)); break;
+    case NodeType::node16: bigger = Node48::grown_from(arena, *static_cast<Node16*>(n)); break;
+    case NodeType::node48: bigger = Node256::grown_from(arena, *static_cast<Node48*>(n)); break;
     case NodeType::node256: assert(false && "a Node256 never grows"); return n;
   }
-  free_node(n);
+  free_node(arena, n);
   return bigger;
 }
 
@@ -81,23 +70,27 @@ bool should_shrink(const Node* n) noexcept {
   return false;
 }
 
-Node* shrink(Node* n) {
+Node* shrink(Arena& arena, Node* n) {
   assert(should_shrink(n));
   Node* smaller = nullptr;
   switch (n->type) {
     case NodeType::node4: return n;
-    case NodeType::node16: smaller = Node4::shrunk_from(*static_cast<Node16*>(n)); break;
-    case NodeType::node48: smaller = Node16::shrunk_from(*static_cast<Node48*>(n)); break;
-    case NodeType::node256: smaller = Node48::shrunk_from(*static_cast<Node256*>(n)); break;
+    case NodeType::node16: smaller = Node4::shrunk_from(arena, *static_cast<Node16*>(n)); break;
+    case NodeType::node48: smaller = Node16::shrunk_from(arena, *static_cast<Node48*>(n)); break;
+    case NodeType::node256: smaller = Node48::shrunk_from(arena, *static_cast<Node256*>(n)); break;
   }
-  free_node(n);
+  free_node(arena, n);
   return smaller;
 }
 
-Node* make_node4() { return new Node4; }
+Node* make_node4(Arena& arena) { return new (arena.allocate(sizeof(Node4))) Node4; }
 
-void free_node(Node* n) noexcept {
-  dispatch(n, [](auto* x) { delete x; });
+void free_node(Arena& arena, Node* n) noexcept {
+  dispatch(n, [&arena](auto* x) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    x->~T();
+    arena.release(x, sizeof(T));
+  });
 }
 
 std::size_t node_bytes(const Node* n) noexcept {

@@ -30,6 +30,8 @@
 
 namespace wort::art {
 
+class Arena;
+
 enum class NodeType : std::uint8_t { node4, node16, node48, node256 };
 
 //! Bytes of a compressed path stored in the node itself (the rest is read from a leaf).
@@ -56,9 +58,8 @@ struct Child {
   Ref ref;
 };
 
-//! The child slot for `byte`, or nullptr.
-Ref* find_child(Node* n, std::uint8_t byte) noexcept;
-const Ref* find_child(const Node* n, std::uint8_t byte) noexcept;
+// find_child(n, byte), the child slot for `byte` or nullptr, is in nodes.h: inline, it
+// needs all four layouts.
 //! The child with the smallest byte >= `from` (0..256), if any.
 std::optional<Child> next_child(const Node* n, unsigned from) noexcept;
 //! True if add_child would need a bigger node type.
@@ -67,17 +68,17 @@ bool is_full(const Node* n) noexcept;
 void add_child(Node* n, std::uint8_t byte, Ref child) noexcept;
 //! Removes the child for `byte` (precondition: present).
 void remove_child(Node* n, std::uint8_t byte) noexcept;
-//! A node of the next bigger type with the same contents; frees `n`.
-Node* grow(Node* n);
+//! A node of the next bigger type from `arena` with the same contents; frees `n`.
+Node* grow(Arena& arena, Node* n);
 //! True if `n` has few enough children to move to the next smaller type.
 bool should_shrink(const Node* n) noexcept;
-//! A node of the next smaller type with the same contents; frees `n` (precondition:
-//! should_shrink(n)).
-Node* shrink(Node* n);
-//! A new, empty Node4.
-Node* make_node4();
-//! Frees the node itself (not its children or terminal).
-void free_node(Node* n) noexcept;
+//! A node of the next smaller type from `arena` with the same contents; frees `n`
+//! (precondition: should_shrink(n)).
+Node* shrink(Arena& arena, Node* n);
+//! A new, empty Node4 from `arena`.
+Node* make_node4(Arena& arena);
+//! Gives the node itself (not its children or terminal) back to `arena`.
+void free_node(Arena& arena, Node* n) noexcept;
 //! DRAM bytes of the node itself.
 std::size_t node_bytes(const Node* n) noexcept;
 //! "node4", "node16", "node48", "node256".

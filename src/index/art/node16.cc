@@ -10,8 +10,8 @@
 
 namespace wort::art {
 
-Node16* Node16::grown_from(const Node4& from) {
-  auto* n = new Node16;
+Node16* Node16::grown_from(Arena& arena, const Node4& from) {
+  auto* n = new (arena.allocate(sizeof(Node16))) Node16;
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) {
     n->keys[i] = from.keys[i];
@@ -21,9 +21,9 @@ Node16* Node16::grown_from(const Node4& from) {
   return n;
 }
 
-Node16* Node16::shrunk_from(const Node48& from) {
+Node16* Node16::shrunk_from(Arena& arena, const Node48& from) {
   assert(from.count <= kCapacity);
-  auto* n = new Node16;
+  auto* n = new (arena.allocate(sizeof(Node16))) Node16;
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     if (from.child_index[b] == Node48::kEmpty) continue;
@@ -32,17 +32,6 @@ Node16* Node16::shrunk_from(const Node48& from) {
     ++n->count;
   }
   return n;
-}
-
-int Node16::index_of(std::uint8_t byte) const noexcept {
-  // All 16 key bytes compared at once; slots past count masked off.
-  const std::uint32_t hits = artcommon::match16(keys.data(), byte) & ((1u << count) - 1u);
-  return hits != 0 ? std::countr_zero(hits) : -1;
-}
-
-Ref* Node16::find(std::uint8_t byte) noexcept {
-  const int i = index_of(byte);
-  return i < 0 ? nullptr : &children[static_cast<std::size_t>(i)];
 }
 
 std::optional<Child> Node16::next(unsigned from) const noexcept {

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "index/art/arena.h"
 #include "index/art/node.h"
+#include "index/artcommon/match16.h"
 
 namespace wort::art {
 
@@ -26,12 +29,16 @@ struct Node16 : Node {
   std::array<Ref, kCapacity> children{};
 
   Node16() noexcept : Node(NodeType::node16) {}
-  //! A Node16 with the contents of a full Node4.
-  static Node16* grown_from(const Node4& from);
-  //! A Node16 with the contents of a Node48 of at most 16 children.
-  static Node16* shrunk_from(const Node48& from);
+  //! A Node16 from `arena` with the contents of a full Node4.
+  static Node16* grown_from(Arena& arena, const Node4& from);
+  //! A Node16 from `arena` with the contents of a Node48 of at most 16 children.
+  static Node16* shrunk_from(Arena& arena, const Node48& from);
 
-  Ref* find(std::uint8_t byte) noexcept;
+  //! The child under `byte`, or nullptr (inline: lookups call it once per level).
+  Ref* find(std::uint8_t byte) noexcept {
+    const int i = index_of(byte);
+    return i < 0 ? nullptr : &children[static_cast<std::size_t>(i)];
+  }
   std::optional<Child> next(unsigned from) const noexcept;
   void add(std::uint8_t byte, Ref child) noexcept;
   void remove(std::uint8_t byte) noexcept;
@@ -40,8 +47,12 @@ struct Node16 : Node {
   std::string invariant_error() const;
 
  private:
-  //! Index of `byte` among the keys, or -1.
-  int index_of(std::uint8_t byte) const noexcept;
+  //! Index of `byte` among the keys, or -1: all 16 key bytes compared at once, slots
+  //! past count masked off.
+  int index_of(std::uint8_t byte) const noexcept {
+    const std::uint32_t hits = artcommon::match16(keys.data(), byte) & ((1u << count) - 1u);
+    return hits != 0 ? std::countr_zero(hits) : -1;
+  }
 };
 
 static_assert(sizeof(Node16) == 168, "Node16 layout");

@@ -6,8 +6,8 @@
 
 namespace wort::art {
 
-Node256* Node256::grown_from(const Node48& from) {
-  auto* n = new Node256;
+Node256* Node256::grown_from(Arena& arena, const Node48& from) {
+  auto* n = new (arena.allocate(sizeof(Node256))) Node256;
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     const std::uint8_t slot = from.child_index[b];
@@ -15,10 +15,6 @@ Node256* Node256::grown_from(const Node48& from) {
   }
   n->count = from.count;
   return n;
-}
-
-Ref* Node256::find(std::uint8_t byte) noexcept {
-  return children[byte].empty() ? nullptr : &children[byte];
 }
 
 std::optional<Child> Node256::next(unsigned from) const noexcept {

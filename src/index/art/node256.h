@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "index/art/arena.h"
 #include "index/art/node.h"
 
 namespace wort::art {
@@ -24,10 +25,13 @@ struct Node256 : Node {
   std::array<Ref, 256> children{};  //!< children[b] is the child under byte b, or empty
 
   Node256() noexcept : Node(NodeType::node256) {}
-  //! A Node256 with the contents of a full Node48.
-  static Node256* grown_from(const Node48& from);
+  //! A Node256 from `arena` with the contents of a full Node48.
+  static Node256* grown_from(Arena& arena, const Node48& from);
 
-  Ref* find(std::uint8_t byte) noexcept;
+  //! The child under `byte`, or nullptr (inline: lookups call it once per level).
+  Ref* find(std::uint8_t byte) noexcept {
+    return children[byte].empty() ? nullptr : &children[byte];
+  }
   std::optional<Child> next(unsigned from) const noexcept;
   void add(std::uint8_t byte, Ref child) noexcept;
   void remove(std::uint8_t byte) noexcept;

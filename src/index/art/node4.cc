@@ -7,9 +7,9 @@
 
 namespace wort::art {
 
-Node4* Node4::shrunk_from(const Node16& from) {
+Node4* Node4::shrunk_from(Arena& arena, const Node16& from) {
   assert(from.count <= kCapacity);
-  auto* n = new Node4;
+  auto* n = new (arena.allocate(sizeof(Node4))) Node4;
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) {
     n->keys[i] = from.keys[i];
@@ -17,13 +17,6 @@ Node4* Node4::shrunk_from(const Node16& from) {
   }
   n->count = from.count;
   return n;
-}
-
-Ref* Node4::find(std::uint8_t byte) noexcept {
-  for (std::size_t i = 0; i < count; ++i) {
-    if (keys[i] == byte) return &children[i];
-  }
-  return nullptr;
 }
 
 std::optional<Child> Node4::next(unsigned from) const noexcept {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "index/art/arena.h"
 #include "index/art/node.h"
 
 namespace wort::art {
@@ -24,10 +25,15 @@ struct Node4 : Node {
   std::array<Ref, kCapacity> children{};       //!< children[i] is under keys[i]
 
   Node4() noexcept : Node(NodeType::node4) {}
-  //! A Node4 with the contents of a Node16 of at most 4 children.
-  static Node4* shrunk_from(const Node16& from);
+  //! A Node4 from `arena` with the contents of a Node16 of at most 4 children.
+  static Node4* shrunk_from(Arena& arena, const Node16& from);
 
-  Ref* find(std::uint8_t byte) noexcept;
+  //! The child under `byte`, or nullptr (inline: lookups call it once per level).
+  Ref* find(std::uint8_t byte) noexcept {
+    for (std::size_t i = 0; i < count; ++i)
+      if (keys[i] == byte) return &children[i];
+    return nullptr;
+  }
   std::optional<Child> next(unsigned from) const noexcept;
   void add(std::uint8_t byte, Ref child) noexcept;
   void remove(std::uint8_t byte) noexcept;

@@ -7,26 +7,21 @@
 
 namespace wort::art {
 
-Node48* Node48::grown_from(const Node16& from) {
-  auto* n = new Node48;
+Node48* Node48::grown_from(Arena& arena, const Node16& from) {
+  auto* n = new (arena.allocate(sizeof(Node48))) Node48;
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) n->add(from.keys[i], from.children[i]);
   return n;
 }
 
-Node48* Node48::shrunk_from(const Node256& from) {
+Node48* Node48::shrunk_from(Arena& arena, const Node256& from) {
   assert(from.count <= kCapacity);
-  auto* n = new Node48;
+  auto* n = new (arena.allocate(sizeof(Node48))) Node48;
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     if (!from.children[b].empty()) n->add(static_cast<std::uint8_t>(b), from.children[b]);
   }
   return n;
-}
-
-Ref* Node48::find(std::uint8_t byte) noexcept {
-  const std::uint8_t slot = child_index[byte];
-  return slot == kEmpty ? nullptr : &children[slot - 1u];
 }
 
 std::optional<Child> Node48::next(unsigned from) const noexcept {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "index/art/arena.h"
 #include "index/art/node.h"
 
 namespace wort::art {
@@ -29,12 +30,16 @@ struct Node48 : Node {
   std::array<Ref, kCapacity> children{};        //!< slots; empty Ref where unused
 
   Node48() noexcept : Node(NodeType::node48) {}
-  //! A Node48 with the contents of a full Node16.
-  static Node48* grown_from(const Node16& from);
-  //! A Node48 with the contents of a Node256 of at most 48 children.
-  static Node48* shrunk_from(const Node256& from);
+  //! A Node48 from `arena` with the contents of a full Node16.
+  static Node48* grown_from(Arena& arena, const Node16& from);
+  //! A Node48 from `arena` with the contents of a Node256 of at most 48 children.
+  static Node48* shrunk_from(Arena& arena, const Node256& from);
 
-  Ref* find(std::uint8_t byte) noexcept;
+  //! The child under `byte`, or nullptr (inline: lookups call it once per level).
+  Ref* find(std::uint8_t byte) noexcept {
+    const std::uint8_t slot = child_index[byte];
+    return slot == kEmpty ? nullptr : &children[slot - 1u];
+  }
   std::optional<Child> next(unsigned from) const noexcept;
   void add(std::uint8_t byte, Ref child) noexcept;
   void remove(std::uint8_t byte) noexcept;

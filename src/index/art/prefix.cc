@@ -21,14 +21,6 @@ const std::byte* full_prefix(const Node* n, std::size_t depth) noexcept {
   return min_leaf(n)->key().data() + depth;
 }
 
-std::size_t matching_prefix(const Node* n, Key key, std::size_t depth) noexcept {
-  const std::size_t limit = std::min<std::size_t>(n->prefix_len, key.size() - depth);
-  const std::byte* p = full_prefix(n, depth);
-  std::size_t i = 0;
-  while (i < limit && p[i] == key[depth + i]) ++i;
-  return i;
-}
-
 bool prefix_may_match(const Node* n, Key key, std::size_t depth) noexcept {
   if (key.size() - depth < n->prefix_len) return false;
   const std::size_t inl = std::min<std::size_t>(n->prefix_len, kInlinePrefix);

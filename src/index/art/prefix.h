@@ -6,8 +6,9 @@
 // any leaf below the node — every leaf there carries the same bytes at the same depth,
 // because leaves hold whole keys.
 //
-//   lookup  optimistic: compares the inline bytes, skips the rest, and confirms the whole
-//           key at the leaf (one key compare per lookup, no extra leaf loads).
+//   lookup  optimistic: skips the prefix bytes without comparing them (only prefix_len is
+//           used) and confirms the whole key at the leaf (one key compare per lookup, no
+//           extra leaf loads). A key that diverges inside a prefix is rejected at the leaf.
 //   insert, seek (scan/range)  pessimistic: compare the full prefix (leaf load only when
 //           prefix_len > 8), because they must know exactly where the key diverges.
 // 8-byte integer keys never need the leaf load: a prefix there is at most 7 bytes.
@@ -34,8 +35,17 @@ const Leaf* min_leaf(const Node* n) noexcept;
 const std::byte* full_prefix(const Node* n, std::size_t depth) noexcept;
 
 //! How many leading prefix bytes of `n` equal key[depth...]; at most
-//! min(prefix_len, key.size() - depth). Pessimistic (full prefix).
-std::size_t matching_prefix(const Node* n, Key key, std::size_t depth) noexcept;
+//! min(prefix_len, key.size() - depth). Pessimistic (full prefix). Inline: every insert
+//! runs it at every level, and prefixes of up to 8 bytes need no leaf.
+inline std::size_t matching_prefix(const Node* n, Key key, std::size_t depth) noexcept {
+  const std::size_t left = key.size() - depth;
+  const std::size_t limit = n->prefix_len < left ? n->prefix_len : left;
+  const std::byte* p = n->prefix_len <= kInlinePrefix ? n->prefix.data() : full_prefix(n, depth);
+  const std::byte* q = key.data() + depth;
+  std::size_t i = 0;
+  while (i < limit && p[i] == q[i]) ++i;
+  return i;
+}
 
 //! Optimistic check: the key is long enough and its bytes equal the inline part.
 bool prefix_may_match(const Node* n, Key key, std::size_t depth) noexcept;

@@ -32,11 +32,15 @@
 #include "index/artcommon/leaf.h"
 #include "index/artcommon/node256.h"
 #include "index/artcommon/node48.h"
+#include "index/artcommon/node_ops.h"
 #include "wort/index.h"
 
 namespace wort::artcommon {
 
-template <class Flavor>
+static_assert(InPlaceNodeOps<Node48Ops> && InPlaceNodeOps<Node256Ops>,
+              "NODE48 and NODE256 add and remove in place in both flavors");
+
+template <ArtFlavor Flavor>
 class ArtTree {
  public:
   static constexpr std::string_view kKind = Flavor::kKind;

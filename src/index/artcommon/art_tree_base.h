@@ -9,52 +9,53 @@
 
 namespace wort::artcommon {
 
-template <class F>
+template <ArtFlavor F>
 bool ArtTree<F>::known_type(NodeType t) {
   return t == F::Node4::kType || t == F::Node16::kType || t == NodeType::node48 ||
          t == NodeType::node256;
 }
 
-template <class F>
+template <ArtFlavor F>
 template <class Fn>
 decltype(auto) ArtTree<F>::with_ops(NodeType t, Fn&& fn) {
   if (t == F::Node4::kType) return fn(typename F::Node4{});
   if (t == F::Node16::kType) return fn(typename F::Node16{});
   if (t == NodeType::node48) return fn(Node48Ops{});
-  return fn(Node256Ops{});
+  if (t == NodeType::node256) return fn(Node256Ops{});
+  unknown_node_type(t);
 }
 
-template <class F>
+template <ArtFlavor F>
 std::size_t ArtTree<F>::node_bytes(NodeType t) {
   return with_ops(t, [](auto ops) { return decltype(ops)::kBytes; });
 }
 
-template <class F>
+template <ArtFlavor F>
 const char* ArtTree<F>::node_name(NodeType t) {
   return with_ops(t, [](auto ops) { return decltype(ops)::kName; });
 }
 
-template <class F>
+template <ArtFlavor F>
 Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::find(n, b); });
 }
 
-template <class F>
+template <ArtFlavor F>
 Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
 }
 
-template <class F>
+template <ArtFlavor F>
 unsigned ArtTree<F>::child_count(const NodeBase* n) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::count(n); });
 }
 
-template <class F>
+template <ArtFlavor F>
 bool ArtTree<F>::for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::for_each_from(n, from, fn); });
 }
 
-template <class F>
+template <ArtFlavor F>
 void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   e.n = 0;
   for_each_child(n, 0, [&](std::uint8_t b, Ref r) {
@@ -63,12 +64,12 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   });
 }
 
-template <class F>
+template <ArtFlavor F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
 }
 
-template <class F>
+template <ArtFlavor F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOptions&) {
   Anchor img{};
   img.magic = F::kAnchorMagic;
@@ -82,7 +83,7 @@ Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOp
 //! The checked walk (inside kit::recover) comes first: repair then follows only pointers
 //! it has checked. Repair rewrites headers only, so the blocks the trace kept are the ones
 //! the repaired tree reaches.
-template <class F>
+template <ArtFlavor F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::open(Pool& pool) {
   auto a = kit::open_anchor<Anchor>(pool, F::kKind, F::kAnchorMagic);
   if (!a) return a.error();

@@ -12,7 +12,7 @@
 
 namespace wort::artcommon {
 
-template <class F>
+template <ArtFlavor F>
 bool ArtTree<F>::ref_in_pool(Ref r) const {
   const std::uint64_t off = ref_offset(r);
   if (r == kNull || (off & 15) != 0) return false;
@@ -28,7 +28,7 @@ bool ArtTree<F>::ref_in_pool(Ref r) const {
 //! disagrees is the child of an interrupted split or merge: WOART rewrites its header
 //! (one persisted 8-byte store, idempotent if recovery itself is interrupted); ART+CoW
 //! never writes a header in place, so for it a disagreement is corruption.
-template <class F>
+template <ArtFlavor F>
 Result<void> ArtTree<F>::repair(Ref r, unsigned expected_depth) {
   if (is_leaf(r)) return {};
   NodeBase* n = node(r);
@@ -55,13 +55,13 @@ Result<void> ArtTree<F>::repair(Ref r, unsigned expected_depth) {
 }
 
 //! What verify() carries down the walk.
-template <class F>
+template <ArtFlavor F>
 struct ArtTree<F>::VerifyState {
   std::uint64_t keys = 0;
   std::string last;  //!< previous key in order
 };
 
-template <class F>
+template <ArtFlavor F>
 Result<void> ArtTree<F>::verify() const {
   const Ref root = anchor_->root;
   if (root == kNull) return {};
@@ -72,7 +72,7 @@ Result<void> ArtTree<F>::verify() const {
   return check_ref(root, 0, st);
 }
 
-template <class F>
+template <ArtFlavor F>
 Result<void> ArtTree<F>::check_ref(Ref r, unsigned depth, VerifyState& st) const {
   if (!is_leaf(r)) return check_node(node(r), depth, st);
   const Key k = leaf_key(leaf(r));
@@ -83,7 +83,7 @@ Result<void> ArtTree<F>::check_ref(Ref r, unsigned depth, VerifyState& st) const
   return {};
 }
 
-template <class F>
+template <ArtFlavor F>
 Result<void> ArtTree<F>::check_node(const NodeBase* n, unsigned depth, VerifyState& st) const {
   const auto fail = [&](const std::string& what) {
     return Error{Status::corrupt, std::string(node_name(n->type)) + " at depth " +
@@ -129,7 +129,7 @@ Result<void> ArtTree<F>::check_node(const NodeBase* n, unsigned depth, VerifySta
 //! end-of-key slot holds a leaf. visit(ref, level) sees each, parents first; level counts
 //! the inner nodes above. After a successful walk every pointer a reader can follow is
 //! known good: open() runs it before anything else reads the tree.
-template <class F>
+template <ArtFlavor F>
 template <class Visit>
 Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
   kit::CheckedWalk w(pool_, F::kKind, static_cast<std::uint32_t>(kMaxArtKey) + 1);
@@ -172,7 +172,7 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
   });
 }
 
-template <class F>
+template <ArtFlavor F>
 Result<void> ArtTree<F>::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
   const kit::BlockCheck check(pool_);
@@ -189,15 +189,12 @@ Result<void> ArtTree<F>::visit_blocks(BlockVisitorFn v) const {
 
 //! Leaf depth = inner nodes on the path from the root (a leaf at the root: 0). On a damaged
 //! tree the figures cover what the checked walk reached before the first bad word.
-template <class F>
+template <ArtFlavor F>
 IndexStats ArtTree<F>::stats() const {
   IndexStats s;
   s.pm_bytes = pool_.allocator().block_size(pool_.offset_of(anchor_));
-  for (std::uint64_t spare : anchor_->spare) {
-    if (spare == 0) continue;
-    ++s.nodes["spare"];
-    s.pm_bytes += pool_.allocator().block_size(spare);
-  }
+  for (std::uint64_t spare : anchor_->spare)  // remove's reserve: pool bytes, not nodes
+    if (spare != 0) s.pm_bytes += pool_.allocator().block_size(spare);
   (void)walk_checked([&](Ref r, std::uint32_t level) {
     s.pm_bytes += pool_.allocator().block_size(ref_offset(r));
     if (!is_leaf(r)) {
@@ -230,7 +227,7 @@ inline std::string printable(Key k) {
 }
 }  // namespace detail
 
-template <class F>
+template <ArtFlavor F>
 void ArtTree<F>::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const {
   os << std::string(indent * 2, ' ');
   if (byte >= 0) os << "[" << byte << "] ";
@@ -250,7 +247,7 @@ void ArtTree<F>::dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) co
   });
 }
 
-template <class F>
+template <ArtFlavor F>
 void ArtTree<F>::dump(std::ostream& os) const {
   os << F::kKind << " tree\n";
   if (anchor_->root == kNull) {

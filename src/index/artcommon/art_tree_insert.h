@@ -7,7 +7,7 @@
 
 namespace wort::artcommon {
 
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxArtKey) return Status::invalid_argument;
   Ref* slot = &anchor_->root;
@@ -36,7 +36,7 @@ Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
 
 //! First position (relative to depth) where k leaves the node's compressed path; the
 //! prefix length if it follows it all. Bytes past the header's four come from a leaf.
-template <class F>
+template <ArtFlavor F>
 unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const {
   const unsigned plen = n->hdr.prefix_len;
   const unsigned stored = std::min(plen, kHeaderPrefix);
@@ -51,7 +51,7 @@ unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) c
 
 //! The slot holds a leaf: same key → exists/overwrite; otherwise a NODE4 holding both
 //! leaves replaces it (commit: the slot).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite) {
   const Ref old = *slot;
   Leaf* l = leaf(old);
@@ -81,7 +81,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
 }
 
 //! The key ends at this node: its end-of-key slot (commit: the slot, in place).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
   if (n->eok != kNull) {
     Leaf* l = leaf(n->eok);
@@ -98,7 +98,7 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
 
 //! A new child under byte b: in place if the node type allows and has room, otherwise a
 //! copy (the same type for ART+CoW edits, the next larger type when full).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v) {
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
@@ -117,7 +117,7 @@ Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Valu
   });
 }
 
-template <class F>
+template <ArtFlavor F>
 NodeType ArtTree<F>::grown_type(NodeType t) {
   if (t == F::Node4::kType) return F::Node16::kType;
   if (t == F::Node16::kType) return NodeType::node48;
@@ -125,7 +125,7 @@ NodeType ArtTree<F>::grown_type(NodeType t) {
 }
 
 //! Allocates and builds a node of type t (written back, not fenced).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e,
                               Ref* out) {
   std::uint64_t off = 0;
@@ -136,14 +136,14 @@ Status ArtTree<F>::build_node(NodeType t, const NodeHeader& hdr, Ref eok, const 
   return Status::ok;
 }
 
-template <class F>
+template <ArtFlavor F>
 NodeType ArtTree<F>::spare_type(unsigned i) {
   static constexpr NodeType kTypes[4] = {F::Node4::kType, F::Node16::kType, NodeType::node48,
                                          NodeType::node256};
   return kTypes[i];
 }
 
-template <class F>
+template <ArtFlavor F>
 unsigned ArtTree<F>::spare_index(NodeType t) {
   if (t == F::Node4::kType) return 0;
   if (t == F::Node16::kType) return 1;
@@ -153,7 +153,7 @@ unsigned ArtTree<F>::spare_index(NodeType t) {
 //! A block for a node of type t. When the pool is full, a remove takes the anchor's spare of
 //! that type (cleared, durably, before the block is written: a crash then leaves it
 //! unreachable and the trace frees it); the next remove reserves a new one.
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
   const Status s = pool_.allocator().allocate(node_bytes(t), off);
   if (s != Status::out_of_space || !removing_) return s;
@@ -167,7 +167,7 @@ Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
 //! Fills the empty spare slots (where the pool has room). Not a commit of any operation:
 //! each slot is written and persisted on its own, and a block whose slot store a crash lost
 //! is unreachable, so the trace frees it.
-template <class F>
+template <ArtFlavor F>
 void ArtTree<F>::reserve_spares() {
   for (unsigned i = 0; i < 4; ++i) {
     const NodeType t = spare_type(i);
@@ -180,7 +180,7 @@ void ArtTree<F>::reserve_spares() {
 }
 
 //! A copy of n (same type, same children and end-of-key leaf) with another header.
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out) {
   Entries e;
   collect(n, e);
@@ -188,7 +188,7 @@ Status ArtTree<F>::copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out
 }
 
 //! Replaces n by a fresh node of type t holding `e` (commit: the parent's pointer).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e) {
   Ref fresh;
   if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
@@ -203,7 +203,7 @@ Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e)
 //!   WOART:   n's header is rewritten in place (depth and path together, one store), then
 //!            the parent's pointer swapped; recovery repairs n if the swap was lost.
 //!   ART+CoW: n is copied with the new header; the pointer swap publishes both.
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch,
                                 Key k, Value v) {
   const Key w = leaf_key(min_leaf(*slot));

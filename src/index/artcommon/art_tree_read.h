@@ -11,7 +11,7 @@
 
 namespace wort::artcommon {
 
-template <class F>
+template <ArtFlavor F>
 const Leaf* ArtTree<F>::find_leaf(Key k) const {
   Ref r = anchor_->root;
   while (r != kNull && !is_leaf(r)) {
@@ -25,7 +25,7 @@ const Leaf* ArtTree<F>::find_leaf(Key k) const {
   return leaf_matches(l, k) ? l : nullptr;
 }
 
-template <class F>
+template <ArtFlavor F>
 const Leaf* ArtTree<F>::min_leaf(Ref r) const {
   while (r != kNull && !is_leaf(r)) {
     const NodeBase* n = node(r);
@@ -40,14 +40,14 @@ const Leaf* ArtTree<F>::min_leaf(Ref r) const {
   return r == kNull ? nullptr : leaf(r);
 }
 
-template <class F>
+template <ArtFlavor F>
 std::optional<Value> ArtTree<F>::lookup(Key k) const {
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return std::nullopt;
   return l->value;
 }
 
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::update(Key k, Value v) {
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
@@ -56,7 +56,7 @@ Status ArtTree<F>::update(Key k, Value v) {
 }
 
 //! State of one ascending scan: lower bound, optional upper bound, budget, visitor.
-template <class F>
+template <ArtFlavor F>
 struct ArtTree<F>::ScanState {
   Key lo;
   Key hi;
@@ -68,7 +68,7 @@ struct ArtTree<F>::ScanState {
 
 //! Visits the subtree at r in order; `bounded` means keys below st.lo may still occur.
 //! Returns false once the scan is finished.
-template <class F>
+template <ArtFlavor F>
 bool ArtTree<F>::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const {
   if (!is_leaf(r)) return scan_node(node(r), depth, bounded, st);
   const Leaf* l = leaf(r);
@@ -80,7 +80,7 @@ bool ArtTree<F>::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) co
   return st.count < st.max;
 }
 
-template <class F>
+template <ArtFlavor F>
 bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const {
   const unsigned pos = n->hdr.branch_pos();
   unsigned from = 0;
@@ -108,7 +108,7 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
   });
 }
 
-template <class F>
+template <ArtFlavor F>
 std::size_t ArtTree<F>::scan(Key from, std::size_t max, Visitor v) const {
   if (max == 0 || anchor_->root == kNull) return 0;
   ScanState st;
@@ -119,7 +119,7 @@ std::size_t ArtTree<F>::scan(Key from, std::size_t max, Visitor v) const {
   return st.count;
 }
 
-template <class F>
+template <ArtFlavor F>
 std::size_t ArtTree<F>::range(Key lo, Key hi, Visitor v) const {
   if (anchor_->root == kNull || compare_keys(lo, hi) >= 0) return 0;
   ScanState st;

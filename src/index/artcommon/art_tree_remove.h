@@ -11,7 +11,7 @@ namespace wort::artcommon {
 
 //! Runs remove_key with the spares reserved (a full pool can always remove: see
 //! allocate_node).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::remove(Key k) {
   reserve_spares();
   removing_ = true;
@@ -20,7 +20,7 @@ Status ArtTree<F>::remove(Key k) {
   return s;
 }
 
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::remove_key(Key k) {
   Ref* slot = &anchor_->root;
   const Ref root = *slot;
@@ -52,7 +52,7 @@ Status ArtTree<F>::remove_key(Key k) {
   }
 }
 
-template <class F>
+template <ArtFlavor F>
 NodeType ArtTree<F>::shrunk_type(NodeType t, unsigned remaining) {
   if (t == F::Node16::kType && remaining <= 3) return F::Node4::kType;
   if (t == NodeType::node48 && remaining <= 12) return F::Node16::kType;
@@ -61,7 +61,7 @@ NodeType ArtTree<F>::shrunk_type(NodeType t, unsigned remaining) {
 }
 
 //! Removes the leaf `victim` under byte b of n (at slot, reached at depth).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b,
                                 Ref victim) {
   const unsigned children = child_count(n);
@@ -96,7 +96,7 @@ Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uin
 }
 
 //! Removes n's end-of-key leaf (in place unless n is left with a single child).
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
   const Ref victim = n->eok;
   if (child_count(n) == 1) {
@@ -118,7 +118,7 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
 //!   WOART:   its header is rewritten in place and the pointer swapped under one fence
 //!            (recovery repairs a survivor reached at a depth its header disagrees with);
 //!   ART+CoW: it is copied with the new header and the copy published.
-template <class F>
+template <ArtFlavor F>
 Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
   const Ref old = *slot;
   if (is_leaf(survivor)) {

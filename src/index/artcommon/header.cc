@@ -1,8 +1,20 @@
 #include "index/artcommon/header.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "index/artcommon/node_ops.h"
 
 namespace wort::artcommon {
+
+void unknown_node_type(NodeType t) noexcept {
+  std::fprintf(stderr,
+               "wort: node type byte %u reached a reader (the checked walk at open admits only "
+               "known types): a bug or memory corrupted after open\n",
+               static_cast<unsigned>(t));
+  std::abort();
+}
 
 NodeHeader make_header(unsigned depth, unsigned prefix_len, Key witness) noexcept {
   NodeHeader h;

@@ -39,6 +39,7 @@ void Node256Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entr
 }
 
 bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
   Node256* x = as256(n);
   // The new child is durable before the pointer that reaches it.
   pm::publish(&x->child[b], r);
@@ -46,6 +47,7 @@ bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  WORT_DCHECK(n->type == kType && find(n, b) != kNull);
   Node256* x = as256(n);
   pm::commit(&x->child[b], kNull);
 }

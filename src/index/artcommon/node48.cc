@@ -56,6 +56,7 @@ void Node48Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entri
 }
 
 bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
   Node48* x = as48(n);
   const std::uint64_t used = used_slots(x);
   if (used == (std::uint64_t{1} << 48) - 1) return false;
@@ -68,6 +69,7 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node48Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  WORT_DCHECK(n->type == kType && find(n, b) != kNull);
   Node48* x = as48(n);
   pm::commit(&x->index[b], std::uint8_t{0});
 }

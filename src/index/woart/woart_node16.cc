@@ -73,6 +73,7 @@ void Node16Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
 }
 
 bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  WORT_DCHECK(n->type == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
   Node16* x = as16(n);
   const std::uint16_t bm = x->bitmap;
   if (bm == 0xffff) return false;
@@ -86,6 +87,7 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  WORT_DCHECK(n->type == kType);
   Node16* x = as16(n);
   const int p = position_of(x, b);
   if (p < 0) return;

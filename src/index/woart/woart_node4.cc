@@ -93,6 +93,7 @@ void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
 }
 
 bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
+  WORT_DCHECK(n->type == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   if (used(s) == 4) return false;
@@ -105,6 +106,7 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
+  WORT_DCHECK(n->type == kType);
   Node4* x = as4(n);
   const int p = position_of(x->slots, b);
   if (p < 0) return;

@@ -78,6 +78,7 @@ Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Va
 
 // §3.2: the new leaf is durable before the empty slot points at it.
 Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k, Value v) {
+  WORT_DCHECK(*slot == 0);
   std::uint64_t leaf = 0;
   if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
   flush_leaf(blocks_.leaf(leaf));
@@ -92,6 +93,7 @@ Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k, Value v) {
 //                                                 |- [leaf A]   (A's partial key, or end)
 //                                                 `- [leaf K]
 Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Value v) {
+  WORT_DCHECK(is_leaf(*slot));
   const std::uint64_t old_leaf = *slot;
   const Key old_key = leaf_key(blocks_.leaf(old_leaf));
   const std::size_t from = std::min({std::size_t{depth}, Partial::count(k), Partial::count(old_key)});

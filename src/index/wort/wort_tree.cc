@@ -44,24 +44,51 @@ Status WortTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
 Status WortTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
 Status WortTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
 
+namespace {
+
+// True if the `n` bytes at a and b are equal: 8 at a time, inline (a call to memcmp costs
+// more than comparing an 8-byte key).
+inline bool bytes_equal(const std::byte* a, const std::byte* b, std::size_t n) noexcept {
+  for (; n >= 8; n -= 8, a += 8, b += 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    if (x != y) return false;
+  }
+  for (; n != 0; --n, ++a, ++b)
+    if (*a != *b) return false;
+  return true;
+}
+
+// The branch position of a header word: depth + prefix_len (HeaderFields::branch()),
+// without unpacking the prefix array.
+inline std::size_t branch_of(std::uint64_t header) noexcept {
+  return (header & kMaxDepth) + ((header >> kDepthBits) & ((1u << kPrefixLenBits) - 1));
+}
+
+}  // namespace
+
+// Optimistic: the stored prefix partial keys are skipped, not compared; only the branch
+// position (which SplitCmp, the remove-merge and RecoverHeader all keep, so an interrupted
+// one does not disturb it) picks the child. The whole key is compared once at the leaf,
+// which decides: a key that left the tree's path inside a skipped prefix reaches another
+// key's leaf, or an empty slot, and gets nullopt.
 std::optional<Value> WortTree::lookup(Key k) const {
   const std::size_t count = Partial::count(k);
   std::uint64_t w = anchor_->root;
-  std::uint32_t depth = 0;
   while (w != 0 && !is_leaf(w)) {
     const Node* n = blocks_.node(w);
-    const HeaderFields h = decode_header(n->header);
-    // A header whose depth disagrees belongs to an interrupted split or merge: its prefix
-    // array starts elsewhere, so skip the check; the leaf comparison below decides.
-    if (h.depth == depth && match_stored_prefix(h, k) < h.stored()) return std::nullopt;
-    const std::uint32_t b = h.branch();
-    if (count < b) return std::nullopt;
-    w = count == b ? n->end_child : n->child[Partial::at(k, b)];
-    depth = b + 1;
+    const std::size_t b = branch_of(n->header);
+    if (b < count) {
+      w = n->child[Partial::at(k, b)];
+    } else {
+      if (b != count) return std::nullopt;  // the key ends inside the node's prefix
+      w = n->end_child;
+    }
   }
   if (w == 0) return std::nullopt;
   const LeafHeader* l = blocks_.leaf(w);
-  if (l->key_len != k.size() || (!k.empty() && std::memcmp(l + 1, k.data(), k.size()) != 0))
+  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
     return std::nullopt;
   return l->value;
 }

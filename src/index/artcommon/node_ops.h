@@ -1,0 +1,67 @@
+// artcommon/node_ops.h — the contracts the ART engine's node types and flavors meet, written
+// once as C++20 concepts (as IndexConcept is for indexes), instead of a member list repeated
+// in every node header. ArtTree<F> requires ArtFlavor<F>, so a node type that misses a
+// member fails to compile at the flavor, with the member named.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "index/artcommon/art_layout.h"
+#include "index/artcommon/entries.h"
+
+namespace wort::artcommon {
+
+// clang-format off
+//! Every node type: identity, size, lookups, ordered iteration, building a fresh node from
+//! entries (written back, not fenced) and an internal-consistency check (used by verify()
+//! and by the checked walk at open).
+template <class Ops>
+concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsigned from,
+                           ChildFn fn, const NodeHeader& hdr, Ref r, const Entries& e,
+                           std::string* why) {
+  { Ops::kType } -> std::convertible_to<NodeType>;
+  { Ops::kBytes } -> std::convertible_to<std::size_t>;
+  { Ops::kCapacity } -> std::convertible_to<unsigned>;
+  { Ops::kInPlace } -> std::convertible_to<bool>;
+  { Ops::kName } -> std::convertible_to<const char*>;
+  { Ops::find(cn, b) } -> std::same_as<Ref>;              // child for b, or kNull
+  { Ops::slot(n, b) } -> std::same_as<Ref*>;              // its pointer word, or nullptr
+  { Ops::count(cn) } -> std::same_as<unsigned>;
+  { Ops::for_each_from(cn, from, fn) } -> std::same_as<bool>;
+  { Ops::build(n, hdr, r, e) };
+  { Ops::check(cn, why) } -> std::same_as<bool>;
+};
+
+//! A node type that adds and removes children in place, each with its own commit store
+//! (pm::publish / pm::commit); false from add means full.
+template <class Ops>
+concept InPlaceNodeOps = NodeOps<Ops> && Ops::kInPlace &&
+    requires(NodeBase* n, std::uint8_t b, Ref r) {
+      { Ops::add(n, b, r) } -> std::same_as<bool>;
+      { Ops::remove(n, b) };
+    };
+
+//! A copy-on-write node type: every change builds a new node (ArtTree::rebuild).
+template <class Ops>
+concept CopyNodeOps = NodeOps<Ops> && !Ops::kInPlace;
+
+//! What a flavor (WOART, ART+CoW) gives the engine: its kind, anchor magic, NODE4/NODE16
+//! and whether split/merge rewrite headers in place (repaired from the depth after a crash).
+template <class F>
+concept ArtFlavor = requires {
+  { F::kKind } -> std::convertible_to<std::string_view>;
+  { F::kAnchorMagic } -> std::convertible_to<std::uint64_t>;
+  { F::kDepthRepair } -> std::convertible_to<bool>;
+} && (InPlaceNodeOps<typename F::Node4> || CopyNodeOps<typename F::Node4>)
+  && (InPlaceNodeOps<typename F::Node16> || CopyNodeOps<typename F::Node16>);
+// clang-format on
+
+//! A node-type byte that no node type claims. Unreachable after the checked walk (which
+//! admits only known types): reaching it is a bug, reported and aborted, never a default.
+[[noreturn]] void unknown_node_type(NodeType t) noexcept;
+
+}  // namespace wort::artcommon

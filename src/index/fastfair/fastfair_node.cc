@@ -1,0 +1,92 @@
+#include "index/fastfair/fastfair_node.h"
+
+namespace wort::fastfair {
+
+void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
+                 bool unfenced) {
+  Record* r = nr.rec();
+  const bool flipped = set_direction(nr, true);
+  LineWriter lw;
+  // The slot after the new end must read kEmpty before the end moves onto it.
+  if (end + 1 < nr.slots && r[end + 1].key != kEmpty) {
+    lw.touch(&r[end + 1]);
+    pm::store(&r[end + 1].key, kEmpty);
+  }
+  // Right to left: slot i+1 becomes a copy of slot i (pointer first: slot i+1 stays dead
+  // until its key store, which makes slot i the dead one).
+  for (unsigned i = end; i-- > pos;) {
+    lw.touch(&r[i + 1]);
+    pm::store(&r[i + 1].ptr, r[i].ptr);
+    pm::store(&r[i + 1].key, r[i].key);
+  }
+  lw.touch(&r[pos]);
+  pm::store(&r[pos].ptr, ptr);  // slot pos is still dead (or past the end)
+  lw.release();
+  if ((flipped || unfenced) && !lw.fenced())
+    pm::publish(&r[pos].key, key);  // orders the key block / switch counter write-back
+  else
+    pm::commit(&r[pos].key, key);  // commit: the new key becomes live
+}
+
+namespace {
+// Left shift over slots (dead, end): slot i-1 (dead) takes slot i's pointer, then slot i
+// takes slot i+1's key word (kEmpty for the last), which moves the dead mark right.
+void shift_left_buggy(Record* r, unsigned dead, unsigned end);
+
+void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
+  if (faults::active & faults::left_shift_flush_at_line_start) [[unlikely]] {
+    shift_left_buggy(r, dead, end);
+    return;
+  }
+  for (unsigned i = dead + 1; i < end; ++i) {
+    lw.touch(&r[i - 1]);
+    pm::store(&r[i - 1].ptr, r[i].ptr);
+    lw.touch(&r[i]);  // a new line: the previous one is written back first
+    pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+  }
+  lw.finish();
+}
+
+// The authors' remove_key: writes a line back when the DESTINATION record starts a line,
+// i.e. after the next line has already been dirtied (Witcher bug 3). Tests only.
+void shift_left_buggy(Record* r, unsigned dead, unsigned end) {
+  for (unsigned i = dead + 1; i < end; ++i) {
+    pm::store(&r[i - 1].ptr, r[i].ptr);
+    pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+    if (reinterpret_cast<std::uintptr_t>(&r[i - 1]) % 64 == 0) pm::persist(&r[i - 1], 64);
+  }
+  pm::flush(&r[dead], (end - dead) * sizeof(Record));
+  pm::fence();
+}
+}  // namespace
+
+void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
+  Record* r = nr.rec();
+  const std::uint64_t next = pos + 1 < end ? r[pos + 1].key : kEmpty;
+  if (set_direction(nr, false))
+    pm::publish(&r[pos].key, next);  // orders the switch counter's write-back too
+  else
+    pm::commit(&r[pos].key, next);  // commit: slot pos is dead
+  if (pos + 1 == end) return;
+  LineWriter lw;
+  shift_left(r, pos, end, lw);
+}
+
+bool repair_dead(NodeRef nr) {
+  const unsigned end = nr.end();
+  const int d = nr.find_dead(end);
+  if (d < 0) return false;
+  LineWriter lw;
+  shift_left(nr.rec(), static_cast<unsigned>(d), end, lw);
+  return true;
+}
+
+bool set_direction(NodeRef nr, bool inserting) {
+  const std::uint8_t c = nr.n->h.switch_counter;
+  if (((c & 1u) == 0) == inserting) return false;
+  pm::store(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 1));
+  pm::flush(&nr.n->h.switch_counter, 1);
+  return true;
+}
+
+}  // namespace wort::fastfair

@@ -1,0 +1,165 @@
+// index/fastfair/fastfair_node.h — one node: reading its logical content (end, dead slot,
+// linear search, inner routing) and the FAST in-place insert and delete (§3, Algorithm 1).
+//
+// FAST insert: records right of the position shift right one by one, right to left, each
+// as "pointer, then key"; the key store of the new record is the commit (pm::commit). A
+// line is written back (and fenced) only when the shift is about to dirty the next line
+// to the left, so lines reach PM in shift order and any crash leaves at most one dead
+// slot. FAST delete: the commit (pm::commit) stores the right neighbour's key word into the
+// deleted slot, which makes it dead; the records right of it then shift left, left to
+// right, each as "pointer into the left slot, then the next key word into this one", with
+// the same line rule (the write-back happens before a NEW line is dirtied: Witcher bug 3).
+#pragma once
+
+#include <cstdint>
+
+#include "index/fastfair/fastfair_key.h"
+#include "index/fastfair/fastfair_layout.h"
+#include "pm/persist.h"
+
+namespace wort::fastfair {
+
+//! Test-only faults: each reproduces a bug of the authors' code, or stops a split where a
+//! crash would, so a test can show the bug is caught or the state repaired. Never set
+//! outside tests (read once per shift or split).
+namespace faults {
+enum : unsigned {
+  left_shift_flush_at_line_start = 1u,  // Witcher bug 3: remove_key's write-back
+  split_no_fence_before_link = 2u,      // the sibling may reach PM after the link
+  stop_after_link = 4u,                 // split stops before the cut (crash state)
+  stop_after_cut = 8u,                  // split stops before the parent insert
+  skip_dead_repair = 16u,               // Witcher bug 4: writers leave a dead slot as it is
+  stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
+};
+inline unsigned active = 0;
+}  // namespace faults
+
+//! Flushes and fences the line being written when the next store goes to another line
+//! (the FAST rule); finish() writes back the last one.
+class LineWriter {
+ public:
+  void touch(const void* p) noexcept {
+    const auto line = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
+    if (line == line_) return;
+    if (line_ != 0) {
+      pm::flush(reinterpret_cast<const void*>(line_), 64);
+      pm::fence();
+      fenced_ = true;
+    }
+    line_ = line;
+  }
+  //! Writes back and fences the line written last (if any).
+  void finish() noexcept {
+    if (line_ != 0) pm::persist(reinterpret_cast<const void*>(line_), 64);
+    line_ = 0;
+  }
+  //! The last line is left to the caller's commit (which writes it back).
+  void release() noexcept { line_ = 0; }
+  //! Whether touch() has fenced (so a write-back issued before it is ordered).
+  bool fenced() const noexcept { return fenced_; }
+
+ private:
+  std::uintptr_t line_ = 0;
+  bool fenced_ = false;
+};
+
+struct NodeRef {
+  Node* n;
+  unsigned slots;
+
+  Record* rec() const noexcept { return n->rec; }
+  bool leaf() const noexcept { return n->h.level == 0; }
+
+  //! First slot holding kEmpty (slots if none).
+  unsigned end() const noexcept {
+    unsigned i = 0;
+    while (i < slots && n->rec[i].key != kEmpty) ++i;
+    return i;
+  }
+  //! Slot i < end is dead when its key word equals its right neighbour's.
+  bool dead(unsigned i, unsigned end) const noexcept {
+    return i + 1 < end && n->rec[i].key == n->rec[i + 1].key;
+  }
+  //! The dead slot, or -1.
+  int find_dead(unsigned end) const noexcept {
+    for (unsigned i = 0; i + 1 < end; ++i)
+      if (n->rec[i].key == n->rec[i + 1].key) return static_cast<int>(i);
+    return -1;
+  }
+  //! Live records (slots before end, minus a dead one).
+  unsigned live_count() const noexcept {
+    const unsigned e = end();
+    return e - (find_dead(e) >= 0 ? 1u : 0u);
+  }
+  //! Smallest live key word, kEmpty if none.
+  //! (A dead slot 0 holds the same word as the live slot 1.)
+  std::uint64_t first_key() const noexcept { return n->rec[0].key; }
+  //! Largest live key word, kEmpty if none (the slot before end is never dead).
+  std::uint64_t last_key() const noexcept {
+    const unsigned e = end();
+    return e == 0 ? kEmpty : n->rec[e - 1].key;
+  }
+
+  //! Leaf: the live slot holding `s`; else -1 if a larger key was met (s is not in this
+  //! node's range), -2 if s is beyond every key (it may be in the sibling). Linear search,
+  //! left to right (§5).
+  int find(const SearchKey& s, const KeyReader& kr) const noexcept {
+    for (unsigned i = 0; i < slots; ++i) {
+      const std::uint64_t k = n->rec[i].key;
+      if (k == kEmpty) return -2;
+      const int c = kr.compare(s, k);
+      if (c < 0) return -1;
+      if (c == 0) {
+        if (i + 1 < slots && n->rec[i + 1].key == k) continue;  // dead: the copy right is live
+        return static_cast<int>(i);
+      }
+    }
+    return -2;
+  }
+
+  //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
+  //! set if s is at or past the last key (then it may belong to the sibling).
+  std::uint64_t route(const SearchKey& s, const KeyReader& kr, bool* beyond) const noexcept {
+    std::uint64_t child = n->h.leftmost;
+    *beyond = true;
+    for (unsigned i = 0; i < slots; ++i) {
+      const std::uint64_t k = n->rec[i].key;
+      if (k == kEmpty) break;
+      // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
+      // it is <= s the live copy after it is taken instead.
+      if (kr.compare(s, k) < 0) {
+        *beyond = false;
+        break;
+      }
+      child = n->rec[i].ptr;
+    }
+    if (child == 0) child = n->rec[0].ptr;  // below a split sibling's fence: not reached
+    return child;
+  }
+
+  //! First slot (< end) whose key is >= s (end if none). No dead slot expected.
+  unsigned lower_bound(const SearchKey& s, const KeyReader& kr, unsigned end) const noexcept {
+    unsigned i = 0;
+    while (i < end && kr.compare(s, n->rec[i].key) > 0) ++i;
+    return i;
+  }
+};
+
+//! FAST insert of {key, ptr} at slot pos (<= end < slots, no dead slot). Commit: the key
+//! store (pm::commit; pm::publish when the switch counter's write-back is still unfenced).
+//! `unfenced`: the key word names a key block written back but not yet fenced.
+void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
+                 bool unfenced);
+//! FAST delete of the live slot pos (< end, no dead slot). Commit: the first store
+//! (pm::commit, or pm::publish after a switch-counter write-back), which makes the slot
+//! dead; the left shift follows.
+void fast_remove(NodeRef nr, unsigned end, unsigned pos);
+//! Lazy repair (§5.2): removes the dead slot a crashed insert or delete left, by the same
+//! left shift (pm::store + write-backs, no commit). Returns whether there was one.
+bool repair_dead(NodeRef nr);
+//! The switch counter: even after inserts, odd after deletes (§5). Written (and written
+//! back, unfenced: the operation's next fence orders it) only when the parity changes;
+//! returns whether it did.
+bool set_direction(NodeRef nr, bool inserting);
+
+}  // namespace wort::fastfair

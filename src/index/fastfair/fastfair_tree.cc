@@ -1,0 +1,160 @@
+// FAST&FAIR: create, open, and the readers (lookup, scan, range). Readers never write:
+// they skip a dead slot, follow a sibling whose first key is <= the search key (Algorithm
+// 3), and a scan skips keys it has already passed (an uncut split's copies).
+#include "index/fastfair/fastfair_tree.h"
+
+#include <cstring>
+
+#include "index/common/anchor.h"
+#include "index/registry.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort {
+
+using namespace fastfair;
+
+FastFairTree::FastFairTree(Pool& pool, Anchor* anchor) noexcept
+    : pool_(pool),
+      anchor_(anchor),
+      base_(pool.base()),
+      node_size_(anchor->node_size),
+      slots_(slots_for(anchor->node_size)),
+      kr_(pool.base()) {}
+
+namespace {
+bool valid_node_size(std::uint64_t s) {
+  return s % 64 == 0 && s >= kMinNodeSize && s <= kMaxNodeSize;
+}
+}  // namespace
+
+Result<std::unique_ptr<FastFairTree>> FastFairTree::create(Pool& pool, const IndexOptions& opts) {
+  const std::uint64_t size = opts.words[0] ? opts.words[0] : kDefaultNodeSize;
+  if (!valid_node_size(size))
+    return Error{Status::invalid_argument,
+                 "fastfair: node size " + std::to_string(size) +
+                     " (options word 0) must be a multiple of 64 in [256, 4096]"};
+  if (auto r = kit::check_kind(pool, kKind); !r) return r.error();
+  if (pool.root() != 0) return Error{Status::invalid_argument, "pool already holds an index"};
+  // The root leaf first, written back; create_anchor's publish fences it before the pool
+  // root names the anchor (Jaaru / FAST_FAIR issue #13: the authors' constructor flushed
+  // neither the root node nor the tree object).
+  std::uint64_t leaf = 0;
+  if (Status s = pool.allocator().allocate(size, &leaf); s != Status::ok)
+    return Error{s, "fastfair: no space for the root leaf"};
+  Node* n = reinterpret_cast<Node*>(pool.base() + leaf);
+  NodeHeader h{};
+  h.tag = kNodeTag;
+  h.slots = static_cast<std::uint16_t>(slots_for(size));
+  pm::copy(&n->h, &h, sizeof h);
+  pm::fill(n->rec, 0xFF, size - sizeof h);  // every key word kEmpty
+  pm::flush(n, size);
+  Anchor image{};
+  image.magic = kAnchorMagic;
+  image.root = leaf;
+  image.node_size = size;
+  auto anchor = kit::create_anchor(pool, kKind, image);  // the create commit: the pool root
+  if (!anchor) {
+    pool.allocator().free(leaf);
+    return anchor.error();
+  }
+  return std::unique_ptr<FastFairTree>(new FastFairTree(pool, *anchor));
+}
+
+Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
+  auto opened = kit::open_anchor<Anchor>(pool, kKind, kAnchorMagic);
+  if (!opened) return opened.error();
+  Anchor* anchor = *opened;
+  if (!valid_node_size(anchor->node_size))
+    return Error{Status::corrupt,
+                 "fastfair: anchor names node size " + std::to_string(anchor->node_size)};
+  std::unique_ptr<FastFairTree> tree(new FastFairTree(pool, anchor));
+  // The checked walk over every node and key block (a damaged pool stops here); blocks a
+  // crash left unreachable become free. No other repair: writers do that lazily.
+  if (auto r = kit::recover(pool, *tree); !r) return r.error();
+  return tree;
+}
+
+unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
+
+Status FastFairTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
+Status FastFairTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
+Status FastFairTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
+
+std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) const {
+  const std::uint64_t sib = nr.n->h.sibling;
+  if (sib == 0) return 0;
+  const std::uint64_t first = ref(sib).first_key();
+  if (first == kEmpty || kr_.compare(s, first) < 0) return 0;
+  return sib;
+}
+
+// The leaf where `s` is, or would be inserted: inner nodes route, or hand over to their
+// sibling (only a key at or past a node's last key can belong to the sibling: an uncut
+// split's node still holds the sibling's records itself).
+std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
+  std::uint64_t cur = anchor_->root;
+  for (;;) {
+    NodeRef nr = ref(cur);
+    if (nr.leaf()) return cur;
+    bool beyond = false;
+    const std::uint64_t child = nr.route(s, kr_, &beyond);
+    if (beyond) {
+      if (std::uint64_t sib = sibling_to_follow(nr, s)) {
+        cur = sib;
+        continue;
+      }
+    }
+    cur = child;
+  }
+}
+
+std::optional<Value> FastFairTree::lookup(Key k) const {
+  const SearchKey s = SearchKey::of(k);
+  std::uint64_t cur = leaf_for(s);
+  for (;;) {
+    NodeRef nr = ref(cur);
+    const int i = nr.find(s, kr_);
+    if (i >= 0) return nr.rec()[i].ptr;
+    if (i == -1) return std::nullopt;
+    cur = sibling_to_follow(nr, s);
+    if (cur == 0) return std::nullopt;
+  }
+}
+
+std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
+  if (max == 0) return 0;
+  const SearchKey s = SearchKey::of(from);
+  std::size_t n = 0;
+  std::uint64_t last = kEmpty;  // the last key word passed to v
+  for (std::uint64_t cur = leaf_for(s); cur != 0; cur = node(cur)->h.sibling) {
+    NodeRef nr = ref(cur);
+    const unsigned end = nr.end();
+    for (unsigned i = 0; i < end; ++i) {
+      if (nr.dead(i, end)) continue;
+      const std::uint64_t k = nr.rec()[i].key;
+      if (kr_.compare(s, k) > 0) continue;
+      // An uncut split (a crash before the cut) holds copies of its sibling's first keys.
+      if (last != kEmpty && kr_.compare_words(k, last) <= 0) continue;
+      std::byte scratch[8];
+      ++n;
+      last = k;
+      if (!v(kr_.bytes(k, scratch), nr.rec()[i].ptr) || n == max) return n;
+    }
+  }
+  return n;
+}
+
+std::size_t FastFairTree::range(Key lo, Key hi, Visitor v) const {
+  std::size_t n = 0;
+  scan(lo, SIZE_MAX, [&](Key k, Value val) {
+    if (compare_keys(k, hi) >= 0) return false;
+    ++n;
+    return v(k, val);
+  });
+  return n;
+}
+
+}  // namespace wort
+
+WORT_REGISTER_INDEX(wort::FastFairTree);

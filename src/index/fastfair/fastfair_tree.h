@@ -1,0 +1,146 @@
+// index/fastfair/fastfair_tree.h — FAST&FAIR (Hwang et al., FAST'18): a B+-tree entirely in
+// PM whose updates need no log. FAST shifts records in place so that every 8-byte store
+// leaves a node readers can use (a dead slot is skipped); FAIR splits a node by building
+// the sibling, linking it, and cutting the moved half with one store, then inserts the
+// sibling into the parent; until then readers reach it through the sibling pointer
+// (B-link). Writers that meet a transient state a crash left (a dead slot, an uncut split,
+// a sibling missing from its parent) repair it; open() repairs nothing and walks only the
+// kit's checked walk. See README.md in this folder.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string_view>
+#include <vector>
+
+#include "index/fastfair/fastfair_key.h"
+#include "index/fastfair/fastfair_layout.h"
+#include "index/fastfair/fastfair_node.h"
+#include "wort/index.h"
+
+namespace wort {
+
+class FastFairTree {
+ public:
+  static constexpr std::string_view kKind = "fastfair";
+
+  //! A new tree (one empty leaf as the root). opts.words[0]: node size in bytes (0: 512;
+  //! a multiple of 64 in [256, 4096]).
+  static Result<std::unique_ptr<FastFairTree>> create(Pool& pool, const IndexOptions& opts);
+  //! The tree a pool holds: the checked walk and the allocator's trace, nothing else.
+  static Result<std::unique_ptr<FastFairTree>> open(Pool& pool);
+
+  Status insert(Key k, Value v);
+  Status upsert(Key k, Value v);
+  Status update(Key k, Value v);
+  std::optional<Value> lookup(Key k) const;
+  Status remove(Key k);
+  std::size_t scan(Key from, std::size_t max, Visitor v) const;
+  std::size_t range(Key lo, Key hi, Visitor v) const;
+  IndexStats stats() const;
+  Result<void> verify() const;
+  void dump(std::ostream& os) const;
+  Result<void> visit_blocks(BlockVisitorFn v) const;
+
+  //! Transient states this handle has repaired since it was opened (tests).
+  struct Repairs {
+    std::uint64_t dead_slots = 0;      // a dead slot shifted out (crashed insert / delete)
+    std::uint64_t cuts = 0;            // an uncut split completed (crash before the cut)
+    std::uint64_t parent_links = 0;    // a sibling inserted into its parent
+    std::uint64_t unlinked = 0;        // an empty node a crashed merge left in a chain
+  };
+  //! Rebalancing done by this handle (tests).
+  struct Rebalances {
+    std::uint64_t merges = 0, borrows = 0, root_collapses = 0;
+  };
+  const Rebalances& rebalances() const noexcept { return rebalances_; }
+  const Repairs& repairs() const noexcept { return repairs_; }
+  unsigned slots() const noexcept { return slots_; }
+  std::uint64_t node_size() const noexcept { return node_size_; }
+  //! Level of the root (0: the root is a leaf).
+  unsigned height() const noexcept;
+  //! Tests and tools: the root node's offset and a node by offset (read-only).
+  std::uint64_t root() const noexcept { return anchor_->root; }
+  const fastfair::Node* node_at(std::uint64_t off) const noexcept { return node(off); }
+
+ private:
+  enum class PutMode { insert, upsert, update };
+  using Node = fastfair::Node;
+  using NodeRef = fastfair::NodeRef;
+  using SearchKey = fastfair::SearchKey;
+
+  struct Path {
+    std::uint64_t at[fastfair::kMaxLevels + 1];  // at[level]: the node the descent used
+    unsigned height;                              // the root's level
+  };
+  // Blocks allocated before an insert changes anything (so out_of_space changes nothing).
+  struct Reserve {
+    std::vector<std::uint64_t> nodes;
+    std::vector<std::uint64_t> seps;  // per split level: the separator word for the parent
+    std::size_t next_node = 0;
+  };
+  enum class Descent { ok, restart, error };
+
+  FastFairTree(Pool& pool, fastfair::Anchor* anchor) noexcept;
+
+  Node* node(std::uint64_t off) const noexcept {
+    return reinterpret_cast<Node*>(base_ + off);
+  }
+  NodeRef ref(std::uint64_t off) const noexcept { return NodeRef{node(off), slots_}; }
+  std::uint64_t off_of(const void* p) const noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(p) - base_);
+  }
+
+  // fastfair_tree.cc: readers
+  std::uint64_t leaf_for(const SearchKey& s) const;
+  std::uint64_t sibling_to_follow(NodeRef nr, const SearchKey& s) const;
+
+  // fastfair_write.cc: writers
+  Status put(Key k, Value v, PutMode mode);
+  Descent descend(const SearchKey& s, unsigned target, Path& path, Status& err);
+  bool repair_node(NodeRef nr);
+  Status link_in_parent(unsigned level, std::uint64_t sib);
+  Status plan(const Path& path, unsigned level, Reserve& res);
+  void release(Reserve& res);
+  void insert_up(const Path& path, unsigned level, std::uint64_t key, std::uint64_t ptr,
+                 const SearchKey* s, bool unfenced, Reserve& res);
+  std::uint64_t split(NodeRef nr, std::uint64_t boff, std::uint64_t* sep);
+  void split_root(NodeRef nr, Reserve& res, std::uint64_t sep_copy, std::uint64_t* a1,
+                  std::uint64_t* b, std::uint64_t* sep);
+  Status make_key_word(Key k, std::uint64_t* word);
+  Status copy_key_word(std::uint64_t word, std::uint64_t* copy);
+  std::uint64_t fresh_node(std::uint64_t off, std::uint8_t level, std::uint64_t leftmost,
+                           std::uint64_t sibling, const fastfair::Record* recs, unsigned n);
+
+  // fastfair_rebalance.cc
+  void rebalance(const Path& path, unsigned level);
+  bool rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left, std::uint64_t right);
+  void detach(NodeRef p, unsigned rj);
+  void merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
+  bool borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
+  //! `unfenced`: a write-back before it (a fresh node) still needs the commit's leading fence.
+  void append(NodeRef nr, const fastfair::Record* recs, unsigned n, bool unfenced);
+  bool collapse_root();
+
+  // fastfair_verify.cc
+  //! The checked walk: every level's sibling chain from the root down, each node and key
+  //! block entered once, every child word a node of the next level's chain. Fills `levels`
+  //! (root level first) when given.
+  Result<void> walk(BlockVisitorFn visit, std::vector<std::vector<std::uint64_t>>* levels) const;
+  //! A node's live records below its sibling's first key (an uncut split's copies are not
+  //! its own), in order; counts dead slots in *dead.
+  std::vector<fastfair::Record> effective(NodeRef nr, unsigned* dead) const;
+
+  Pool& pool_;
+  fastfair::Anchor* anchor_;
+  std::byte* base_;
+  std::uint64_t node_size_;
+  unsigned slots_;
+  fastfair::KeyReader kr_;
+  Repairs repairs_;
+  Rebalances rebalances_;
+};
+
+}  // namespace wort

@@ -1,0 +1,230 @@
+// FAST&FAIR: the checked walk (recovery trace, verify, stats, dump) and verify()'s
+// semantic checks: order inside nodes and along every sibling chain, every child reached
+// from its parent in chain order, every node's keys inside its parent's bounds. The
+// transient states a crash may leave (one dead slot per node, an uncut split, a sibling
+// missing from its parent) are accepted: readers handle them and writers repair them.
+#include <cctype>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "index/common/checked_walk.h"
+#include "index/fastfair/fastfair_tree.h"
+#include "pm/allocator.h"
+
+namespace wort {
+
+using namespace fastfair;
+
+Result<void> FastFairTree::walk(BlockVisitorFn visit,
+                                std::vector<std::vector<std::uint64_t>>* levels) const {
+  kit::CheckedWalk w(pool_, kKind);
+  // CheckedWalk reports its recorded failure through run(); with no root it runs nothing.
+  auto result = [&] { return w.run(0, [](std::uint64_t, std::uint32_t) {}); };
+  visit(off_of(anchor_));
+  std::unordered_set<std::uint64_t> key_blocks;  // dead slots and uncut splits share them
+  std::vector<std::uint64_t> children;           // child words of the level above
+  std::uint64_t first = anchor_->root;
+  int level = -1;
+  if (first == 0) return Error{Status::corrupt, "fastfair: the anchor names no root"};
+  while (first != 0) {
+    std::unordered_set<std::uint64_t> here;
+    std::vector<std::uint64_t> chain, below;
+    for (std::uint64_t off = first; off != 0;) {
+      if (!w.enter(off, node_size_, 64, "node")) return result();
+      const Node* n = node(off);
+      if (n->h.tag != kNodeTag) w.fail("node at " + kit::CheckedWalk::hex(off) + " has tag " +
+                                       std::to_string(n->h.tag));
+      else if (n->h.slots != slots_)
+        w.fail("node at " + kit::CheckedWalk::hex(off) + " has " + std::to_string(n->h.slots) +
+               " slots, the anchor says " + std::to_string(slots_));
+      else if (level < 0 ? n->h.level > kMaxLevels : n->h.level != static_cast<unsigned>(level))
+        w.fail("node at " + kit::CheckedWalk::hex(off) + " has level " +
+               std::to_string(n->h.level) + " on level " + std::to_string(level));
+      if (w.failed()) return result();
+      if (level < 0) level = n->h.level;
+      visit(off);
+      here.insert(off);
+      chain.push_back(off);
+      const NodeRef nr = ref(off);
+      const unsigned end = nr.end();
+      for (unsigned i = 0; i < end; ++i) {
+        const std::uint64_t k = n->rec[i].key;
+        if (is_indirect(k) && key_blocks.insert(k & kOffsetMask).second) {
+          const std::uint64_t kb = k & kOffsetMask;
+          if (!w.enter(kb, sizeof(KeyBlock), 16, "key block")) return result();
+          const auto* b = reinterpret_cast<const KeyBlock*>(base_ + kb);
+          if (!w.fits(kb, kb + sizeof(KeyBlock), b->len, "key")) return result();
+          visit(kb);
+        }
+        if (level > 0) below.push_back(n->rec[i].ptr);
+      }
+      if (level > 0) {
+        if (end == 0 && n->h.leftmost == 0)  // route() would have no child to return
+          w.fail("inner node at " + kit::CheckedWalk::hex(off) + " has no child");
+        if (n->h.leftmost != 0) below.push_back(n->h.leftmost);
+        else if (off == first)
+          w.fail("first node of level " + std::to_string(level) + " has no leftmost child");
+      }
+      if (w.failed()) return result();
+      off = n->h.sibling;
+    }
+    for (std::uint64_t c : children)
+      if (!here.count(c))
+        return Error{Status::corrupt, "fastfair: child " + kit::CheckedWalk::hex(c) +
+                                          " is not a node of level " + std::to_string(level)};
+    children = std::move(below);
+    if (levels) levels->push_back(chain);
+    first = level > 0 ? node(first)->h.leftmost : 0;
+    --level;
+  }
+  if (level != -1)
+    return Error{Status::corrupt, "fastfair: the tree ends above level 0"};
+  return result();
+}
+
+std::vector<fastfair::Record> FastFairTree::effective(NodeRef nr, unsigned* dead) const {
+  std::vector<Record> out;
+  const unsigned end = nr.end();
+  std::uint64_t limit = kEmpty;
+  if (nr.n->h.sibling != 0) limit = ref(nr.n->h.sibling).first_key();
+  for (unsigned i = 0; i < end; ++i) {
+    if (nr.dead(i, end)) {
+      if (dead) ++*dead;
+      continue;
+    }
+    const std::uint64_t k = nr.rec()[i].key;
+    if (limit != kEmpty && kr_.compare_words(k, limit) >= 0) break;
+    out.push_back(nr.rec()[i]);
+  }
+  return out;
+}
+
+Result<void> FastFairTree::visit_blocks(BlockVisitorFn v) const { return walk(v, nullptr); }
+
+Result<void> FastFairTree::verify() const {
+  std::vector<std::vector<std::uint64_t>> levels;
+  if (auto r = walk([](std::uint64_t) {}, &levels); !r) return r;
+  auto bad = [](std::string why) { return Error{Status::corrupt, "fastfair: " + why}; };
+  auto hex = kit::CheckedWalk::hex;
+  if (node(anchor_->root)->h.sibling != 0) return bad("the root has a sibling");
+  // Per level: order along the chain; per inner level: the children it lists, in chain
+  // order, with the key range each child (and the unlisted siblings after it) must hold.
+  struct Bound {
+    std::uint64_t lo = kEmpty, hi = kEmpty;  // kEmpty: unbounded
+  };
+  std::unordered_map<std::uint64_t, Bound> bounds;  // listed child -> its range
+  for (std::size_t li = 0; li < levels.size(); ++li) {
+    const auto& chain = levels[li];
+    std::uint64_t prev = kEmpty;
+    Bound cur;  // the range of the listed child the chain is in
+    std::unordered_map<std::uint64_t, Bound> next_bounds;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> listed;  // (child, separator)
+    for (std::uint64_t off : chain) {
+      const NodeRef nr = ref(off);
+      if (li > 0) {
+        auto it = bounds.find(off);
+        if (it != bounds.end()) cur = it->second;
+        else if (off == chain.front()) return bad("first node " + hex(off) + " has no parent");
+      }
+      unsigned dead = 0;
+      const std::vector<Record> recs = effective(nr, &dead);
+      if (dead > 1) return bad("node " + hex(off) + " has " + std::to_string(dead) + " dead slots");
+      if (off != chain.front() && nr.n->h.leftmost != 0)
+        return bad("node " + hex(off) + " is not first on its level but has a leftmost child");
+      for (const Record& r : recs) {
+        if (prev != kEmpty && kr_.compare_words(prev, r.key) >= 0)
+          return bad("keys out of order at node " + hex(off));
+        if (cur.lo != kEmpty && kr_.compare_words(r.key, cur.lo) < 0)
+          return bad("node " + hex(off) + " holds a key below its parent's separator");
+        if (cur.hi != kEmpty && kr_.compare_words(r.key, cur.hi) >= 0)
+          return bad("node " + hex(off) + " holds a key at or above the next separator");
+        prev = r.key;
+      }
+      if (nr.leaf()) continue;
+      if (nr.n->h.leftmost != 0) listed.push_back({nr.n->h.leftmost, kEmpty});
+      for (const Record& r : recs) listed.push_back({r.ptr, r.key});
+    }
+    if (li + 1 == levels.size()) break;
+    // Listed children must appear in the next chain in order, starting with its first.
+    std::unordered_map<std::uint64_t, std::size_t> pos;
+    for (std::size_t i = 0; i < levels[li + 1].size(); ++i) pos[levels[li + 1][i]] = i;
+    if (listed.empty() || listed.front().first != levels[li + 1].front())
+      return bad("level " + std::to_string(levels.size() - 2 - li) +
+                 " does not start with its parent level's first child");
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      if (i > 0 && pos.at(listed[i].first) <= pos.at(listed[i - 1].first))
+        return bad("children of level " + std::to_string(levels.size() - 1 - li) +
+                   " out of chain order at " + hex(listed[i].first));
+      Bound b;
+      b.lo = listed[i].second;
+      b.hi = i + 1 < listed.size() ? listed[i + 1].second : kEmpty;
+      next_bounds[listed[i].first] = b;
+    }
+    bounds = std::move(next_bounds);
+  }
+  return {};
+}
+
+IndexStats FastFairTree::stats() const {
+  IndexStats s;
+  const pm::Allocator& a = pool_.allocator();
+  std::vector<std::vector<std::uint64_t>> levels;
+  // On a damaged tree the figures cover what the checked walk reached before the bad word.
+  const bool ok = static_cast<bool>(walk([&](std::uint64_t b) { s.pm_bytes += a.block_size(b); },
+                                         &levels));
+  if (!ok || levels.empty()) return s;
+  std::uint64_t inner = 0;
+  for (std::size_t li = 0; li + 1 < levels.size(); ++li) inner += levels[li].size();
+  for (std::uint64_t off : levels.back()) s.keys += effective(ref(off), nullptr).size();
+  // Leaf depth: inner nodes on the path from the root (the root's level).
+  s.avg_leaf_depth = static_cast<double>(levels.size() - 1);
+  s.max_leaf_depth = levels.size() - 1;
+  s.nodes["inner"] = inner;
+  s.nodes["leaf"] = levels.back().size();
+  return s;
+}
+
+void FastFairTree::dump(std::ostream& os) const {
+  std::vector<std::vector<std::uint64_t>> levels;
+  if (auto r = walk([](std::uint64_t) {}, &levels); !r) {
+    os << "fastfair: damaged: " << r.error().message << "\n";
+    return;
+  }
+  auto key_text = [&](std::uint64_t k) {
+    std::ostringstream o;
+    if (!is_indirect(k)) {
+      o << std::hex << k << std::dec;
+      return o.str();
+    }
+    std::byte scratch[8];
+    const Key b = kr_.bytes(k, scratch);
+    o << '"';
+    for (std::size_t i = 0; i < b.size() && i < 16; ++i) {
+      const auto c = static_cast<unsigned char>(b[i]);
+      if (std::isprint(c)) o << static_cast<char>(c);
+      else o << "\\x" << std::hex << static_cast<unsigned>(c) << std::dec;
+    }
+    o << (b.size() > 16 ? "...\"" : "\"");
+    return o.str();
+  };
+  os << "fastfair: node size " << node_size_ << ", " << slots_ << " records, height "
+     << levels.size() - 1 << "\n";
+  for (std::size_t li = 0; li < levels.size(); ++li) {
+    os << "level " << levels.size() - 1 - li << ":\n";
+    for (std::uint64_t off : levels[li]) {
+      const NodeRef nr = ref(off);
+      os << "  " << kit::CheckedWalk::hex(off);
+      if (nr.n->h.leftmost) os << " <" << kit::CheckedWalk::hex(nr.n->h.leftmost) << ">";
+      const unsigned end = nr.end();
+      for (unsigned i = 0; i < end; ++i) {
+        os << ' ' << (nr.dead(i, end) ? "(dead)" : "") << key_text(nr.rec()[i].key);
+        if (!nr.leaf()) os << "->" << kit::CheckedWalk::hex(nr.rec()[i].ptr);
+      }
+      if (nr.n->h.sibling) os << " | sibling " << kit::CheckedWalk::hex(nr.n->h.sibling);
+      os << "\n";
+    }
+  }
+}
+
+}  // namespace wort

@@ -1,0 +1,159 @@
+// FPTree insert, upsert and update (paper Alg. 2 and 8; App. C Alg. 14 and 16 for keys
+// held in key blocks).
+//
+// A new pair goes into a free slot: key word, value, fingerprint (and the slot's inline bit)
+// are written and written back, then ONE bitmap store makes it visible (pm::publish: a
+// fence, then the commit). An update writes the new pair into another free slot the same
+// way and its bitmap store sets the new bit and clears the old one at once; the key block,
+// if any, is shared by both slots (the old slot is dead from the commit on and only live
+// slots are ever followed, so nothing needs resetting afterwards). A full leaf is split
+// first (fptree_split.cc).
+#include <cstring>
+#include <vector>
+
+#include "index/fptree/fptree_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort {
+
+using namespace fptree_index;
+
+namespace {
+
+//! Bytes [off, off + len) of a leaf lie in its first cache line, the bitmap's: stores there
+//! reach PM no later than the bitmap commit that follows them (one line persists in store
+//! order), so the commit's own write-back covers them (the paper's §5 remark on micro-logs).
+bool in_bitmap_line(std::uint32_t off, std::uint32_t len) { return off + len <= 64; }
+
+}  // namespace
+
+// An 8-byte key is its own key word (inline bit set); any other length goes to a new key
+// block, written back here and fenced by the commit's pm::publish.
+Status FPTree::make_key_word(Key k, std::uint64_t* word, bool* inline_key) {
+  if (k.size() == 8) {
+    std::memcpy(word, k.data(), 8);
+    *inline_key = true;
+    return Status::ok;
+  }
+  std::uint64_t off = 0;
+  if (Status s = pool_.allocator().allocate(sizeof(KeyBlock) + k.size(), &off); s != Status::ok)
+    return s;
+  auto* kb = pool_.at<KeyBlock>(off);
+  const KeyBlock head{k.size()};
+  pm::copy(kb, &head, sizeof head);
+  if (!k.empty()) pm::copy(kb + 1, k.data(), k.size());
+  pm::flush(kb, sizeof(KeyBlock) + k.size());
+  *word = off;
+  *inline_key = false;
+  return Status::ok;
+}
+
+void FPTree::drop_key_word(std::uint64_t word, bool inline_key) noexcept {
+  if (!inline_key) pool_.allocator().free(word);
+}
+
+// Writes slot s of l (free: its bit is clear) and writes back what does not share the
+// bitmap's line; no fence. Returns whether it flushed anything.
+bool FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
+                        std::uint8_t fp) noexcept {
+  bool flushed = false;
+  const LeafGeometry& g = l.geometry();
+  Slot* slot = l.slot(s);
+  pm::store(&slot->key, key_word);
+  pm::store(&slot->value, v);
+  if (!in_bitmap_line(g.slots_off + 16 * static_cast<std::uint32_t>(s), 16)) {
+    pm::flush(slot, sizeof(Slot));
+    flushed = true;
+  }
+  const std::uint64_t bit = std::uint64_t{1} << s;
+  const std::uint64_t im = *l.inline_word();
+  if (((im & bit) != 0) != inline_key) {
+    pm::store(l.inline_word(), inline_key ? (im | bit) : (im & ~bit));
+    if (!in_bitmap_line(g.inline_off, 8)) {
+      pm::flush(l.inline_word(), 8);
+      flushed = true;
+    }
+  }
+  pm::store(&l.fingerprints()[s], fp);
+  if (!in_bitmap_line(LeafGeometry::kFingerprintOff + static_cast<std::uint32_t>(s), 1)) {
+    pm::flush(&l.fingerprints()[s], 1);
+    flushed = true;
+  }
+  return flushed;
+}
+
+Status FPTree::put(Key k, Value v, PutMode mode) {
+  if (k.size() > kMaxKeyLength) return Status::invalid_argument;
+  const std::uint8_t fp = fp_of(k);
+  if (inner_.empty()) {
+    if (mode == PutMode::update) return Status::not_found;
+    std::uint64_t word = 0;
+    bool inl = false;
+    if (Status s = make_key_word(k, &word, &inl); s != Status::ok) return s;
+    return put_first_leaf(k, v, word, inl);
+  }
+  LeafRef l = leaf(inner_.find(k, &path_));
+  const int old = l.find(k, fp);
+  if (old != kNoSlot && mode == PutMode::insert) return Status::exists;
+  if (old == kNoSlot && mode == PutMode::update) return Status::not_found;
+  // Alg. 16: an update reuses the key word (and key block) of the slot it replaces.
+  std::uint64_t word = 0;
+  bool inl = false;
+  bool wrote_back_since_fence = false;  // a key block or a split's log reset awaits a fence
+  if (old != kNoSlot) {
+    word = l.slot(old)->key;
+    inl = l.is_inline(old);
+  } else if (Status s = make_key_word(k, &word, &inl); s != Status::ok) {
+    return s;
+  } else {
+    wrote_back_since_fence = !inl;
+  }
+  if (l.full()) {
+    std::uint64_t right = 0;
+    std::string sep;
+    if (Status s = split_leaf(l, path_, &right, &sep); s != Status::ok) {
+      if (old == kNoSlot) drop_key_word(word, inl);
+      return s;
+    }
+    // Slots keep their index in both halves; k belongs right of the separator or left.
+    if (compare_keys(k, as_key(sep)) >= 0) l = leaf(right);
+    wrote_back_since_fence = true;
+  }
+  const int s = l.first_free();
+  const bool flushed = write_slot(l, s, word, inl, v, fp);
+  std::uint64_t bits = l.bitmap() | (std::uint64_t{1} << s);
+  if (old != kNoSlot) bits &= ~(std::uint64_t{1} << old);
+  // The commit (Alg. 2:15, Alg. 8:19). Its leading fence orders the slot's write-back, a new
+  // key block, or a split's log reset; with none of these (everything in the bitmap's line)
+  // the plain commit suffices — except in a pool whose values name blocks, where the caller
+  // wrote back the value's block and our leading fence orders it (kit::commit_value).
+  if (flushed || wrote_back_since_fence || pool_.values_are_blocks())
+    pm::publish(l.bitmap_word(), bits);
+  else
+    pm::commit(l.bitmap_word(), bits);
+  return Status::ok;
+}
+
+// The first key of an empty tree: a new leaf holding it, published by the anchor's head.
+Status FPTree::put_first_leaf(Key k, Value v, std::uint64_t word, bool inl) {
+  std::uint64_t off = 0;
+  if (Status s = pool_.allocator().allocate(geo_.bytes, &off); s != Status::ok) {
+    drop_key_word(word, inl);
+    return s;
+  }
+  std::vector<std::byte> image(geo_.slots_off + sizeof(Slot), std::byte{0});
+  auto put64 = [&](std::uint32_t at, std::uint64_t x) { std::memcpy(image.data() + at, &x, 8); };
+  put64(LeafGeometry::kBitmapOff, 1);
+  put64(geo_.inline_off, inl ? 1 : 0);
+  image[LeafGeometry::kFingerprintOff] = static_cast<std::byte>(fp_of(k));
+  put64(geo_.slots_off, word);
+  put64(geo_.slots_off + 8, v);
+  pm::copy(pool_.at<std::byte>(off), image.data(), image.size());
+  pm::flush(pool_.at<std::byte>(off), image.size());
+  pm::publish(&anchor_->head, off);  // the commit
+  inner_.reset_to(off);
+  return Status::ok;
+}
+
+}  // namespace wort

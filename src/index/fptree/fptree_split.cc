@@ -1,0 +1,104 @@
+// FPTree leaf split under the micro-log (paper Alg. 3) and its recovery (Alg. 4).
+//
+//   before:  ... -> C [full: a c e g b d f h] -> X
+//   after:   ... -> C [a b c d] -> N [e f g h] -> X      separator "e" into the DRAM parent
+//
+// Steps (log = the anchor's {cur, new}, one cache line):
+//   1. allocate N; log.cur := C, log.new := N (same line, cur first); write back   Alg. 3:2-5
+//   2. N := copy of C with bitmap = the upper half by key, next = C.next; write back  3:6-10
+//      FENCE (the log and N are durable before C changes)
+//   3. C.bitmap := mask & ~N.bitmap; C.next := N; write back both               3:11-14
+//      FENCE (C is final before the log may read as clear)
+//   4. log := {0, 0}; write back; the caller's commit (pm::publish) fences it     3:15
+// No step is an operation's commit: the insert or update that needed the split commits
+// afterwards with its bitmap store. A crash before that commit leaves the key absent.
+//
+// Recovery (open, after the checked walk; fptree_walk.h reads the log the same way):
+//   log.cur == 0 or log.new == 0   nothing was changed in any leaf: clear the log.
+//   C full and C.next != N         step 2 may be partial: redo from step 2.
+//   otherwise                      N is durable (fenced before step 3 began): redo step 3.
+// Steps 2 and 3 are idempotent, so a crash during recovery recovers the same way again.
+// Paper deviations: the allocator does not persist N's address into the log (our allocator
+// recovers by tracing: a block allocated but not logged is unreachable and freed at open),
+// so cur and new are written together; the paper's five persists become two fences, and the
+// log reset shares the commit's fence (a crash before it redoes step 3, a no-op).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "index/fptree/fptree_tree.h"
+#include "pm/allocator.h"
+#include "pm/persist.h"
+
+namespace wort {
+
+using namespace fptree_index;
+
+// Writes N as C's upper half (step 2, without the fence); returns the separator, N's
+// smallest key. Precondition: C is full.
+std::string FPTree::split_copy(LeafRef cur, LeafRef nu) const {
+  const std::vector<int> order = sorted_slots(cur);
+  std::uint64_t upper = 0;
+  for (std::size_t i = order.size() / 2; i < order.size(); ++i)
+    upper |= std::uint64_t{1} << order[i];
+  std::vector<std::byte> image(geo_.bytes);
+  std::memcpy(image.data(), pool_.at<std::byte>(cur.offset()), geo_.bytes);
+  std::memcpy(image.data() + LeafGeometry::kBitmapOff, &upper, 8);
+  const std::uint64_t zero = 0;
+  std::memcpy(image.data() + geo_.lock_off, &zero, 8);
+  pm::copy(pool_.at<std::byte>(nu.offset()), image.data(), geo_.bytes);
+  pm::flush(pool_.at<std::byte>(nu.offset()), geo_.bytes);
+  return std::string(as_string(cur.key(order[order.size() / 2])));
+}
+
+// Step 3 without the fence: C keeps the lower half and links N.
+void FPTree::split_link(LeafRef cur, LeafRef nu) const {
+  pm::store(cur.bitmap_word(), geo_.mask() & ~nu.bitmap());
+  pm::store(cur.next_word(), nu.offset());
+  pm::flush(cur.bitmap_word(), geo_.next_off + 8);  // lines of bitmap .. next
+}
+
+// Step 4 without the fence.
+void FPTree::reset_log() const noexcept {
+  pm::store(&anchor_->log.cur, std::uint64_t{0});
+  pm::store(&anchor_->log.nu, std::uint64_t{0});
+  pm::flush(&anchor_->log, sizeof(SplitLog));
+}
+
+Status FPTree::split_leaf(LeafRef l, const Path& path, std::uint64_t* right, std::string* sep) {
+  std::uint64_t nu = 0;
+  if (Status s = pool_.allocator().allocate(geo_.bytes, &nu); s != Status::ok) return s;
+  pm::store(&anchor_->log.cur, l.offset());
+  pm::store(&anchor_->log.nu, nu);
+  pm::flush(&anchor_->log, sizeof(SplitLog));
+  const LeafRef n = leaf(nu);
+  *sep = split_copy(l, n);
+  pm::fence();
+  split_link(l, n);
+  pm::fence();
+  reset_log();
+  inner_.insert_after(path, *sep, nu);
+  *right = nu;
+  return Status::ok;
+}
+
+// Alg. 4, on the state the checked walk accepted (both leaves are checked blocks).
+Result<void> FPTree::replay_split_log() {
+  const SplitLog log = anchor_->log;
+  if (log.cur == 0 && log.nu == 0) return {};
+  if (log.cur != 0 && log.nu != 0) {
+    const LeafRef c = leaf(log.cur), n = leaf(log.nu);
+    if (c.full() && c.next() != log.nu) {
+      (void)split_copy(c, n);
+      pm::fence();
+    }
+    split_link(c, n);
+    pm::fence();
+    ++splits_recovered_;
+  }
+  reset_log();
+  pm::fence();
+  return {};
+}
+
+}  // namespace wort

@@ -1,0 +1,146 @@
+#include "index/wbtree/wbtree_node.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "pm/persist.h"
+
+namespace wort::wbtree {
+
+namespace {
+
+//! Rewrites the slot array as `v` (only the 8-byte words that change) and flushes its line.
+void write_slots(Node* n, const View& v) noexcept {
+  alignas(8) std::uint8_t image[64] = {};
+  image[0] = static_cast<std::uint8_t>(v.n);
+  for (unsigned i = 0; i < v.n; ++i) image[1 + i] = v.pos[i];
+  auto* words = reinterpret_cast<std::uint64_t*>(n->slot);
+  const auto* want = reinterpret_cast<const std::uint64_t*>(image);
+  for (unsigned w = 0; w < 8; ++w)
+    if (words[w] != want[w]) pm::store(&words[w], want[w]);
+  pm::flush(n->slot, sizeof(n->slot));
+}
+
+//! The bitmap store that ends a node write.
+void finish(Node* n, std::uint64_t bits, Finish how) noexcept {
+  if (how == Finish::commit) {
+    pm::publish(&n->bitmap, bits);
+  } else {
+    pm::fence();
+    pm::store_persist(&n->bitmap, bits);
+  }
+}
+
+//! Clears the slot-valid bit durably (the slot array may then be rewritten).
+void invalidate_slots(Node* n) noexcept {
+  if (!(n->bitmap & kSlotsValid)) return;  // already invalid: a crash left it so
+  pm::store(&n->bitmap, n->bitmap & ~kSlotsValid);
+  pm::flush(&n->bitmap, sizeof(n->bitmap));
+}
+
+}  // namespace
+
+View sorted_view(const std::byte* base, const Node* n) noexcept {
+  View v;
+  if (n->bitmap & kSlotsValid) {
+    v.n = n->slot[0];
+    std::memcpy(v.pos, n->slot + 1, v.n);
+    return v;
+  }
+  std::uint64_t bits = n->bitmap & ~kSlotsValid;
+  while (bits) {
+    v.pos[v.n++] = static_cast<std::uint8_t>(__builtin_ctzll(bits));
+    bits &= bits - 1;
+  }
+  const Entry* e = n->entries();
+  std::sort(v.pos, v.pos + v.n,
+            [&](std::uint8_t a, std::uint8_t b) { return compare(base, e[a], e[b]) < 0; });
+  return v;
+}
+
+unsigned lower_bound(const std::byte* base, const Node* n, const View& v, const Probe& p) noexcept {
+  unsigned lo = 0, hi = v.n;
+  const Entry* e = n->entries();
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    if (compare(base, e[v.pos[mid]], p) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+unsigned route(const std::byte* base, const Node* n, const View& v, const Probe& p) noexcept {
+  assert(v.n > 0);
+  unsigned lo = 1, hi = v.n;  // the first entry is minus infinity
+  const Entry* e = n->entries();
+  while (lo < hi) {  // first index >= 1 whose key is > p
+    const unsigned mid = (lo + hi) / 2;
+    if (compare(base, e[v.pos[mid]], p) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+void init_node(Node* n, std::uint32_t level, std::uint32_t capacity, const Entry* sorted,
+               unsigned count) noexcept {
+  assert(count <= capacity && capacity <= kMaxCapacity);
+  Node h{};
+  h.level = level;
+  h.capacity = capacity;
+  h.bitmap = kSlotsValid | ((1ull << count) - 1);
+  h.slot[0] = static_cast<std::uint8_t>(count);
+  for (unsigned i = 0; i < count; ++i) h.slot[1 + i] = static_cast<std::uint8_t>(i);
+  pm::copy(n, &h, sizeof(Node));
+  if (count) pm::copy(n->entries(), sorted, count * sizeof(Entry));
+  pm::flush(n, node_bytes(count));
+}
+
+void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept {
+  assert(v.n < n->capacity && at <= v.n);
+  const std::uint64_t used = n->bitmap & ~kSlotsValid;
+  const unsigned pos = static_cast<unsigned>(__builtin_ctzll(~used));
+  assert(pos < n->capacity);
+  Entry* dst = &n->entries()[pos];  // invisible until its bit is set
+  pm::store(&dst->prefix, e.prefix);
+  pm::store(&dst->meta, e.meta);
+  pm::store(&dst->value, e.value);
+  pm::flush(dst, sizeof(Entry));
+  invalidate_slots(n);
+  pm::fence();  // entry and invalidation durable before the slot array changes
+  View w;
+  w.n = v.n + 1;
+  std::memcpy(w.pos, v.pos, at);
+  w.pos[at] = static_cast<std::uint8_t>(pos);
+  std::memcpy(w.pos + at + 1, v.pos + at, v.n - at);
+  write_slots(n, w);
+  finish(n, used | (1ull << pos) | kSlotsValid, how);
+}
+
+void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept {
+  assert(at < v.n);
+  const std::uint64_t used = n->bitmap & ~kSlotsValid;
+  const unsigned pos = v.pos[at];
+  invalidate_slots(n);
+  pm::fence();
+  View w;
+  w.n = v.n - 1;
+  std::memcpy(w.pos, v.pos, at);
+  std::memcpy(w.pos + at, v.pos + at + 1, v.n - at - 1);
+  write_slots(n, w);
+  finish(n, (used & ~(1ull << pos)) | kSlotsValid, how);
+}
+
+void truncate_entries(Node* n, const View& v, unsigned keep) noexcept {
+  assert(keep <= v.n);
+  std::uint64_t bits = n->bitmap & ~kSlotsValid;
+  for (unsigned i = keep; i < v.n; ++i) bits &= ~(1ull << v.pos[i]);
+  pm::store_persist(&n->bitmap, bits);  // the dropped entries vanish; slot array invalid
+  View w;
+  w.n = keep;
+  std::memcpy(w.pos, v.pos, keep);
+  write_slots(n, w);
+  finish(n, bits | kSlotsValid, Finish::structural);
+}
+
+}  // namespace wort::wbtree

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# tools/serve-load.sh — load run: `wort serve` with each persistent index (wort, woart,
+# artcow) and Debian's memcached on the same machine, the same client (tools/serve_load.cc),
+# the same server thread count, in one run, interleaved (every round runs every server once
+# per configuration, in turn). Loopback only; every run bounded in time and count.
+#
+#   tools/serve-load.sh [BUILD_DIR]          (default build/; needs BUILD_DIR/wort)
+#   env: ROUNDS=2 SECONDS_PER_RUN=3 CONNS=4 THREADS=2 KEYS=20000 VALUES="32 4096"
+#        MIXES="10:1 1:1" POOL_MB=256 SERVERS="wort woart artcow memcached" OUT=serve-load.md
+#
+# Prints (and writes to $OUT) a markdown table: per server, mix and value size the median
+# over the rounds of throughput (with the min..max range) and of the p50/p99/p99.9
+# latencies; the raw lines go to $OUT.raw. On a shared machine the rounds spread widely:
+# compare medians, and only across servers of the same run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+wort="$build/wort"
+[ -x "$wort" ] || { echo "no $wort (ninja -C $build wort)" >&2; exit 2; }
+ROUNDS=${ROUNDS:-2}; SECONDS_PER_RUN=${SECONDS_PER_RUN:-3}; CONNS=${CONNS:-4}
+THREADS=${THREADS:-2}; KEYS=${KEYS:-20000}; VALUES=${VALUES:-"32 4096"}
+MIXES=${MIXES:-"10:1 1:1"}; POOL_MB=${POOL_MB:-256}
+SERVERS=${SERVERS:-"wort woart artcow memcached"}; OUT=${OUT:-serve-load.md}
+MAX_OPS=${MAX_OPS:-5000000}
+tmp=$(mktemp -d /dev/shm/serve-load.XXXXXX)
+load="$tmp/serve_load"
+c++ -O2 -std=c++20 -pthread -o "$load" "$here/serve_load.cc"
+
+declare -A port pid
+cleanup() {
+  for s in "${!pid[@]}"; do kill "${pid[$s]}" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+start_server() {  # $1 = wort|woart|artcow|memcached
+  local s=$1
+  if [ "$s" = memcached ]; then
+    for try in 1 2 3 4 5 6 7 8; do
+      local p=$((20000 + RANDOM % 20000))
+      memcached -U 0 -l 127.0.0.1 -p "$p" -t "$THREADS" -m "$POOL_MB" -c 1024 -u "$(id -un)" \
+        >"$tmp/mc.log" 2>&1 &
+      local id=$!
+      sleep 0.3
+      if kill -0 "$id" 2>/dev/null; then port[$s]=$p; pid[$s]=$id; return; fi
+    done
+    echo "memcached did not start" >&2; exit 1
+  fi
+  "$wort" serve --pool "$tmp/$s.pool" --index "$s" -p 0 --port-file "$tmp/$s.port" \
+    -t "$THREADS" -m "$POOL_MB" 2>"$tmp/$s.log" &
+  pid[$s]=$!
+  for i in $(seq 200); do [ -s "$tmp/$s.port" ] && break; sleep 0.05; done
+  port[$s]=$(cat "$tmp/$s.port")
+}
+
+for s in $SERVERS; do start_server "$s"; done
+raw="$OUT.raw"
+: >"$raw"
+echo "# $(date -u +%FT%TZ) $(uname -m) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+echo "# ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN CONNS=$CONNS THREADS=$THREADS KEYS=$KEYS VALUES='$VALUES' MIXES='$MIXES' POOL_MB=$POOL_MB" >>"$raw"
+for v in $VALUES; do
+  for s in $SERVERS; do  # every key set once at this size (untimed), so gets hit
+    "$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$KEYS" --value-bytes "$v" \
+      --preload --seconds 0 --max-ops 0 >/dev/null
+  done
+  for r in $(seq "$ROUNDS"); do
+    for m in $MIXES; do
+      for s in $SERVERS; do
+        line=$("$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$KEYS" --value-bytes "$v" \
+          --get-ratio "${m%%:*}" --set-ratio "${m##*:}" --seconds "$SECONDS_PER_RUN" \
+          --max-ops "$MAX_OPS" --seed "$r")
+        echo "server=$s mix=$m value=$v round=$r $line" | tee -a "$raw"
+      done
+    done
+  done
+done
+python3 - "$raw" "$OUT" <<'EOF'
+import sys, collections
+rows = collections.OrderedDict()
+for l in open(sys.argv[1]):
+    if l.startswith("#"): continue
+    d = dict(kv.split("=", 1) for kv in l.split())
+    rows.setdefault((d["value"], d["mix"], d["server"]), []).append(d)
+out = ["| value B | GET:SET | server | kops/s median (min..max) | p50 us | p99 us | p99.9 us | get p99 us | set p50 us | set p99 us |",
+       "|---|---|---|---|---|---|---|---|---|---|"]
+for (v, m, s), ds in rows.items():
+    def med(k):
+        xs = sorted(float(d[k]) for d in ds)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    ks = [float(d["kops_s"]) for d in ds]
+    out.append("| %s | %s | %s | %.1f (%.0f..%.0f) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+        v, m, s, med("kops_s"), min(ks), max(ks), med("p50_us"), med("p99_us"), med("p999_us"),
+        med("get_p99_us"), med("set_p50_us"), med("set_p99_us")))
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+EOF
