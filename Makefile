@@ -1,14 +1,15 @@
 # wort — the two commands:
 #   make run    install what is missing, build Release, run the main job on a default pool
 #   make test   install what is missing, build Release and ASan+UBSan, run every test
-# Other targets: build, build-asan, deps, clean.
+# Other targets: build, build-asan, deps, clean, mutate (the crash tests' mutation score:
+#   tools/mutate.py over tools/mutations/*.txt, in a scratch copy under /tmp; minutes).
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: run test build build-asan deps clean test-release test-asan
+.PHONY: run test build build-asan deps clean test-release test-asan mutate
 
 deps:
 	@tools/install-deps.sh
@@ -32,6 +33,9 @@ test-asan: build-asan
 	  ctest -j $(JOBS) --output-on-failure --timeout 1500
 
 test: test-release test-asan
+
+mutate: deps
+	@python3 tools/mutate.py --jobs $(JOBS) $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "crashsim/isolate.h"
 #include "crashsim/oracles.h"
 #include "crashsim/replay.h"
 #include "crashsim/simulator.h"
@@ -47,6 +48,13 @@ std::string Report::summary() const {
   if (seconds > 0) os << " (" << static_cast<std::uint64_t>(images / seconds) << " images/s)";
   os << ", " << findings.size() << " findings";
   if (suppressed) os << " (+" << suppressed << " duplicates)";
+  if (!findings.empty()) {
+    std::map<std::string, std::size_t> kinds;
+    for (const Finding& f : findings) ++kinds[f.kind];
+    os << " [";
+    for (const auto& [k, n] : kinds) os << k << "x" << n << (k == kinds.rbegin()->first ? "" : " ");
+    os << "]";
+  }
   if (!error.empty()) os << "; ERROR: " << error;
   for (std::size_t i = 0; i < findings.size() && i < 5; ++i)
     os << "\n  " << findings[i].kind << ": " << findings[i].detail
@@ -128,16 +136,75 @@ std::size_t carved_bytes(const Pool& pool) {
   return static_cast<std::size_t>(std::min<std::uint64_t>(end, pool.size()));
 }
 
+//! Records every persistence event (creation runs before the pool's address is known; the
+//! recording is replayed into the simulator once it is).
+class Recorder final : public pm::Tracer {
+ public:
+  struct Event {
+    enum class Kind : std::uint8_t { store, nt_store, flush, fence, commit, alloc, free };
+    Kind kind;
+    void* p;
+    std::size_t len;
+    bool shares_fence = false;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Event> events;
+
+  void on_store(void* dst, const void* src, std::size_t len) override {
+    const auto* b = static_cast<const std::byte*>(src);
+    events.push_back({Event::Kind::store, dst, len, false, {b, b + len}});
+  }
+  void on_nt_store(void* dst, std::uint64_t v) override {
+    const auto* b = reinterpret_cast<const std::byte*>(&v);
+    events.push_back({Event::Kind::nt_store, dst, 8, false, {b, b + 8}});
+  }
+  void on_flush(const void* addr, std::size_t len) override {
+    events.push_back({Event::Kind::flush, const_cast<void*>(addr), len, false, {}});
+  }
+  void on_fence() override { events.push_back({Event::Kind::fence, nullptr, 0, false, {}}); }
+  void on_commit(void* dst, std::size_t len, bool shares) override {
+    events.push_back({Event::Kind::commit, dst, len, shares, {}});
+  }
+  void on_alloc(void* p, std::size_t len) override {
+    events.push_back({Event::Kind::alloc, p, len, false, {}});
+  }
+  void on_free(void* p, std::size_t len) override {
+    events.push_back({Event::Kind::free, p, len, false, {}});
+  }
+
+  void replay(Simulator& sim) const {
+    for (const Event& e : events) {
+      switch (e.kind) {
+        case Event::Kind::store: sim.on_store(e.p, e.bytes.data(), e.len); break;
+        case Event::Kind::nt_store: {
+          std::uint64_t v;
+          std::memcpy(&v, e.bytes.data(), 8);
+          sim.on_nt_store(e.p, v);
+          break;
+        }
+        case Event::Kind::flush: sim.on_flush(e.p, e.len); break;
+        case Event::Kind::fence: sim.on_fence(); break;
+        case Event::Kind::commit: sim.on_commit(e.p, e.len, e.shares_fence); break;
+        case Event::Kind::alloc: sim.on_alloc(e.p, e.len); break;
+        case Event::Kind::free: sim.on_free(e.p, e.len); break;
+      }
+    }
+  }
+};
+
 class Run {
  public:
   Run(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
-      const Options& o)
-      : f_(f), setup_(setup), ops_(ops), o_(o) {}
+      const Options& o, int stream_fd = -1)
+      : f_(f), setup_(setup), ops_(ops), o_(o), stream_fd_(stream_fd) {}
 
   Report go();
 
  private:
+  bool create_pool_and_index();
   bool prepare();
+  void install_handlers();
+  void explore_create(const Recorder& rec);
   void run_traced_ops();
   void check_live();
 
@@ -147,11 +214,14 @@ class Run {
   void on_nested_point(bool at_ack);
   void check_second(std::span<const std::uint32_t> choice);
   void on_lint(Lint l, std::uintptr_t site, const std::string& detail);
+  void on_lint_after_crash(Lint l, std::uintptr_t site, const std::string& detail);
+  void check_commits(const KvOp* op, Status want, std::size_t commits, const std::string& where,
+                     const std::string& replay);
 
   bool recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
                std::unique_ptr<Index>* ix, std::vector<Problem>* problems);
   void oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
-               std::vector<Problem>* problems);
+               std::vector<Problem>* problems, const AfterOp& after_op = {});
 
   std::string where() const;
   std::string replay_string(std::uint64_t point, const std::string& choice,
@@ -162,6 +232,7 @@ class Run {
   const Factory& f_;
   std::span<const KvOp> setup_, ops_;
   Options o_;
+  int stream_fd_ = -1;  // isolated: findings stream to the watching parent
   ReplaySpec rp_;
   Report rep_;
 
@@ -184,6 +255,9 @@ class Run {
   std::vector<std::uint32_t> cur_choice_;
   std::uint64_t nested_point_ = 0;    // id of the next crash point inside this recovery
   bool image_failed_ = false;
+  bool recovering_ = false;           // nested_ watches an image's recovery
+  bool continuing_ = false;           // nested_ watches the continuation ops on an image
+  bool creating_ = false;             // crash points of Index::create (trace_create)
   //! SECOND_CRASH findings of the image being checked, as (site, finding): reported only if
   //! the image passes with one crash (otherwise they repeat its finding).
   struct PendingSecond {
@@ -219,7 +293,7 @@ Report Run::go() {
   return std::move(rep_);
 }
 
-bool Run::prepare() {
+bool Run::create_pool_and_index() {
   PoolOptions po;
   po.size = o_.pool_size;
   po.chunk_size = o_.chunk_size;
@@ -238,6 +312,23 @@ bool Run::prepare() {
   }
   index_ = std::move(ix).value();
   empty_stats_ = pool_->allocator().stats();
+  return true;
+}
+
+bool Run::prepare() {
+  Recorder rec;
+  {
+    std::optional<TraceModeGuard> mode;
+    std::optional<TracerGuard> tracing;
+    if (o_.trace_create) {
+      mode.emplace();
+      tracing.emplace(&rec);
+    }
+    if (!create_pool_and_index()) return false;
+  }
+  img1_.allocate(pool_->size());
+  if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
+  if (o_.trace_create) explore_create(rec);
   for (const KvOp& op : setup_) {
     const Status want = apply_to_reference(ref_, op);
     if (Status got = apply_op(*index_, op); got != want)
@@ -249,13 +340,28 @@ bool Run::prepare() {
   for (const KvOp& op : setup_) keys.insert(op.key);
   for (const KvOp& op : ops_) keys.insert(op.key);
   touched_.assign(keys.begin(), keys.end());
-  img1_.allocate(pool_->size());
-  if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
   return true;
 }
 
-void Run::run_traced_ops() {
-  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+//! Replays the recording of pool and index creation into the simulator: crash points at
+//! every fence and at create's return, lints, the create row of the commit table.
+void Run::explore_create(const Recorder& rec) {
+  TraceModeGuard mode;
+  install_handlers();
+  sim_.watch(pool_->base(), pool_->size(), 0);  // fresh memory: all zero, all durable
+  sim_.set_replaying(true);
+  creating_ = true;
+  rec.replay(sim_);
+  if (!rp_.active)
+    check_commits(nullptr, Status::ok, sim_.commits_in_op(), "Index::create",
+                  replay_string(point_, "none"));
+  cur_at_ack_ = true;
+  sim_.acknowledge();
+  creating_ = false;
+  sim_.set_replaying(false);
+}
+
+void Run::install_handlers() {
   sim_.set_point_handler([this](bool at_ack) { on_point(at_ack); });
   if (o_.lints && !rp_.active)  // a replay re-runs one image, quietly
     sim_.set_lint_handler([this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
@@ -263,6 +369,17 @@ void Run::run_traced_ops() {
     });
   sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
+  nested_.set_compare_limit([] { return std::size_t{0}; });  // the image's written extent
+  if (o_.lints && o_.lints_after_crash && !rp_.active)
+    nested_.set_lint_handler(
+        [this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
+          on_lint_after_crash(l, site, d);
+        });
+}
+
+void Run::run_traced_ops() {
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  install_handlers();
   TracerGuard restore(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {
     const KvOp& op = ops_[op_];
@@ -270,7 +387,10 @@ void Run::run_traced_ops() {
     in_flight_ = true;
     const Status got = apply_op(*index_, op);
     in_flight_ = false;
+    const std::size_t commits = sim_.commits_in_op();
     const Status want = apply_to_reference(ref_, op);
+    if (!rp_.active)
+      check_commits(&op, want, commits, "op " + std::to_string(op_), replay_string(point_, "none"));
     if (got != want)
       add_finding("LIVE", "op" + std::to_string(op_),
                   describe(op) + " returned " + std::string(to_string(got)) + ", want " +
@@ -313,6 +433,7 @@ Expect Run::expect() const {
 }
 
 std::string Run::where() const {
+  if (creating_) return cur_at_ack_ ? "Index::create at its return" : "Index::create before a fence";
   std::string s = "op " + std::to_string(op_);
   if (op_ < ops_.size()) s += " (" + describe(ops_[op_]) + ")";
   s += cur_at_ack_ ? " at its acknowledgement" : " before a fence";
@@ -336,6 +457,7 @@ void Run::add_finding(const std::string& kind, const std::string& site, std::str
   }
   ++per_kind_[kind];
   rep_.findings.push_back(Finding{kind, std::move(detail), std::move(replay)});
+  stream_finding(stream_fd_, rep_.findings.back());
 }
 
 void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
@@ -344,9 +466,37 @@ void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
   const std::string site_key = site ? pc : "op" + std::to_string(op_);
   std::string at = "op " + std::to_string(op_);
   if (op_ < ops_.size()) at += " (" + describe(ops_[op_]) + ")";
-  add_finding(std::string(lint_name(l)), site_key,
+  if (creating_) at = "pool and index creation";
+  add_finding(std::string(lint_name(l)), creating_ ? "create:" + site_key : site_key,
               detail + " during " + at + (site ? std::string(", ") + pc : std::string()),
               replay_string(point_, "none"));
+}
+
+void Run::check_commits(const KvOp* op, Status want, std::size_t commits,
+                        const std::string& where, const std::string& replay) {
+  if (!o_.commits) return;
+  const CommitRule r = op ? commit_rule(*o_.commits, *op, want) : o_.commits->create;
+  if (commits >= r.min && commits <= r.max) return;
+  const std::string what = op ? describe(*op) + " (returns " + std::string(to_string(want)) + ")"
+                              : std::string("Index::create");
+  add_finding("COMMIT_COUNT", where + ":" + (op ? std::to_string(int(op->kind)) + std::string(to_string(want)) : "create"),
+              what + " made " + std::to_string(commits) + " commit store(s), the index declares " +
+                  std::to_string(r.min) + (r.max != r.min ? ".." + std::to_string(r.max) : "") +
+                  " [" + where + "]",
+              replay);
+}
+
+void Run::on_lint_after_crash(Lint l, std::uintptr_t site, const std::string& detail) {
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
+  const char* phase = continuing_ ? "continuation" : "recovery";
+  const std::string site_key = std::string(phase) + (site ? pc : "");
+  const std::string choice = format_choice(cur_choice_);
+  add_finding(std::string(lint_name(l)), site_key,
+              detail + " after a crash, during the " + phase + " of the image [" + where() +
+                  ", crash point " + std::to_string(cur_point_) + ", choice " + choice + "]" +
+                  (site ? std::string(", ") + pc : std::string()),
+              replay_string(cur_point_, choice));
 }
 
 void Run::on_point(bool at_ack) {
@@ -391,7 +541,7 @@ bool Run::recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,
 }
 
 void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint64_t seed,
-                  std::vector<Problem>* problems) {
+                  std::vector<Problem>* problems, const AfterOp& after_op) {
   RefMap observed;
   const std::size_t before = problems->size();
   check_contents(ix, ex, &observed, problems);
@@ -400,7 +550,7 @@ void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint6
   if (!full || problems->size() != before) return;
   if (o_.continuation) {
     if (auto c = run_continuation(pool, ix, std::move(observed), touched_, seed,
-                                  o_.continuation_ops))
+                                  o_.continuation_ops, after_op))
       problems->push_back(*c);
   }
   if (o_.drain && problems->size() == before) {
@@ -422,29 +572,45 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   image_failed_ = false;
   pending_second_.clear();
 
-  const bool nested = rp_.active ? rp_.nested : o_.second_crash;
+  // nested_ watches the image through recovery (second-crash points, lints after a crash)
+  // and the continuation (lints, commit oracle); track1_ only records the written extent.
   track1_.watch(img1_.data(), img1_.size);
-  if (nested) {
-    nested_.watch(img1_.data(), img1_.size, model.extent());
-    nested_point_ = 0;
-  }
-  TracerGuard restore(nested ? static_cast<pm::Tracer*>(&nested_) : &track1_);
+  nested_.watch(img1_.data(), img1_.size, model.extent());
+  nested_point_ = 0;
+  TracerGuard restore(&nested_);
   std::vector<Problem> problems;
   {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<Index> ix;
+    ImageWatch watch(replay_string(cur_point_, format_choice(choice)));
+    try {
+    recovering_ = true;
     const bool ok = recover(img1_, &pool, &ix, &problems);
-    if (nested) {
-      if (ok) nested_.acknowledge();  // a crash point at the end of recovery
-      img1_.dirty_end = std::max(img1_.dirty_end, nested_.model().extent());
-      pm::set_tracer(&track1_);  // continuation and drain: only the extent matters
-    }
-    if (ok) oracles(*pool, *ix, expect(), true, seed, &problems);
+    if (ok) nested_.acknowledge();  // lints, and a crash point at the end of recovery
+    recovering_ = false;
+    continuing_ = true;
+    const AfterOp after_op = [&](const KvOp& op, Status want) {
+      check_commits(&op, want, nested_.commits_in_op(),
+                    "continuation after the crash [" + where() + ", crash point " +
+                        std::to_string(cur_point_) + ", choice " + format_choice(choice) + "]",
+                    replay_string(cur_point_, format_choice(choice)));
+      nested_.acknowledge();
+    };
+    if (ok) oracles(*pool, *ix, expect(), true, seed, &problems, after_op);
     ix.reset();
-    pool.reset();
+    pool.reset();  // its clean-shutdown store is no crash point of this image either
+    } catch (const std::bad_alloc&) {
+      problems.push_back({"RECOVERY_HUNG", "memory budget of " +
+                                               std::to_string(o_.memory_budget_mb) +
+                                               " MiB exceeded (std::bad_alloc)"});
+    }
+    recovering_ = continuing_ = false;
   }
-  img1_.dirty_end = std::max(img1_.dirty_end, track1_.end());
+  img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
 
+  // Before create returns, "no pool" or "no index" is a state the crash may leave.
+  if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
+    problems.clear();
   const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
     add_finding(p.kind, "op" + std::to_string(op_),
@@ -461,6 +627,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
 }
 
 void Run::on_nested_point(bool at_ack) {
+  if (continuing_ || !(rp_.active ? rp_.nested : o_.second_crash)) return;
   const std::uint64_t q = nested_point_++;
   const auto limits = nested_.model().choice_limits();
   if (rp_.active) {
@@ -501,11 +668,21 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
   {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<Index> ix;
-    if (recover(img2_, &pool, &ix, &problems)) oracles(*pool, *ix, expect(), false, 0, &problems);
+    ImageWatch watch(replay_string(cur_point_, format_choice(cur_choice_),
+                                   "rpoint=" + std::to_string(nested_point_ - 1) +
+                                       ",rchoice=" + format_choice(choice)));
+    try {
+      if (recover(img2_, &pool, &ix, &problems))
+        oracles(*pool, *ix, expect(), false, 0, &problems);
+    } catch (const std::bad_alloc&) {
+      problems.push_back({"RECOVERY_HUNG", "memory budget exceeded (std::bad_alloc)"});
+    }
     ix.reset();
     pool.reset();
   }
   img2_.dirty_end = std::max(img2_.dirty_end, track2_.end());
+  if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
+    problems.clear();  // see check_image
   if (problems.empty()) return;
   image_failed_ = true;
   const std::string outer = format_choice(cur_choice_);
@@ -525,8 +702,11 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
 
 Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
               const Options& opts) {
-  Run run(f, setup, ops, opts);
-  return run.go();
+  return run_isolated(opts, [&](int fd) {
+    Run run(f, setup, ops, opts, fd);
+    Report r = run.go();
+    return r;
+  });
 }
 
 }  // namespace wort::crashsim

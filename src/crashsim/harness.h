@@ -15,6 +15,8 @@
 //   CONTINUATION   operations after recovery disagree with the reference
 //   DRAIN          (opt-in) after removing every key, more blocks allocated than an empty index has
 //   SECOND_CRASH   a crash during recovery, recovered again, fails any of the above
+//   RECOVERY_HUNG  an image's recovery + checks exceeded the time or memory budget
+//   RECOVERY_CRASHED the process died of a signal while recovering or checking an image
 //   LIVE           the traced run itself disagreed with the reference (a wrong Status or
 //                  lookup before any crash), or its final verify()/audit failed
 // and, on every traced operation without enumeration, the lints:
@@ -23,12 +25,19 @@
 //   UNTRACKED_STORE a pool word changed without pm::store / pm::copy
 //   REDUNDANT_FLUSH a flush of a line with nothing new to write back (performance finding)
 //   REDUNDANT_FENCE a fence with nothing to order (performance finding)
+//   MISSING_FENCE  also: a commit store issued while a line flushed before it is not fenced
+//   STORE_AFTER_COMMIT a pool store after the operation's last commit store (outside blocks
+//                  it frees)
+//   COMMIT_COUNT   (Options::commits) an operation made more or fewer commit stores than its
+//                  index declares
+// The lints also run (lints_after_crash) during recovery and the continuation operations.
 // Every finding carries a replay string (seed, crash point, per-line choice vector) that
 // Options::replay accepts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -49,6 +58,17 @@ struct KvOp {
   Value value = 0;
 };
 
+//! How many commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) one
+//! acknowledged operation makes, per kind, as the index's README declares. An operation that
+//! changes nothing (insert of a present key, update or remove of an absent one) is `noop`;
+//! `create` is Index::create (Pool creation itself is not counted).
+struct CommitRule {
+  std::uint8_t min = 0, max = 0;
+};
+struct CommitTable {
+  CommitRule insert, upsert, update, remove, noop, create;
+};
+
 struct Options {
   std::uint64_t seed = 1;
   std::uint64_t pool_size = 1ull << 20;
@@ -64,6 +84,24 @@ struct Options {
   bool explore = true;                 //!< false: lints only, no crash images
   std::size_t max_crash_points = 0;    //!< explore only the first N crash points; 0 = all
   std::string replay;                  //!< non-empty: only the crash image it names
+  //! COMMIT_COUNT oracle: each acknowledged operation (traced ones and continuation ones
+  //! after a crash) made the commit stores this table allows. Unset: not checked.
+  std::optional<CommitTable> commits;
+  //! Lints (with their own kinds, the detail saying "after a crash") also while an image
+  //! recovers and while the continuation operations run on it.
+  bool lints_after_crash = true;
+  //! Also crash-test creation: Pool::create_in_memory and the factory's create run with a
+  //! recording tracer; the recording is then replayed into the simulator (crash points at
+  //! every fence and at create's return, lints, Options::commits' `create` row). Before
+  //! create returns, an image may fail to attach or open (no pool or no index yet: not a
+  //! finding) or must open as an empty index; at its return it must open. Setup follows.
+  bool trace_create = false;
+  //! Bounds (crashsim/isolate.h): the run happens in a forked child; an image whose recovery
+  //! and checks take longer than image_seconds, or need more than memory_budget_mb of new
+  //! address space, is a RECOVERY_HUNG finding; a signal inside one is RECOVERY_CRASHED.
+  bool isolate = true;
+  double image_seconds = 60;
+  std::uint64_t memory_budget_mb = 2048;
 };
 
 struct Finding {

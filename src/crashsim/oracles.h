@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,9 +45,16 @@ std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix);
 //! scan and verify(); then an audit (kind AUDIT: after recovery alone the tracing allocator
 //! agrees with the walk by construction, so the audit means something only once the
 //! recovered index has allocated and freed). The first problem, or none.
+//! `after_op` (if set) is called after each mutating operation with the Status it must
+//! return (for the commit oracle and the lints).
+using AfterOp = std::function<void(const KvOp&, Status want)>;
 std::optional<Problem> run_continuation(Pool& pool, Index& ix, RefMap ref,
-                                            const std::vector<std::string>& touched,
-                                            std::uint64_t seed, std::size_t n);
+                                        const std::vector<std::string>& touched,
+                                        std::uint64_t seed, std::size_t n,
+                                        const AfterOp& after_op = {});
+
+//! The commit rule of `op` given the Status it returns; false if `table` has none.
+CommitRule commit_rule(const CommitTable& table, const KvOp& op, Status want);
 
 //! DRAIN: removes every key, then checks that the allocator holds no more blocks or bytes
 //! than a freshly created empty index (`empty`).

@@ -30,6 +30,7 @@ std::string_view lint_name(Lint l) noexcept {
     case Lint::untracked_store: return "UNTRACKED_STORE";
     case Lint::redundant_flush: return "REDUNDANT_FLUSH";
     case Lint::redundant_fence: return "REDUNDANT_FENCE";
+    case Lint::store_after_commit: return "STORE_AFTER_COMMIT";
   }
   return "UNKNOWN";
 }
@@ -40,6 +41,9 @@ void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent) {
   model_.reset(base, size, extent);
   compare_limit_ = size <= kFullCompareLimit ? size : 0;
   exploring_ = false;
+  commits_ = 0;
+  skip_commit_store_ = after_commit_ = false;
+  after_commit_stores_.clear();
 }
 
 bool Simulator::offset_of(const void* p, std::size_t* off) const noexcept {
@@ -52,7 +56,69 @@ bool Simulator::offset_of(const void* p, std::size_t* off) const noexcept {
 
 void Simulator::on_store(void* dst, const void* src, std::size_t len) {
   std::size_t off;
-  if (offset_of(dst, &off)) model_.store(off, src, len);
+  if (!offset_of(dst, &off)) return;
+  model_.store(off, src, len);
+  // The commit's own store(s): into its word, before its fence.
+  const bool into_commit = skip_commit_store_ && off >= commit_off_ && off + len <= commit_end_;
+  if (!into_commit && after_commit_) {
+    after_commit_stores_.emplace_back(off, len);
+  }
+}
+
+void Simulator::on_commit(void* dst, std::size_t len, bool shares_fence) {
+  std::size_t off;
+  if (!offset_of(dst, &off)) return;
+  ++commits_;
+  skip_commit_store_ = true;
+  commit_off_ = off;
+  commit_end_ = off + len;
+  after_commit_ = true;
+  after_commit_stores_.clear();
+  if (!on_lint_ || shares_fence) return;
+  // A flushed, unfenced line other than the commit's own may reach the media after the
+  // commit store (stores to one line persist in order, so the commit's own line is safe).
+  const std::size_t own_first = off & ~(kLine - 1), own_last = (off + len - 1) & ~(kLine - 1);
+  std::size_t first = SIZE_MAX, n = 0;
+  for (const auto& [line, log] : model_.lines()) {
+    if (log.mark == 0 || (line >= own_first && line <= own_last)) continue;
+    if (first == SIZE_MAX) first = line;
+    ++n;
+  }
+  if (n == 0) return;
+  const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+  lint(Lint::missing_fence, first, site,
+       "commit store at offset " + hex(off) + " issued while " + std::to_string(n) +
+           " line(s) flushed earlier are not fenced (they may become durable after the commit), "
+           "first at offset " + hex(first));
+}
+
+void Simulator::on_alloc(void* p, std::size_t len) {
+  std::size_t off;
+  if (!offset_of(p, &off)) return;
+  len = std::min(len, size_ - off);
+  std::vector<std::byte> bytes(len, std::byte{0});
+  if constexpr (kFreshBlocks == BlockBytes::unspecified) {
+    std::uint64_t s = mix_seed(++junk_seq_, off);
+    for (std::size_t i = 0; i < len; i += 8) {
+      s = mix_seed(s, i);
+      std::memcpy(bytes.data() + i, &s, std::min<std::size_t>(8, len - i));
+    }
+  }
+  // Memory, shadow and durable image all hold the guaranteed bytes; stores the index makes
+  // from here on are logged as usual.
+  if (!replaying_) std::memcpy(base_ + off, bytes.data(), len);
+  model_.absorb(off, bytes.data(), len);
+}
+
+void Simulator::on_free(void* p, std::size_t len) {
+  std::size_t off;
+  if (!offset_of(p, &off)) return;
+  len = std::min(len, size_ - off);
+  // Stores into a block the operation frees are not stores after its commit.
+  std::erase_if(after_commit_stores_, [&](const std::pair<std::size_t, std::size_t>& s) {
+    return s.first >= off && s.first + s.second <= off + len;
+  });
+  if constexpr (kFreshBlocks == BlockBytes::unspecified) on_alloc(p, len);  // junk from now on
 }
 
 void Simulator::on_volatile_store(void* dst, const void* src, std::size_t len) {
@@ -82,18 +148,27 @@ void Simulator::on_fence() {
   if (exploring_ || base_ == nullptr) return;
   const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
   if (on_lint_) {
-    check_untracked();
+    if (!replaying_) check_untracked();
     if (model_.unfenced_lines() == 0)
       lint(Lint::redundant_fence, 0, site, "fence with no flushed line and no nt-store to order");
   }
   crash_point(false);
   model_.fence();
+  skip_commit_store_ = false;  // the commit's fence ends its store(s)
 }
 
 void Simulator::acknowledge() {
   if (base_ == nullptr) return;
   if (on_lint_) {
-    check_untracked();
+    if (!replaying_) check_untracked();
+    if (!after_commit_stores_.empty()) {
+      std::size_t bytes = 0;
+      for (const auto& s : after_commit_stores_) bytes += s.second;
+      lint(Lint::store_after_commit, after_commit_stores_.front().first, 0,
+           std::to_string(after_commit_stores_.size()) + " pool store(s) (" +
+               std::to_string(bytes) + " bytes) after the operation's last commit store, "
+               "first at offset " + hex(after_commit_stores_.front().first));
+    }
     if (const std::size_t line = model_.first_unflushed(); line != SIZE_MAX)
       lint(Lint::missing_flush, line, 0,
            std::to_string(model_.unflushed_lines()) +
@@ -105,11 +180,14 @@ void Simulator::acknowledge() {
                " line(s) flushed but not fenced at the acknowledgement, first at offset " +
                hex(line));
   }
+  commits_ = 0;
+  skip_commit_store_ = after_commit_ = false;
+  after_commit_stores_.clear();
   crash_point(true);
 }
 
 void Simulator::crash_point(bool at_ack) {
-  if (!on_point_) return;
+  if (!on_point_ || !crash_points_) return;
   exploring_ = true;
   on_point_(at_ack);
   exploring_ = false;

@@ -15,6 +15,17 @@
 //                          shadow: a store that bypassed pm::store / pm::copy)
 //   at a fence             UNTRACKED_STORE, REDUNDANT_FENCE (no line had a mark)
 //   at a flush             REDUNDANT_FLUSH (a covered line had no store since its mark)
+//   at a commit            MISSING_FENCE (a line other than the commit's own was flushed and
+//                          is not fenced yet: it may become durable after the commit; not for
+//                          pm::commit_sharing_fence, whose index declared either order safe)
+//   at an acknowledgement  STORE_AFTER_COMMIT (a pool store after the operation's last commit,
+//                          outside the blocks the operation freed)
+//
+// Allocated and freed blocks (Tracer::on_alloc / on_free): their bytes are what the
+// allocator guarantees, kFreshBlocks below, the one switch: today unspecified, so the
+// simulator fills them with junk in memory, in the shadow and in the durable image. A block
+// reused inside the traced run then cannot mask a missing write-back with the durable bytes
+// its previous owner left, and a read of a freed block sees junk.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +34,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "crashsim/px86.h"
 #include "pm/tracer.h"
@@ -35,8 +48,18 @@ enum class Lint : std::uint8_t {
   missing_fence,
   untracked_store,
   redundant_flush,
-  redundant_fence
+  redundant_fence,
+  store_after_commit
 };
+
+//! What the allocator guarantees about the bytes of a block it hands out or takes back
+//! (src/pm/allocator.h, Allocator::allocate: "The content is unspecified (not zeroed)").
+enum class BlockBytes : std::uint8_t {
+  unspecified,     //!< junk: modelled as seeded pseudo-random bytes, durable
+  zeroed_durable   //!< zero, and durable before allocate returns
+};
+//! THE switch: change it together with the allocator's contract, nowhere else.
+inline constexpr BlockBytes kFreshBlocks = BlockBytes::unspecified;
 //! "MISSING_FLUSH", ... (the finding kinds of harness.h).
 std::string_view lint_name(Lint l) noexcept;
 
@@ -71,6 +94,19 @@ class Simulator final : public pm::Tracer {
   void on_nt_store(void* dst, std::uint64_t value) override;
   void on_flush(const void* addr, std::size_t len) override;
   void on_fence() override;
+  void on_commit(void* dst, std::size_t len, bool shares_fence) override;
+  void on_alloc(void* p, std::size_t len) override;
+  void on_free(void* p, std::size_t len) override;
+
+  //! Commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) since the last
+  //! acknowledgement (or since watch()).
+  std::size_t commits_in_op() const noexcept { return commits_; }
+  //! Off: fences and acknowledgements are not crash points (lints still run).
+  void set_crash_points(bool on) noexcept { crash_points_ = on; }
+  //! On: the events fed in are a recording replayed after the fact (memory already holds the
+  //! end state): no UNTRACKED_STORE comparison, and allocated or freed blocks get their
+  //! modelled bytes in the shadow and durable image only, not in memory.
+  void set_replaying(bool on) noexcept { replaying_ = on; }
 
  private:
   bool offset_of(const void* p, std::size_t* off) const noexcept;
@@ -88,6 +124,15 @@ class Simulator final : public pm::Tracer {
   PointHandler on_point_;
   LintHandler on_lint_;
   std::function<std::size_t()> compare_limit_fn_;
+  bool crash_points_ = true;
+  bool replaying_ = false;
+  // per operation (reset by acknowledge)
+  std::size_t commits_ = 0;
+  bool skip_commit_store_ = false;  // stores into [commit_off_, commit_end_) before the next
+  std::size_t commit_off_ = 0, commit_end_ = 0;  // fence are the commit's own
+  bool after_commit_ = false;
+  std::vector<std::pair<std::size_t, std::size_t>> after_commit_stores_;  // (offset, len)
+  std::uint64_t junk_seq_ = 0;
 };
 
 //! Records the end of the highest store into a range (for reusing image buffers without

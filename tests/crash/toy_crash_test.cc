@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "crashsim/harness.h"
+#include "crashsim/isolate.h"
+#include "support/crash_ops.h"
 #include "support/keygen.h"
 #include "support/toy_hash.h"
 
@@ -58,6 +60,7 @@ Options base_options() {
   Options o;
   o.seed = 42;
   o.drain = true;
+  o.commits = test::kOneCommitPerChange;
   return o;
 }
 
@@ -84,7 +87,7 @@ Report run(const std::vector<KvOp>& ops, Options o = base_options()) {
 
 bool has_lint(const Report& r) {
   return r.has("MISSING_FLUSH") || r.has("MISSING_FENCE") || r.has("UNTRACKED_STORE") ||
-         r.has("REDUNDANT_FLUSH") || r.has("REDUNDANT_FENCE");
+         r.has("REDUNDANT_FLUSH") || r.has("REDUNDANT_FENCE") || r.has("STORE_AFTER_COMMIT");
 }
 
 TEST(ToyCrash, CorrectTableHasNoFindingAtAll) {
@@ -109,10 +112,14 @@ TEST(ToyCrash, MissingFenceIsLintedAndLosesAnAcknowledgedInsert) {
   EXPECT_TRUE(r.has("LOST_ACK")) << r.summary();
 }
 
-TEST(ToyCrash, CommitBeforeDataIsCaughtOnlyByCrashImages) {
+TEST(ToyCrash, CommitBeforeDataIsCaughtByImagesAndTheCommitLints) {
   const Report r = run<ToyBug::commit_first>(mixed_ops(4, 24));
-  // Every store is flushed and fenced by the acknowledgement: no lint can see the bug.
-  EXPECT_FALSE(has_lint(r)) << r.summary();
+  // Every store is flushed and fenced by the acknowledgement, so the acknowledgement lints
+  // cannot see the bug; the commit lints can: the node is written after the commit store
+  // (STORE_AFTER_COMMIT) and the next commit goes out with its write-back unfenced.
+  EXPECT_FALSE(r.has("MISSING_FLUSH")) << r.summary();
+  EXPECT_TRUE(r.has("STORE_AFTER_COMMIT")) << r.summary();
+  EXPECT_TRUE(r.has("MISSING_FENCE")) << r.summary();
   // The image where the bucket points at the unwritten node loses the rest of the chain
   // (or shows the garbage node as a key nobody put there).
   EXPECT_TRUE(r.has("LOST_ACK") || r.has("EXTRA_KEY")) << r.summary();
@@ -131,6 +138,7 @@ TEST(ToyCrash, Torn16ByteWriteNeedsPrefixesInsideALine) {
   Options o = base_options();
   o.exhaustive_cap = 1;
   o.random_samples = 0;
+  o.commits.reset();  // torn16 writes its commit by hand (two stores): no commit store
   const Report r = run<ToyBug::torn16>(inserts_only(12), o);
   EXPECT_TRUE(r.correct()) << r.summary();
 }
@@ -243,6 +251,79 @@ TEST(ToyCrash, LintsOnlyModeBuildsNoImages) {
   EXPECT_EQ(r.images, 0u);
   EXPECT_TRUE(r.has("MISSING_FLUSH")) << r.summary();
   EXPECT_FALSE(r.has("LOST_ACK"));
+}
+
+
+// --- the ordering lint at the commit, the store-after-commit lint, the commit oracle ------
+
+// The node is written back but not fenced when the commit store goes out: the commit may
+// become durable first. The commit's own fence hides this from the acknowledgement lints.
+TEST(ToyCrash, UnfencedPublishIsLintedAtTheCommit) {
+  const Report r = run<ToyBug::unfenced_publish>(inserts_only(6));
+  EXPECT_TRUE(r.has("MISSING_FENCE")) << r.summary();
+  EXPECT_NE(r.findings.front().detail.find("commit store"), std::string::npos) << r.summary();
+  EXPECT_FALSE(r.has("MISSING_FLUSH")) << r.summary();
+  EXPECT_FALSE(r.correct());
+}
+
+// A store after the commit (here harmless: the count is advisory) is flagged by the lint alone.
+TEST(ToyCrash, StoreAfterCommitIsLinted) {
+  const Report r = run<ToyBug::store_after_commit>(mixed_ops(4, 12));
+  EXPECT_TRUE(r.has("STORE_AFTER_COMMIT")) << r.summary();
+  EXPECT_FALSE(r.has("LOST_ACK") || r.has("NOT_ATOMIC") || r.has("COMMIT_COUNT")) << r.summary();
+}
+
+// Two commit stores for one insert: only the commit oracle sees it.
+TEST(ToyCrash, ExtraCommitIsCounted) {
+  const Report r = run<ToyBug::extra_commit>(mixed_ops(5, 12));
+  EXPECT_TRUE(r.has("COMMIT_COUNT")) << r.summary();
+  EXPECT_FALSE(r.has("LOST_ACK") || r.has("NOT_ATOMIC")) << r.summary();
+  EXPECT_FALSE(r.correct());
+}
+
+// A writer's repair after a crash is linted too: unsafe_repair's recovery resets a bucket
+// and persists it; with a missing flush injected nowhere else, the lints after a crash must
+// still run (they flag its redundant work at least: the repair fence orders only the reset).
+TEST(ToyCrash, LintsRunDuringRecoveryAndContinuation) {
+  Options o = base_options();
+  const Report r = run<ToyBug::missing_flush>(inserts_only(2), o);
+  bool after = false;
+  for (const Finding& f : r.findings)
+    after |= f.kind == "MISSING_FLUSH" && f.detail.find("after a crash") != std::string::npos;
+  EXPECT_TRUE(after) << r.summary();
+  o.lints_after_crash = false;
+  const Report quiet = run<ToyBug::missing_flush>(inserts_only(2), o);
+  for (const Finding& f : quiet.findings)
+    EXPECT_EQ(f.detail.find("after a crash"), std::string::npos) << f.detail;
+}
+
+
+// --- bounds: a recovery that hangs, eats memory or overflows its stack is a finding --------
+
+TEST(ToyCrash, HangingRecoveryIsAFindingWithAReplay) {
+  Options o = base_options();
+  o.image_seconds = 0.5;
+  const Report r = run<ToyBug::hang_recovery>(inserts_only(4), o);
+  ASSERT_TRUE(r.has("RECOVERY_HUNG")) << r.summary();
+  EXPECT_NE(r.findings.back().replay.find("point="), std::string::npos) << r.summary();
+  // The replay names the image: replaying it hangs again (bounded the same way).
+  Options again = o;
+  again.replay = r.findings.back().replay;
+  EXPECT_TRUE(run<ToyBug::hang_recovery>(inserts_only(4), again).has("RECOVERY_HUNG"));
+}
+
+TEST(ToyCrash, MemoryExhaustingRecoveryIsAFinding) {
+  if (!memory_budget_enforced()) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
+  Options o = base_options();
+  o.memory_budget_mb = 1024;
+  const Report r = run<ToyBug::oom_recovery>(inserts_only(4), o);
+  EXPECT_TRUE(r.has("RECOVERY_HUNG") || r.has("RECOVERY_CRASHED")) << r.summary();
+}
+
+TEST(ToyCrash, RunawayRecursionInRecoveryIsAFinding) {
+  const Report r = run<ToyBug::recurse_recovery>(inserts_only(4));
+  ASSERT_TRUE(r.has("RECOVERY_CRASHED")) << r.summary();
+  EXPECT_FALSE(r.findings.back().replay.empty());
 }
 
 }  // namespace

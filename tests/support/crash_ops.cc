@@ -5,9 +5,17 @@
 
 namespace wort::test {
 
+std::optional<crashsim::CommitTable> commit_table_for(std::string_view kind) {
+  if (kind == "wort" || kind == "woart" || kind == "artcow" || kind == "toy_hash")
+    return kOneCommitPerChange;
+  return std::nullopt;
+}
+
 crashsim::Report run_and_print(const crashsim::Factory& tree,
                                const std::vector<crashsim::KvOp>& setup,
-                               const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o) {
+                               const std::vector<crashsim::KvOp>& ops, const crashsim::Options& opts) {
+  crashsim::Options o = opts;
+  if (!o.commits) o.commits = commit_table_for(tree.kind);
   auto r = crashsim::run_kv(tree, setup, ops, o);
   std::cout << "[" << tree.kind << " crash] " << r.summary() << "\n";
   return r;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,18 +16,39 @@
 
 namespace wort::test {
 
+//! The value stored for a test's value `v`: both 32-bit halves non-zero and different for
+//! different v, so a value word written as two 4-byte stores shows as a torn value in a
+//! crash image (small values have a zero high half before and after: tearing them is
+//! invisible). Distinct v give distinct values.
+constexpr Value wide(Value v) { return v + (v + 1) * 0x0000000100000001ull; }
+
 inline crashsim::KvOp ins(std::string k, Value v = 1) {
-  return {crashsim::KvOp::Kind::insert, std::move(k), v};
+  return {crashsim::KvOp::Kind::insert, std::move(k), wide(v)};
 }
 inline crashsim::KvOp ups(std::string k, Value v) {
-  return {crashsim::KvOp::Kind::upsert, std::move(k), v};
+  return {crashsim::KvOp::Kind::upsert, std::move(k), wide(v)};
 }
 inline crashsim::KvOp upd(std::string k, Value v) {
-  return {crashsim::KvOp::Kind::update, std::move(k), v};
+  return {crashsim::KvOp::Kind::update, std::move(k), wide(v)};
 }
 inline crashsim::KvOp rem(std::string k) { return {crashsim::KvOp::Kind::remove, std::move(k), 0}; }
 
-//! crashsim::run_kv, then one line "[<kind> crash] <summary>" on stdout.
+// --- the commit oracle's tables (crashsim::Options::commits) -----------------------------
+// How many commit stores each acknowledged operation of an index makes, from its README's
+// commit table. A new index adds its row to commit_table_for() (crash_ops.cc) when it
+// registers; run_and_print() then checks every operation of its crash tests against it.
+
+//! WORT, WOART, ART+CoW and the toy hash: every operation that changes the index commits
+//! with exactly one 8-byte store; a no-op (insert of a present key, update/remove of an
+//! absent one) makes none; Index::create commits once (Pool::set_root).
+inline constexpr crashsim::CommitTable kOneCommitPerChange{
+    .insert = {1, 1}, .upsert = {1, 1}, .update = {1, 1}, .remove = {1, 1},
+    .noop = {0, 0}, .create = {1, 1}};
+
+//! The table of an index kind, or none (then COMMIT_COUNT is not checked).
+std::optional<crashsim::CommitTable> commit_table_for(std::string_view kind);
+
+//! crashsim::run_kv (with Options::commits from commit_table_for(tree.kind) unless set), then one line "[<kind> crash] <summary>" on stdout.
 crashsim::Report run_and_print(const crashsim::Factory& tree,
                                const std::vector<crashsim::KvOp>& setup,
                                const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o);

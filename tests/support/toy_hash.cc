@@ -9,6 +9,8 @@
 
 #include "index/registry.h"
 #include "pm/allocator.h"
+#include <memory>
+
 #include "pm/persist.h"
 
 namespace wort::test {
@@ -37,6 +39,13 @@ Key key_of(const NodeHeader* n) {
   return {reinterpret_cast<const std::byte*>(n + 1), n->key_len};
 }
 
+//! Runaway recursion (recurse_recovery): overflows the stack.
+[[gnu::noinline]] std::uint64_t recurse_forever(std::uint64_t n) {
+  volatile char pad[512];
+  pad[0] = static_cast<char>(n);
+  return recurse_forever(n + 1) + static_cast<std::uint64_t>(pad[0]);
+}
+
 }  // namespace
 
 template <ToyBug B>
@@ -49,7 +58,8 @@ Result<std::unique_ptr<ToyHash<B>>> ToyHash<B>::create(Pool& pool, const IndexOp
   r.magic = toy::kRootMagic;
   r.nbuckets = toy::kBuckets;
   pm::copy(pool.at<Root>(off), &r, sizeof r);
-  pm::persist(pool.at<Root>(off), sizeof r);
+  // Written back here, fenced by set_root's pm::publish.
+  if constexpr (B != ToyBug::unpersisted_root) pm::flush(pool.at<Root>(off), sizeof r);
   pool.set_root(off);
   return std::unique_ptr<ToyHash>(new ToyHash(pool, off));
 }
@@ -112,10 +122,22 @@ std::uint64_t ToyHash<B>::find(const Bucket* b, Key k, std::uint64_t** link_out)
 
 template <ToyBug B>
 void ToyHash<B>::commit_head(Bucket* b, std::uint64_t head, std::uint64_t count) {
-  pm::store(&b->head, head);
-  pm::store(&b->count, count);
-  pm::flush(b, sizeof *b);
-  if constexpr (B != ToyBug::missing_fence) pm::fence();
+  if constexpr (B == ToyBug::missing_fence || B == ToyBug::torn16) {
+    // By hand: head, then count, one write-back (missing_fence: and no fence).
+    pm::store(&b->head, head);
+    pm::store(&b->count, count);
+    pm::flush(b, sizeof *b);
+    if constexpr (B != ToyBug::missing_fence) pm::fence();
+    return;
+  }
+  if constexpr (B != ToyBug::store_after_commit && B != ToyBug::extra_commit)
+    pm::store(&b->count, count);  // advisory (recovery recomputes it), same line as head
+  if constexpr (B == ToyBug::unfenced_publish)
+    pm::commit(&b->head, head);   // BUG: the node's write-back is not fenced yet
+  else
+    pm::publish(&b->head, head);  // fence (the node's write-back), then commit
+  if constexpr (B == ToyBug::store_after_commit) pm::store_persist(&b->count, count);
+  if constexpr (B == ToyBug::extra_commit) pm::commit(&b->count, count);
   if constexpr (B == ToyBug::redundant) pm::persist(b, sizeof *b);  // nothing new: wasted
 }
 
@@ -131,7 +153,11 @@ Status ToyHash<B>::add_node(Bucket* b, Key k, Value v) {
   const std::uint64_t count = b->count + 1;
   if constexpr (B == ToyBug::commit_first) commit_head(b, off, count);  // published too early
   pm::copy(node(off), img.data(), size);
-  if constexpr (B != ToyBug::missing_flush) pm::persist(node(off), size);
+  if constexpr (B == ToyBug::missing_fence || B == ToyBug::torn16) {
+    pm::persist(node(off), size);
+  } else if constexpr (B != ToyBug::missing_flush) {
+    pm::flush(node(off), size);  // fenced by the commit's pm::publish
+  }
   if constexpr (B != ToyBug::commit_first) commit_head(b, off, count);
   return Status::ok;
 }
@@ -140,10 +166,10 @@ template <ToyBug B>
 void ToyHash<B>::write_value(NodeHeader* n, Value v) {
   if constexpr (B == ToyBug::untracked) {
     *reinterpret_cast<volatile std::uint64_t*>(&n->value) = v;  // bypasses pm::store
+    pm::persist(&n->value, sizeof v);
   } else {
-    pm::store(&n->value, v);
+    pm::commit(&n->value, v);
   }
-  pm::persist(&n->value, sizeof v);
 }
 
 template <ToyBug B>
@@ -192,11 +218,11 @@ Status ToyHash<B>::remove(Key k) {
     pm::store(&n->flags, n->flags | toy::kDead);
     pm::persist(&n->flags, sizeof n->flags);
   }
-  pm::store(link, n->next);
+  // The count is advisory (recovery recomputes it): its write-back may share the commit's
+  // fence in either order.
   pm::store(&b->count, b->count - 1);
-  pm::flush(link, sizeof *link);
   if (!same_line(link, &b->count)) pm::flush(&b->count, sizeof b->count);
-  pm::fence();
+  pm::commit_sharing_fence(link, n->next);
   if constexpr (B != ToyBug::no_free) pool_.allocator().free(off);  // unlink durable: reuse is safe
   return Status::ok;
 }
@@ -211,6 +237,15 @@ void ToyHash<B>::repair_counts() {
       return true;
     });
     if (n == b.count) continue;
+    if constexpr (B == ToyBug::hang_recovery) {
+      for (volatile std::uint64_t spin = 0;; spin = spin + 1) {}
+    }
+    if constexpr (B == ToyBug::oom_recovery) {
+      // Address space only (never touched): bounded by the simulator's RLIMIT_AS.
+      std::vector<std::unique_ptr<char[]>> hog;
+      for (;;) hog.emplace_back(new char[std::size_t{256} << 20]);
+    }
+    if constexpr (B == ToyBug::recurse_recovery) (void)recurse_forever(n);
     if constexpr (B == ToyBug::unsafe_repair) {
       // "Reset, then rebuild": correct only if nothing crashes in between.
       const std::uint64_t head = b.head;
@@ -350,6 +385,13 @@ template class ToyHash<ToyBug::untracked>;
 template class ToyHash<ToyBug::redundant>;
 template class ToyHash<ToyBug::no_free>;
 template class ToyHash<ToyBug::unsafe_repair>;
+template class ToyHash<ToyBug::unfenced_publish>;
+template class ToyHash<ToyBug::store_after_commit>;
+template class ToyHash<ToyBug::extra_commit>;
+template class ToyHash<ToyBug::unpersisted_root>;
+template class ToyHash<ToyBug::hang_recovery>;
+template class ToyHash<ToyBug::oom_recovery>;
+template class ToyHash<ToyBug::recurse_recovery>;
 
 static_assert(IndexConcept<ToyHash<ToyBug::none>>);
 
@@ -363,5 +405,12 @@ WORT_REGISTER_INDEX(ToyHash<ToyBug::untracked>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::redundant>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::no_free>);
 WORT_REGISTER_INDEX(ToyHash<ToyBug::unsafe_repair>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::unfenced_publish>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::store_after_commit>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::extra_commit>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::unpersisted_root>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::hang_recovery>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::oom_recovery>);
+WORT_REGISTER_INDEX(ToyHash<ToyBug::recurse_recovery>);
 
 }  // namespace wort::test

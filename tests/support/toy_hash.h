@@ -17,6 +17,22 @@
 //                   not of a crash (recovery's trace frees it)    -> AUDIT after continuation
 //   unsafe_repair   recovery fixes a wrong count by emptying the bucket, persisting, then
 //                   relinking: a crash in between loses the chain -> SECOND_CRASH
+//   unfenced_publish insert writes the node back but commits with pm::commit instead of
+//                   pm::publish (no fence between)  -> MISSING_FENCE at the commit, no ack lint
+//   store_after_commit insert stores the bucket count after the commit (harmless: recovery
+//                   recomputes counts)               -> STORE_AFTER_COMMIT only
+//   extra_commit    insert commits the count too    -> COMMIT_COUNT only
+//   hang_recovery / oom_recovery / recurse_recovery  recovery, on finding a count to
+//                   repair, spins forever / allocates without end / recurses without end
+//                                                  -> RECOVERY_HUNG / RECOVERY_HUNG /
+//                                                     RECOVERY_CRASHED (crashsim/isolate.h)
+//   unpersisted_root create publishes the root offset before the root block is written
+//                   back                           -> only with Options::trace_create
+//
+// The correct table commits every change with one pm::commit / pm::publish (the bucket head,
+// the value word, the unlinking link) and creates through Pool::set_root (pm::publish).
+// missing_fence, torn16 and untracked write their commit by hand, so they also make no commit
+// store (COMMIT_COUNT).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +56,14 @@ enum class ToyBug : std::uint8_t {
   untracked,
   redundant,
   no_free,
-  unsafe_repair
+  unsafe_repair,
+  unfenced_publish,
+  store_after_commit,
+  extra_commit,
+  unpersisted_root,
+  hang_recovery,
+  oom_recovery,
+  recurse_recovery
 };
 
 constexpr std::string_view toy_kind(ToyBug b) {
@@ -55,6 +78,13 @@ constexpr std::string_view toy_kind(ToyBug b) {
     case ToyBug::redundant: return "toy_hash_redundant";
     case ToyBug::no_free: return "toy_hash_no_free";
     case ToyBug::unsafe_repair: return "toy_hash_unsafe_repair";
+    case ToyBug::unfenced_publish: return "toy_hash_unfenced_publish";
+    case ToyBug::store_after_commit: return "toy_hash_store_after_commit";
+    case ToyBug::extra_commit: return "toy_hash_extra_commit";
+    case ToyBug::unpersisted_root: return "toy_hash_unpersisted_root";
+    case ToyBug::hang_recovery: return "toy_hash_hang_recovery";
+    case ToyBug::oom_recovery: return "toy_hash_oom_recovery";
+    case ToyBug::recurse_recovery: return "toy_hash_recurse_recovery";
   }
   return "toy_hash_unknown";
 }
