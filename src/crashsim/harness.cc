@@ -460,7 +460,14 @@ void Run::add_finding(const std::string& kind, const std::string& site, std::str
   stream_finding(stream_fd_, rep_.findings.back());
 }
 
+//! A commit-ordering lint (see Options::commit_lints).
+bool is_commit_lint(Lint l, const std::string& detail) {
+  return l == Lint::store_after_commit ||
+         (l == Lint::missing_fence && detail.starts_with("commit store at offset"));
+}
+
 void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
+  if (!o_.commit_lints && is_commit_lint(l, detail)) return;
   char pc[32];
   std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
   const std::string site_key = site ? pc : "op" + std::to_string(op_);
@@ -487,6 +494,7 @@ void Run::check_commits(const KvOp* op, Status want, std::size_t commits,
 }
 
 void Run::on_lint_after_crash(Lint l, std::uintptr_t site, const std::string& detail) {
+  if (!o_.commit_lints && is_commit_lint(l, detail)) return;
   char pc[32];
   std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
   const char* phase = continuing_ ? "continuation" : "recovery";
