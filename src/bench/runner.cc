@@ -52,7 +52,7 @@ double thread_cpu_seconds() {
 // Shared state of a running phase.
 struct PhaseCtx {
   const BenchOptions& o;
-  std::mutex index_lock;  // indexes are single-threaded: serialise when threads > 1
+  std::mutex index_lock;  // serialises a non-concurrent index when threads > 1
   std::atomic<std::uint64_t> done{0};
   Clock::time_point t0;
   std::uint64_t expected_ops = 0;  // for progress (0 when running for a duration)
@@ -72,7 +72,7 @@ inline void timed(PhaseCtx& ctx, WorkerStats& w, OpType type, Op&& op) {
   Clock::time_point t0;
   if (sample) t0 = Clock::now();
   long r;
-  if (ctx.o.threads > 1) {
+  if (ctx.o.threads > 1 && !ctx.o.index_concurrent) {
     std::lock_guard g(ctx.index_lock);
     r = op();
   } else {
@@ -573,8 +573,11 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
   }
   Index& idx = *idx_r.value();
   c.prefault = o.prefault ? prefault_pool(*cp.pool) : "off";
-  if (mix) run_mix(o, idx, keys, c.keys, c, progress, label);
-  else run_paper(o, idx, keys, c, progress, label);
+  BenchOptions oc = o;
+  const registry::Entry* entry = registry::find(index);
+  oc.index_concurrent = entry != nullptr && entry->concurrent;
+  if (mix) run_mix(oc, idx, keys, c.keys, c, progress, label);
+  else run_paper(oc, idx, keys, c, progress, label);
   c.pool_bytes = cp.pool->allocator().stats().bytes_allocated;
   if (o.verify) {
     auto v = idx.verify();

@@ -3,8 +3,9 @@
 // A case is one (index kind, key set, PM write latency). The runner creates a fresh pool
 // (a file under pool_dir, by default /dev/shm, or anonymous memory), creates the index
 // through the registry, and runs the phases of the chosen workload, reading the
-// persistence counters around each phase on every worker thread. Indexes are
-// single-threaded for now: with --threads > 1 every index call takes one lock.
+// persistence counters around each phase on every worker thread. With --threads > 1 an
+// index that is not concurrent (registry Entry::concurrent) is called under one lock; a
+// concurrent one is called from every thread at once.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ struct BenchOptions {
   std::string pool_dir = "/dev/shm";             //!< "" = anonymous memory
   std::uint64_t pool_size = 0;                   //!< 0 = sized from the key set
   unsigned threads = 1;
+  bool index_concurrent = false;                 //!< set per case from the registry: no lock
   unsigned sample_every = 64;                    //!< time every Nth operation
   bool search_direct = true;                     //!< paper workload: search-virtual and
                                                  //!< search-direct (adapter overhead)

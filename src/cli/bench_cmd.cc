@@ -15,6 +15,7 @@
 #include "bench/report.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "index/registry.h"
 #include "wort/index.h"
 
 namespace wort::cli {
@@ -79,9 +80,10 @@ conditions:
   --fence-latency NS   extra ns per fence in emulated mode
   --pool-dir DIR       where pool files go (default /dev/shm); 'memory' for anonymous DRAM
   --pool-size BYTES    pool size, e.g. 512M (default: from the key count and key size)
-  --threads N          worker threads (default 1). The indexes are single-threaded for
-                       now, so every index call takes one lock when N > 1; the load phase
-                       of a mix always runs on one thread so it is deterministic
+  --threads N          worker threads (default 1). A concurrent index (see `wort list`)
+                       is called from every thread at once; any other index takes one
+                       lock per call when N > 1. The load phase of a mix always runs on
+                       one thread so it is deterministic
 
 extra measurements:
   --verify             run the index's full structural check after the load
@@ -350,7 +352,14 @@ int bench_main(const Args& args, const Args& full_argv) {
   bench::BenchReport report;
   report.options = o;
   report.env = bench::gather_env(source_dir(), full_argv);
-  if (o.threads > 1) report.notes.push_back("indexes are single-threaded: with --threads > 1 every index call holds one lock");
+  if (o.threads > 1) {
+    std::string serial;
+    for (const std::string& k : o.indexes.empty() ? Index::kinds() : o.indexes)
+      if (const registry::Entry* e = registry::find(k); e && !e->concurrent)
+        serial += (serial.empty() ? "" : ", ") + k;
+    if (!serial.empty())
+      report.notes.push_back("not concurrent, so every call holds one lock with --threads > 1: " + serial);
+  }
   if (o.llc == bench::LlcMode::perf && report.env.hw_counters != "available")
     report.notes.push_back("LLC: hardware counters " + report.env.hw_counters + "; try --llc callgrind");
 

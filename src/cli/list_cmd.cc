@@ -4,13 +4,16 @@
 #include "bench/keygen.h"
 #include "bench/workload.h"
 #include "cli/commands.h"
+#include "index/registry.h"
 #include "wort/index.h"
 
 namespace wort::cli {
 
 int list_main(const Args&) {
   std::puts("indexes:");
-  for (const auto& k : Index::kinds()) std::printf("  %s\n", k.c_str());
+  for (const registry::Entry* e : registry::all())
+    std::printf("  %-10s %s%s\n", e->name.c_str(), e->persistent ? "persistent" : "volatile",
+                e->concurrent ? ", concurrent (threads call it at once)" : "");
   std::puts("key distributions (--dist):");
   for (auto d : {bench::KeyDist::dense, bench::KeyDist::sparse, bench::KeyDist::clustered,
                  bench::KeyDist::varbytes, bench::KeyDist::words, bench::KeyDist::email,

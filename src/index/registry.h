@@ -41,6 +41,9 @@ struct Entry {
   //! False for an index that keeps nothing in the pool (the volatile `art`): the shared
   //! persistence tests (damaged pools, failure injection, crash) skip it.
   bool persistent = true;
+  //! True for an index whose operations may be called from many threads at once
+  //! (T::kConcurrent): `wort bench --threads N` then calls it without its serialising lock.
+  bool concurrent = false;
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
   //! Looks up every key, in order, on the concrete class behind `idx` (made by this
@@ -85,10 +88,17 @@ constexpr bool is_persistent() {
   else return true;
 }
 
+//! T::kConcurrent if the class declares it, else false.
+template <class T>
+constexpr bool is_concurrent() {
+  if constexpr (requires { T::kConcurrent; }) return T::kConcurrent;
+  else return false;
+}
+
 template <IndexConcept T>
 struct Registrar {
   Registrar() {
-    add(Entry{std::string(T::kKind), is_persistent<T>(),
+    add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(),
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
               [](Pool& p) { return adapt<T>(T::open(p)); },
               &lookup_direct<T>});

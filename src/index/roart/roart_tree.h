@@ -29,6 +29,7 @@ class WriteLocks;
 class Roart {
  public:
   static constexpr std::string_view kKind = "roart";
+  static constexpr bool kConcurrent = true;  //!< ROWEX: readers lock-free, writers lock nodes
 
   //! A new, empty tree. opts.words[0]: mechanisms to turn off (kNoLeafCompaction, ...).
   static Result<std::unique_ptr<Roart>> create(Pool& pool, const IndexOptions& opts);
