@@ -109,5 +109,28 @@ TEST(Recovery, ImpossibleHeaderIsCorrupt) {
   EXPECT_EQ(t.status(), Status::corrupt);
 }
 
+// Regression: the checked walk returned without failing on a leaf whose key length exceeds
+// any key's (kMaxArtKey), so open() accepted the pool and dump()/verify() then read that
+// many bytes past the leaf (found by kit_damaged_pool_test once the engine's own
+// ref_in_pool re-checks were dropped). The walk must report it as corrupt.
+TEST(Recovery, LeafKeyLongerThanAnyKeyIsCorrupt) {
+  DiffChecker d(crashsim::factory_of<Tree>(), 8ull << 20);
+  d.insert(u64_str(0x1100), 1);
+  d.insert(u64_str(0x1101), 2);
+  d.insert(u64_str(0x2200), 3);
+  artcommon::Ref leaf_ref = artcommon::kNull;
+  woart::Node4Ops::for_each_from(root_node(d.pool()), 0, [&](std::uint8_t b, artcommon::Ref r) {
+    if (b == 0x22) leaf_ref = r;
+    return true;
+  });
+  ASSERT_TRUE(artcommon::is_leaf(leaf_ref));
+  auto* l = d.pool().at<artcommon::Leaf>(artcommon::ref_offset(leaf_ref));
+  pm::store_persist(&l->key_len, static_cast<decltype(l->key_len)>(artcommon::kMaxArtKey + 1));
+  auto t = Tree::open(d.pool());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status(), Status::corrupt);
+  EXPECT_NE(t.error().message.find("longer than any key"), std::string::npos) << t.error().message;
+}
+
 }  // namespace
 }  // namespace wort::test

@@ -115,7 +115,6 @@ class ArtTree {
   Result<void> repair(Ref r, unsigned expected_depth);
   Result<void> check_ref(Ref r, unsigned depth, VerifyState& st) const;
   Result<void> check_node(const NodeBase* n, unsigned depth, VerifyState& st) const;
-  bool ref_in_pool(Ref r) const;
   template <class Visit>
   Result<void> walk_checked(Visit&& visit) const;
   void dump_ref(std::ostream& os, Ref r, unsigned indent, int byte) const;

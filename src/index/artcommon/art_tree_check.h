@@ -12,18 +12,6 @@
 
 namespace wort::artcommon {
 
-template <ArtFlavor F>
-bool ArtTree<F>::ref_in_pool(Ref r) const {
-  const std::uint64_t off = ref_offset(r);
-  if (r == kNull || (off & 15) != 0) return false;
-  if (is_leaf(r)) {
-    if (!pool_.contains(off, sizeof(Leaf))) return false;
-    return pool_.contains(off, leaf_bytes(leaf(r)->key_len));
-  }
-  if (!pool_.contains(off, sizeof(NodeBase)) || !known_type(node(r)->type)) return false;
-  return pool_.contains(off, node_bytes(node(r)->type));
-}
-
 //! Recovery: walks the tree with the depth each node must have. A node whose header
 //! disagrees is the child of an interrupted split or merge: WOART rewrites its header
 //! (one persisted 8-byte store, idempotent if recovery itself is interrupted); ART+CoW
@@ -43,12 +31,9 @@ Result<void> ArtTree<F>::repair(Ref r, unsigned expected_depth) {
     pm::store_persist(&n->hdr, fixed);
   }
   const unsigned pos = n->hdr.branch_pos();
-  if (n->eok != kNull && (!is_leaf(n->eok) || !ref_in_pool(n->eok)))
-    return Error{Status::corrupt, "end-of-key slot is not a leaf in the pool"};
   Result<void> res;
   for_each_child(n, 0, [&](std::uint8_t, Ref c) {
-    if (!ref_in_pool(c)) res = Error{Status::corrupt, "child pointer outside the pool"};
-    else res = repair(c, pos + 1);
+    res = repair(c, pos + 1);
     return res.ok();
   });
   return res;
@@ -100,7 +85,7 @@ Result<void> ArtTree<F>::check_node(const NodeBase* n, unsigned depth, VerifySta
   for (unsigned i = 0; i < n->hdr.prefix_len && i < kHeaderPrefix; ++i)
     if (n->hdr.prefix[i] != key_byte(w, depth + i)) return fail("header prefix differs from leaves");
   if (n->eok != kNull) {
-    if (!is_leaf(n->eok) || !ref_in_pool(n->eok)) return fail("bad end-of-key slot");
+
     const Key e = leaf_key(leaf(n->eok));
     if (e.size() != pos || std::memcmp(e.data(), w.data(), pos) != 0)
       return fail("end-of-key leaf does not end at the branch position");
@@ -108,10 +93,6 @@ Result<void> ArtTree<F>::check_node(const NodeBase* n, unsigned depth, VerifySta
   }
   Result<void> res;
   for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
-    if (!ref_in_pool(c)) {
-      res = fail("child outside the pool");
-      return false;
-    }
     const Key m = leaf_key(min_leaf(c));
     if (m.size() <= pos || std::memcmp(m.data(), w.data(), pos) != 0 || key_byte(m, pos) != b) {
       res = fail("child " + std::to_string(b) + " holds a key of another path");
@@ -138,7 +119,12 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
     if (is_leaf(r)) {
       if (!w.enter(off, sizeof(Leaf), 16, "leaf")) return;
       const std::uint32_t len = leaf(r)->key_len;
-      if (len > kMaxArtKey || !w.fits(off, off, leaf_bytes(len), "leaf key")) return;
+      if (len > kMaxArtKey) {
+        w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has a " + std::to_string(len) +
+               "-byte key, longer than any key");
+        return;
+      }
+      if (!w.fits(off, off, leaf_bytes(len), "leaf key")) return;
       visit(r, level);
       return;
     }
