@@ -59,6 +59,8 @@ COVER = [
     ("src/pm/allocator.cc", [("crash_allocator_crash_test", "*"), ("crash_pool_crash_test", "*"),
                              ("crash_toy_crash_test", "*CorrectTable*:*Drain*"),
                              ("crash_wort_crash_test", "*Sampled*")]),
+    ("src/pm/persist.cc", [("crash_copy_changed_test", "*"), ("crash_wort_crash_test", "-*Kill9*"),
+                           ("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/pm/pool.cc", [("crash_pool_crash_test", "*"), ("crash_toy_crash_test", "*CorrectTable*")]),
 ]
 

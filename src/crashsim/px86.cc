@@ -146,6 +146,11 @@ std::size_t Px86Model::first_unflushed() const noexcept {
   return SIZE_MAX;
 }
 
+bool Px86Model::line_unflushed(std::size_t line) const noexcept {
+  const auto it = lines_.find(line);
+  return it != lines_.end() && has_unflushed(it->second);
+}
+
 std::size_t Px86Model::first_unfenced() const noexcept {
   for (const auto& [line, log] : lines_)
     if (log.mark > 0) return line;

@@ -81,6 +81,8 @@ class Px86Model {
 
   //! Offset of the first line holding a store (not a volatile one) after its mark, or SIZE_MAX.
   std::size_t first_unflushed() const noexcept;
+  //! True if the line at `line` (a line offset) holds a store not yet flushed.
+  bool line_unflushed(std::size_t line) const noexcept;
   //! Offset of the first line with a flush mark not yet fenced, or SIZE_MAX.
   std::size_t first_unfenced() const noexcept;
   //! Number of lines with stores after their mark / with an unfenced mark.

@@ -20,12 +20,18 @@
 //                          pm::commit_sharing_fence, whose index declared either order safe)
 //   at an acknowledgement  STORE_AFTER_COMMIT (a pool store after the operation's last commit,
 //                          outside the blocks the operation freed)
+//   at a skipped line      ASSUMED_DURABLE (pm::copy_changed left a line alone because memory
+//                          already held its bytes, but a store there still waits for its
+//                          write-back: the bytes are not durable)
 //
 // Allocated and freed blocks (Tracer::on_alloc / on_free): their bytes are what the
 // allocator guarantees, kFreshBlocks below, the one switch: today unspecified, so the
-// simulator fills them with junk in memory, in the shadow and in the durable image. A block
-// reused inside the traced run then cannot mask a missing write-back with the durable bytes
-// its previous owner left, and a read of a freed block sees junk.
+// simulator fills them with junk in memory, in the shadow and in the durable image: each
+// 64-byte line, by a seeded coin, either pseudo-random bytes or zeros (a never-used chunk
+// reads zero, a reused block holds its previous owner's bytes). A block reused inside the
+// traced run then cannot mask a missing write-back with the durable bytes its previous
+// owner left, a read of a freed block sees junk, and pm::copy_changed meets both lines it
+// must write and lines it may skip.
 #pragma once
 
 #include <cstddef>
@@ -49,13 +55,14 @@ enum class Lint : std::uint8_t {
   untracked_store,
   redundant_flush,
   redundant_fence,
-  store_after_commit
+  store_after_commit,
+  assumed_durable
 };
 
 //! What the allocator guarantees about the bytes of a block it hands out or takes back
 //! (src/pm/allocator.h, Allocator::allocate: "The content is unspecified (not zeroed)").
 enum class BlockBytes : std::uint8_t {
-  unspecified,     //!< junk: modelled as seeded pseudo-random bytes, durable
+  unspecified,     //!< junk: per line seeded pseudo-random bytes or zeros, durable
   zeroed_durable   //!< zero, and durable before allocate returns
 };
 //! THE switch: change it together with the allocator's contract, nowhere else.
@@ -97,6 +104,7 @@ class Simulator final : public pm::Tracer {
   void on_commit(void* dst, std::size_t len, bool shares_fence) override;
   void on_alloc(void* p, std::size_t len) override;
   void on_free(void* p, std::size_t len) override;
+  void on_assume_durable(void* p, std::size_t len) override;
 
   //! Commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) since the last
   //! acknowledgement (or since watch()).

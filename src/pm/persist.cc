@@ -218,3 +218,29 @@ const Counters& counters() noexcept { return detail::tls_counters; }
 void reset_counters() noexcept { detail::tls_counters = Counters{}; }
 
 }  // namespace wort::pm
+
+namespace wort::pm {
+
+void copy_changed(void* dst, const void* src, std::size_t n) noexcept {
+  const auto base = reinterpret_cast<std::uintptr_t>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const std::uintptr_t end = base + n;
+  std::uintptr_t run = 0;  // start of the current run of lines to write (0: none)
+  const auto write = [&](std::uintptr_t lo, std::uintptr_t hi) {
+    pm::copy(reinterpret_cast<void*>(lo), s + (lo - base), hi - lo);
+    pm::flush(reinterpret_cast<void*>(lo), hi - lo);
+  };
+  for (std::uintptr_t line = base & ~(kCacheLine - 1); line < end; line += kCacheLine) {
+    const std::uintptr_t lo = std::max(line, base), hi = std::min(line + kCacheLine, end);
+    if (std::memcmp(reinterpret_cast<const void*>(lo), s + (lo - base), hi - lo) != 0) {
+      if (run == 0) run = lo;
+      continue;
+    }
+    if (run != 0) write(run, lo), run = 0;
+    if (Tracer* t = detail::tls_tracer) [[unlikely]]
+      t->on_assume_durable(reinterpret_cast<void*>(lo), hi - lo);
+  }
+  if (run != 0) write(run, end);
+}
+
+}  // namespace wort::pm

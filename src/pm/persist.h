@@ -115,6 +115,15 @@ inline void copy(void* dst, const void* src, std::size_t n) noexcept {
 //! Fills fresh pool memory with byte `b` (for zeroing a new node).
 void fill(void* dst, std::uint8_t b, std::size_t n) noexcept;
 
+//! Copies src into [dst, dst+n), fresh memory no reader can reach yet (a new node), storing
+//! and writing back only the cache lines whose bytes differ from src; not fenced. A block
+//! of a never-used chunk reads zero, so a new node whose image is mostly empty slots costs
+//! the lines its header and entries fill, not all its lines. A line skipped because it
+//! already holds src's bytes is durable with them: memory that reads X is durably X unless
+//! a store of this process still waits for its write-back — the crash simulator checks that
+//! for every skipped line (Tracer::on_assume_durable, lint ASSUMED_DURABLE).
+void copy_changed(void* dst, const void* src, std::size_t n) noexcept;
+
 //! Non-temporal 8-byte store (movnti): bypasses the cache, durable at the next fence.
 inline void nt_store(std::uint64_t* dst, std::uint64_t v) noexcept {
   ++detail::tls_counters.nt_stores;

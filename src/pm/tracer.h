@@ -42,6 +42,9 @@ class Tracer {
   //! The allocator handed out the block [p, p+len) (len = its class size). Its bytes are
   //! whatever the allocator guarantees (today: unspecified; see Allocator::allocate).
   virtual void on_alloc(void* p, std::size_t len) { (void)p, (void)len; }
+  //! pm::copy_changed skipped [p, p+len) because it already holds the bytes to be written,
+  //! assuming them durable (no store waiting for its write-back there).
+  virtual void on_assume_durable(void* p, std::size_t len) { (void)p, (void)len; }
   //! The block [p, p+len) is being returned to the allocator (called at the start of free).
   virtual void on_free(void* p, std::size_t len) { (void)p, (void)len; }
 };

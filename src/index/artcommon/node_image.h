@@ -1,6 +1,8 @@
 // artcommon/node_image.h — building fresh nodes. A node is assembled in a DRAM image, then
-// copied into its fresh (unreachable) pool block with one pm::copy and written back. The
-// caller fences before publishing it (usually inside commit_ref, shared with other flushes).
+// copied into its fresh (unreachable) pool block, storing and writing back only the cache
+// lines whose bytes differ from the image (pm::copy_changed: a block of a never-used chunk
+// reads zero, so the empty slots' lines cost nothing). The caller fences before publishing
+// it (usually inside the commit, shared with other flushes).
 #pragma once
 
 #include <cstddef>
@@ -19,10 +21,10 @@ inline void init_base(NodeBase& b, NodeType type, const NodeHeader& hdr, Ref eok
   b.eok = eok;
 }
 
-//! Copies a finished image into a fresh block and writes it back (no fence).
+//! Copies a finished image into a fresh block and writes back the lines that changed (no
+//! fence).
 inline void publish_image(void* dst, const void* image, std::size_t n) noexcept {
-  pm::copy(dst, image, n);
-  pm::flush(dst, n);
+  pm::copy_changed(dst, image, n);
 }
 
 //! Writes back two small ranges, the shared cache line once (a second flush of a line with

@@ -110,7 +110,6 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Val
     return s;
   }
   flush_leaf(blocks_.leaf(leaf));
-  pm::flush(blocks_.node(node), sizeof(Node));
   pm::publish(slot, node);
   return Status::ok;
 }
@@ -141,7 +140,6 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   const std::uint64_t shortened = make_header(b + 1, h.prefix_len - matched - 1, below);
   pm::store(&n->header, shortened);
   flush_leaf(blocks_.leaf(leaf));
-  pm::flush(blocks_.node(parent), sizeof(Node));
   pm::flush(&n->header, sizeof n->header);
   pm::publish(slot, parent);
   return Status::ok;

@@ -36,7 +36,7 @@ unsigned child_count(const Node* n) noexcept {
 Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept {
   std::uint64_t off = 0;
   if (Status s = pool.allocator().allocate(sizeof(Node), &off); s != Status::ok) return s;
-  pm::copy(pool.at<Node>(off), &image, sizeof(Node));
+  pm::copy_changed(pool.at<Node>(off), &image, sizeof(Node));
   *word = off;
   return Status::ok;
 }

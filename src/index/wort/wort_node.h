@@ -87,8 +87,10 @@ inline const std::uint64_t* ordered_slot(const Node* n, unsigned i) noexcept {
 }
 inline constexpr unsigned kOrderedSlots = kFanout + 1;
 
-//! Allocates a node and writes `image` into it (pm::copy; not flushed). out_of_space leaves
-//! the pool unchanged.
+//! Allocates a node and writes `image` into it, storing and writing back only the cache
+//! lines whose bytes differ (pm::copy_changed: in a block of a never-used chunk, which reads
+//! zero, a new node's header and two children fill 1–2 of its 3 lines); not fenced.
+//! out_of_space leaves the pool unchanged.
 Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept;
 
 }  // namespace wort::wort_index
