@@ -177,9 +177,46 @@ def latency_section(doc):
         for p in c["phases"]:
             for op, lat in p["latency_ns"].items():
                 rows.append([f"{c['index']}/{c['dist']}", p["name"], op, fmt(p["throughput_ops_s"] / 1e6 if p["throughput_ops_s"] else None, "{:.3f}"),
+                             fmt(lat.get("samples"), "{:d}"), fmt(lat.get("mean"), "{:.0f}"), fmt(lat.get("phase_mean"), "{:.0f}"),
                              fmt(lat["p50"], "{:.0f}"), fmt(lat["p90"], "{:.0f}"), fmt(lat["p99"], "{:.0f}"), fmt(lat["p99_9"], "{:.0f}"),
-                             fmt(p["counters"]["flush_calls_per_op"]), fmt(p["counters"]["fences_per_op"])])
-    return table(["case", "phase", "op", "Mops/s", "p50 ns", "p90 ns", "p99 ns", "p99.9 ns", "flush calls/op", "fences/op"], rows)
+                             fmt(p["counters"]["lines_per_op"]), fmt(p["counters"]["fences_per_op"])])
+    return table(["case", "phase", "op", "Mops/s", "samples", "sampled mean ns", "phase mean ns", "p50 ns", "p90 ns", "p99 ns", "p99.9 ns",
+                  "lines flushed/op", "fences/op"], rows)
+
+
+def instructions_section(doc):
+    """Callgrind's instructions per insert and per lookup (search-direct), and the lookup
+    ratio to `art`: deterministic for a given build, seed and key count."""
+    by = cases_by(doc)
+    def instr(idx, d, name):
+        c = by.get((idx, d))
+        p = phase(c, name) if c else None
+        return ((p or {}).get("cache") or {}).get("instructions_per_op")
+    rows = []
+    for idx in indexes(doc):
+        r = [idx]
+        r += [fmt(instr(idx, d, "insert"), "{:.0f}") for d in DISTS]
+        for d in DISTS:
+            v, base = instr(idx, d, "search-direct"), instr("art", d, "search-direct")
+            r.append(f"{fmt(v, '{:.0f}')} ({fmt(v / base if v and base else None, '{:.2f}x')})")
+        rows.append(r)
+    head = ["index"] + [f"instr/insert {d[0].upper()}" for d in DISTS] + [f"instr/lookup {d[0].upper()} (vs art)" for d in DISTS]
+    return table(head, rows)
+
+
+HAND_BEGIN = "<!-- hand-written: begin (kept by tools/results_doc.py) -->"
+HAND_END = "<!-- hand-written: end -->"
+
+
+def hand_written(path):
+    """The hand-written sections of the existing page (between the markers), kept as they are."""
+    if not os.path.exists(path):
+        return []
+    text = open(path).read()
+    if HAND_BEGIN not in text or HAND_END not in text:
+        return []
+    body = text[text.index(HAND_BEGIN):text.index(HAND_END) + len(HAND_END)]
+    return body.split("\n") + [""]
 
 
 def space_section(doc):
@@ -262,6 +299,7 @@ def main():
         "the counts (lines flushed, fences, depth, bytes, simulated cache misses) are exact and",
         "repeat for a given seed.",
         "",
+    ] + hand_written(args.doc) + [
         "## Environment",
         "",
         env_section(bench),
@@ -308,7 +346,16 @@ def main():
             "and the same ratio in instructions from the callgrind pass (deterministic; the time",
             "ratio is within this VM's noise).", "",
             lookup_section(bench), "",
+            "## Instructions per operation (callgrind)", "",
+            f"From the callgrind pass ({(phase(bench['cases'][0], 'insert') or {}).get('cache', {}).get('at_keys', 0) or 0:,} keys; "
+            "deterministic for a given build and seed, unlike the times above): instructions per",
+            "insert, and per lookup of `search-direct` with its ratio to the volatile `art`.", "",
+            instructions_section(bench), "",
             "## Latency percentiles and persistence cost per operation", "",
+            "Latencies are sampled at random gaps (src/bench/sampler.h: a seeded geometric gap, so no",
+            "periodic cost can alias with the sampling); `sampled mean` is the mean of the samples and",
+            "`phase mean` the phase's wall time per operation: when the two agree, the percentiles",
+            "describe the phase. (The machine's other jobs inflate the phase mean, not the samples.)", "",
             latency_section(bench), "",
             "## Space and recovery", "",
             "Recovery: a child process loads the keys into a file pool and is killed with SIGKILL",
