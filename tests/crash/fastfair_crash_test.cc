@@ -95,21 +95,26 @@ TEST(FastFairCrash, InsertShiftsAcrossLines) {
 }
 
 // Witcher bug 3: the authors' remove_key wrote a line back when the destination record
-// started a line, after the next line was already dirty. Removes shifting across every
-// line boundary of the node, first / middle / last record.
+// started a line, after the next line was already dirty. A remove only kills its slot (one
+// commit store); the left shift that squeezes the dead slot out is made by the next writer
+// of the node, before its own commit: each case below is a remove followed by a writer of
+// the same node (a remove, an insert, an upsert, a no-op that must not shift), so shifts
+// cross every line boundary of the node from the first / a middle / the last record.
 TEST(FastFairCrash, RemoveKeyWritesBackBeforeDirtyingTheNextLine) {
   const auto setup = seq(0, 14);  // full node
-  EXPECT_CLEAN(run(setup, {rem(k10(0))}));
-  EXPECT_CLEAN(run(setup, {rem(k10(5)), rem(k10(1))}));
-  EXPECT_CLEAN(run(setup, {rem(k10(13)), rem(k10(99))}));
+  EXPECT_CLEAN(run(setup, {rem(k10(0)), rem(k10(1))}));         // shifts 12, then 11
+  EXPECT_CLEAN(run(setup, {rem(k10(5)), rem(k10(1)), ins(k10(5), 3)}));
+  EXPECT_CLEAN(run(setup, {rem(k10(0)), ins(k10(0), 4)}));      // the insert shifts first
+  EXPECT_CLEAN(run(setup, {rem(k10(13)), rem(k10(99)), ups(k10(3), 5)}));
   EXPECT_CLEAN(run({ins("a", 1), ins(std::string(40, 'b'), 2), ins("c", 3)},
-                   {rem(std::string(40, 'b')), rem("a")}));
+                   {rem(std::string(40, 'b')), rem("a"), rem("c")}));
 }
 
-// ... and the simulator catches the authors' write-back rule.
+// ... and the simulator catches the authors' write-back rule (in the shift the second
+// remove makes to squeeze out the first one's dead slot).
 TEST(FastFairCrash, BrokenRemoveKeyWriteBackIsCaught) {
   fastfair::faults::active = fastfair::faults::left_shift_flush_at_line_start;
-  const crashsim::Report r = run(seq(0, 14), {rem(k10(0))});
+  const crashsim::Report r = run(seq(0, 14), {rem(k10(0)), rem(k10(1))});
   fastfair::faults::active = 0;
   EXPECT_FALSE(r.correct()) << r.summary();
   EXPECT_TRUE(r.has("LOST_ACK") || r.has("NOT_ATOMIC")) << r.summary();
