@@ -37,11 +37,8 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfen
   pm::store(&r[end].ptr, recs[0].ptr);
   const unsigned tail = n - 1 + (sentinel ? 1 : 0);
   if (tail != 0) pm::flush(&r[end + 1], tail * sizeof(Record));
-  if (tail != 0 || unfenced) {
-    pm::publish(&r[end].key, recs[0].key);  // commit: the appended records become live
-  } else {
-    pm::commit(&r[end].key, recs[0].key);
-  }
+  if (tail != 0 || unfenced) pm::fence();  // the tail (or the caller's fresh node) first
+  pm::commit(&r[end].key, recs[0].key);  // commit: the appended records become live
 }
 
 bool FastFairTree::collapse_root() {
