@@ -56,6 +56,7 @@ COVER = [
     ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*")]),
     ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*")]),
     ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*")]),
+    ("src/index/fastfair/", [("crash_fastfair_crash_test", "-*Kill9*")]),
     ("src/pm/allocator.cc", [("crash_allocator_crash_test", "*"), ("crash_pool_crash_test", "*"),
                              ("crash_toy_crash_test", "*CorrectTable*:*Drain*"),
                              ("crash_wort_crash_test", "*Sampled*")]),
