@@ -58,6 +58,12 @@ inline constexpr crashsim::CommitTable kFastFairCommits{
     .insert = {1, 255}, .upsert = {1, 255}, .update = {1, 1}, .remove = {1, 255},
     .noop = {0, 0}, .create = {1, 1}};
 
+//! ROART (src/index/roart/README.md, "Commit stores"): every change commits with one
+//! non-temporal 8-byte store (pm::commit_nt / publish_nt / commit_nt_sharing_fence).
+inline constexpr crashsim::CommitTable kRoartCommits{
+    .insert = {1, 1}, .upsert = {1, 1}, .update = {1, 1}, .remove = {1, 1},
+    .noop = {0, 0}, .create = {1, 1}};
+
 //! The table of an index kind, or none (then COMMIT_COUNT is not checked).
 std::optional<crashsim::CommitTable> commit_table_for(std::string_view kind);
 
