@@ -57,19 +57,30 @@ std::int64_t Store::absolute_exptime(std::int64_t e) noexcept {
   return e;  // absolute; one in the past is simply expired
 }
 
+std::string servable_kinds() {
+  std::string s;
+  for (std::string_view k : kServableKinds) (s += s.empty() ? "" : ", ") += k;
+  return s;
+}
+
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   if (opts.kind == "art")
     return Error{Status::invalid_argument,
                  "index kind 'art' is volatile (DRAM only); serve needs a persistent one"};
   // Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
-  // through pm::publish, overwrites through kit::commit_value) order an item's write-back
-  // before the index names it: tests/server/item_crash_test.cc checks each. roart's
-  // overwrite commits with pm::commit (no fence): refused until it orders the item.
-  auto ordered = [](std::string_view k) { return k == "wort" || k == "woart" || k == "artcow"; };
+  // through pm::publish or a fenced write-back, overwrites through kit::commit_value) order an
+  // item's write-back before the index names it: tests/server/item_crash_test.cc checks each.
+  // roart's overwrite commits with pm::commit_nt (no fence first): refused until it orders
+  // the item (RoartOverwriteDoesNotOrderTheItem there).
+  auto ordered = [](std::string_view k) {
+    for (std::string_view ok : kServableKinds)
+      if (k == ok) return true;
+    return false;
+  };
   if (!ordered(opts.kind))
     return Error{Status::invalid_argument,
-                 "index kind '" + opts.kind + "' cannot serve: wort, woart or artcow (an "
-                 "index must order the item's write-back before its commit)"};
+                 "index kind '" + opts.kind + "' cannot serve: " + servable_kinds() +
+                     " (an index must order the item's write-back before its commit)"};
   std::unique_ptr<Store> s(new Store());
   s->opts_ = opts;
   bool fresh = false;

@@ -31,6 +31,13 @@
 
 namespace wort::server {
 
+//! The index kinds `wort serve` accepts: those whose commits order an item's pending
+//! write-back before the index names it (tests/server/item_crash_test.cc runs each).
+inline constexpr std::string_view kServableKinds[] = {"wort",   "woart",  "artcow", "fastfair",
+                                                      "fptree", "wbtree", "nvtree"};
+//! kServableKinds joined with ", ".
+std::string servable_kinds();
+
 struct StoreOptions {
   std::string pool_path;              //!< created if missing, else opened and recovered
   std::string kind = "wort";          //!< index kind for a new pool (persistent kinds only)

@@ -14,7 +14,11 @@
 
 #include "crashsim/harness.h"
 #include "index/artcow/artcow.h"
+#include "index/fastfair/fastfair_tree.h"
+#include "index/fptree/fptree_tree.h"
+#include "index/nvtree/nvtree_tree.h"
 #include "index/roart/roart_tree.h"
+#include "index/wbtree/wbtree_tree.h"
 #include "index/woart/woart.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
@@ -153,6 +157,10 @@ const std::vector<KvOp> kOps = {ups("user:0000000000000003", 3), ups("user:00000
 TEST(ServeItemCrash, SetNewKeyAndOverwriteWort) { EXPECT_CLEAN(run_items<WortTree>(kSetup, kOps)); }
 TEST(ServeItemCrash, SetNewKeyAndOverwriteWoart) { EXPECT_CLEAN(run_items<woart::Woart>(kSetup, kOps)); }
 TEST(ServeItemCrash, SetNewKeyAndOverwriteArtCow) { EXPECT_CLEAN(run_items<artcow::ArtCow>(kSetup, kOps)); }
+TEST(ServeItemCrash, SetNewKeyAndOverwriteFastFair) { EXPECT_CLEAN(run_items<FastFairTree>(kSetup, kOps)); }
+TEST(ServeItemCrash, SetNewKeyAndOverwriteFPTree) { EXPECT_CLEAN(run_items<FPTree>(kSetup, kOps)); }
+TEST(ServeItemCrash, SetNewKeyAndOverwriteWbTree) { EXPECT_CLEAN(run_items<WbTree>(kSetup, kOps)); }
+TEST(ServeItemCrash, SetNewKeyAndOverwriteNvTree) { EXPECT_CLEAN(run_items<NvTree>(kSetup, kOps)); }
 
 // ROART (merged later) commits an overwritten value with pm::commit, not kit::commit_value:
 // nothing fences the item's write-back before the index names it, so `wort serve` refuses

@@ -70,8 +70,14 @@ Result<std::unique_ptr<NvTree>> NvTree::open(Pool& pool) {
   if (!opened) return opened.error();
   if (auto r = check_anchor(**opened); !r) return r.error();
   std::unique_ptr<NvTree> tree(new NvTree(pool, *opened));
-  if (auto r = kit::recover(pool, *tree); !r) return r.error();
+  // In a values_are_blocks pool the trace also scans every value (kit::walk_all), and a scan
+  // routes through the DRAM inner nodes: so check the leaves first, rebuild, then trace.
+  const bool trace_values = pool.values_are_blocks();
+  if (auto r = trace_values ? tree->visit_blocks([](std::uint64_t) {}) : kit::recover(pool, *tree); !r)
+    return r.error();
   tree->rebuild_from_leaves();
+  if (trace_values)
+    if (auto r = kit::recover(pool, *tree); !r) return r.error();
   return tree;
 }
 
