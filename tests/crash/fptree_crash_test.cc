@@ -47,6 +47,23 @@ TEST(FPTreeCrash, FirstInsertPublishesHead) {
   EXPECT_CLEAN(run({}, {ins("", 1)}));  // the empty key, in a key block
 }
 
+// Index::create traced (crashsim::Options::trace_create): a crash point at every fence of
+// creation, and the COMMIT_COUNT table's create row (one commit: the pool root). The one
+// lint allowed is the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc, see
+// tests/crash/pool_crash_test.cc); any other finding fails.
+TEST(FPTreeCrash, CreateIsTraced) {
+  crashsim::Options o;
+  o.trace_create = true;
+  const crashsim::Report r = run({}, {ins(k8(5), 50), ins(k8(6), 60)}, o);
+  EXPECT_TRUE(r.correct()) << r.summary();
+  for (const auto& f : r.findings)
+    EXPECT_TRUE(f.kind == "REDUNDANT_FLUSH" && f.detail.find("60 of 64") != std::string::npos &&
+                f.detail.find("creation") != std::string::npos)
+        << r.summary();
+  EXPECT_GT(r.crash_points, 4u) << "creation was not traced";
+  EXPECT_GT(r.images, 0u);
+}
+
 TEST(FPTreeCrash, InsertIntoLeafWithRoom) {
   EXPECT_CLEAN(run({ins(k8(1))}, {ins(k8(2), 2), ins(ks(3), 3), ins(k8(4), 4)}));
 }
@@ -104,6 +121,33 @@ TEST(FPTreeCrash, PaperLeafSplit) {
   o.exhaustive_cap = 16;
   o.random_samples = 4;
   EXPECT_CLEAN(run_and_print(fptree_with(0, 0), setup, {ins(k8(100), 1), ins(k8(1), 2)}, o));
+}
+
+// Write-backs an insert makes outside the bitmap's line, which the small and the paper's
+// leaves never need: (a) a 56-slot leaf keeps `inline_map` in line 1, so an insert into a
+// slot >= 2 (outside that line) whose inline bit flips (a key block where an 8-byte key
+// was) writes it back by itself; (b) a 64-slot leaf keeps fingerprints 56..63 in line 1.
+TEST(FPTreeCrash, InlineWordAndFingerprintOutsideTheBitmapLine) {
+  crashsim::Options o;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  const std::vector<KvOp> three{ins(k8(1)), ins(k8(2)), ins(k8(3))};
+  EXPECT_CLEAN(run_and_print(fptree_with(56, 0), three, {rem(k8(3)), ins(ks(4), 4)}, o));
+  std::vector<KvOp> setup;
+  for (int i = 0; i < 57; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i) * 3)));
+  EXPECT_CLEAN(run_and_print(fptree_with(64, 0), setup, {ins(k8(1000), 1), ins(ks(1), 2)}, o));
+}
+
+// An update's one bitmap store sets the new slot's bit and clears the old one; in a leaf of
+// more than 32 slots the two bits can lie in different 4-byte halves of the bitmap word
+// (here: old slot 0, new slot 40), so only an 8-byte store keeps the update atomic.
+TEST(FPTreeCrash, UpdateAcrossTheBitmapHalves) {
+  std::vector<KvOp> setup;
+  for (int i = 0; i < 40; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i))));
+  crashsim::Options o;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  EXPECT_CLEAN(run_and_print(fptree_with(56, 0), setup, {upd(k8(0), 7), ups(k8(1), 8)}, o));
 }
 
 TEST(FPTreeCrash, SampledMixedOperations) {

@@ -47,6 +47,23 @@ TEST(NvTreeCrash, FirstLeafAndAppends) {
   EXPECT_CLEAN(run({ins("abc"), ins("ab")}, {ins("", 8), rem("ab"), ins("ab", 9)}));
 }
 
+// Index::create traced (crashsim::Options::trace_create): a crash point at every fence of
+// creation, and the COMMIT_COUNT table's create row (one commit: the pool root). The one
+// lint allowed is the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc, see
+// tests/crash/pool_crash_test.cc); any other finding fails.
+TEST(NvTreeCrash, CreateIsTraced) {
+  crashsim::Options o;
+  o.trace_create = true;
+  const crashsim::Report r = run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o);
+  EXPECT_TRUE(r.correct()) << r.summary();
+  for (const auto& f : r.findings)
+    EXPECT_TRUE(f.kind == "REDUNDANT_FLUSH" && f.detail.find("60 of 64") != std::string::npos &&
+                f.detail.find("creation") != std::string::npos)
+        << r.summary();
+  EXPECT_GT(r.crash_points, 4u) << "creation was not traced";
+  EXPECT_GT(r.images, 0u);
+}
+
 // A full first leaf splits (the anchor's head is the link), then a later leaf (a
 // predecessor's next); with 2-leaf PLNs the second split overflows a PLN (rebuild).
 TEST(NvTreeCrash, SplitsAtTheHeadAndAfterAPredecessor) {
@@ -104,6 +121,42 @@ TEST(NvTreeCrash, SampledMixedOperations) {
     o.random_samples = 4;
     EXPECT_CLEAN(run(b.setup, b.ops, o));
   }
+}
+
+// A full pool: the split that finds only one free block takes the anchor's spare leaf as
+// its second (anchor.spare := 0, persisted, before the new leaves are linked: the block must
+// never be reachable twice), and the next operation re-reserves a spare from the old leaf
+// the split freed (ensure_spare); a remove in a full leaf with no free block compacts into
+// the spare. Setup fills a small pool with ascending keys up to the last insert that fits
+// (probed without crash images); the last inserts and the removes run traced.
+TEST(NvTreeCrash, FullPoolTakesAndReReservesTheSpareLeaf) {
+  crashsim::Options o;
+  o.chunk_size = 4096;
+  o.pool_size = 4 * 4096;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  o.continuation_ops = 3;
+  crashsim::Options probe = o;
+  probe.explore = false;
+  probe.lints = false;
+  const std::vector<KvOp> all = inserts(1, 2000);
+  auto fits = [&](std::size_t n) {
+    const std::vector<KvOp> prefix(all.begin(), all.begin() + static_cast<long>(n));
+    return crashsim::run_kv(small_nodes(), prefix, {}, probe).correct();
+  };
+  std::size_t lo = 1, hi = all.size();  // fits(lo), and hi is past the last that fits
+  ASSERT_TRUE(fits(lo));
+  ASSERT_FALSE(fits(hi)) << "the pool is not full after " << hi << " inserts";
+  while (hi - lo > 1) {
+    const std::size_t mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  ASSERT_GE(lo, 20u);
+  const std::size_t traced = 5;  // covers the last split, which takes the spare
+  const std::vector<KvOp> setup(all.begin(), all.begin() + static_cast<long>(lo - traced));
+  std::vector<KvOp> ops(all.begin() + static_cast<long>(lo - traced), all.begin() + static_cast<long>(lo));
+  for (std::uint64_t k = lo; k > lo - 3; --k) ops.push_back(rem(u64_str(k)));
+  EXPECT_CLEAN(run(setup, ops, o));
 }
 
 // The deliberately broken variant (no fence between the new leaves' write-back and the

@@ -60,6 +60,23 @@ TEST(WbTreeCrash, LeafAndInnerSplits) {
   EXPECT_CLEAN(run(inserts(100, 16, 10), inserts(101, 6, 10), o));
 }
 
+// Index::create traced (crashsim::Options::trace_create): a crash point at every fence of
+// creation, and the COMMIT_COUNT table's create row (one commit: the pool root). The one
+// lint allowed is the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc, see
+// tests/crash/pool_crash_test.cc); any other finding fails.
+TEST(WbTreeCrash, CreateIsTraced) {
+  crashsim::Options o;
+  o.trace_create = true;
+  const crashsim::Report r = run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o);
+  EXPECT_TRUE(r.correct()) << r.summary();
+  for (const auto& f : r.findings)
+    EXPECT_TRUE(f.kind == "REDUNDANT_FLUSH" && f.detail.find("60 of 64") != std::string::npos &&
+                f.detail.find("creation") != std::string::npos)
+        << r.summary();
+  EXPECT_GT(r.crash_points, 4u) << "creation was not traced";
+  EXPECT_GT(r.images, 0u);
+}
+
 TEST(WbTreeCrash, UpsertAndUpdate) {
   const std::vector<KvOp> setup = inserts(1, 6);
   EXPECT_CLEAN(run(setup, {ups(u64_str(1), 11), upd(u64_str(2), 22), ups(u64_str(30), 33),
