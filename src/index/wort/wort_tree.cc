@@ -66,7 +66,58 @@ inline std::size_t branch_of(std::uint64_t header) noexcept {
   return (header & kMaxDepth) + ((header >> kDepthBits) & ((1u << kPrefixLenBits) - 1));
 }
 
+//! The partial key at position i (< 64 / kSpanBits) of a key of at most 8 bytes held in a
+//! word most significant byte first, zero padded (key_word).
+inline unsigned partial_of_word(std::uint64_t key, std::size_t i) noexcept {
+  return static_cast<unsigned>(key >> (64 - kSpanBits * (i + 1))) & (kFanout - 1);
+}
+
+//! v, through an empty asm: the compiler cannot replace it by a value it knows to be equal.
+inline std::size_t hide_value(std::size_t v) noexcept {
+  asm("" : "+r"(v));
+  return v;
+}
+
+//! The bytes of a key of at most 8 bytes, the first one most significant, zero padded.
+inline std::uint64_t key_word(Key k) noexcept {
+  std::uint64_t w = 0;
+  for (std::byte b : k) w = (w << 8) | static_cast<std::uint8_t>(b);
+  return k.empty() ? 0 : w << (64 - 8 * k.size());
+}
+
 }  // namespace
+
+// Keys of at most 8 bytes (the paper's integer keys): the key lives in a register, and each
+// node's child is read at the branch position the parent predicts (its own + 1: a node
+// without a compressed prefix) while the node's header is read beside it to confirm. So the
+// descent waits for one load per level — the child word — and not for header, branch
+// position and key byte in turn; a node with a prefix costs a second read of its slot.
+std::optional<Value> WortTree::lookup_short(Key k) const {
+  const std::size_t count = Partial::count(k);
+  const std::uint64_t key = key_word(k);
+  std::uint64_t w = anchor_->root;
+  std::size_t expect = 0;  // the root node's depth; a node without prefix branches there
+  while (w != 0 && !is_leaf(w)) {
+    const Node* n = blocks_.node(w);
+    std::uint64_t next = expect < count ? n->child[partial_of_word(key, expect)] : n->end_child;
+    // The next prediction is made from this one before b is known (hidden from the compiler,
+    // which would otherwise derive it from b, equal on this path, and so wait for the header).
+    std::size_t following = hide_value(expect + 1);
+    const std::size_t b = branch_of(n->header);
+    if (b != expect) [[unlikely]] {
+      if (b > count) return std::nullopt;  // the key ends inside the node's prefix
+      next = b < count ? n->child[partial_of_word(key, b)] : n->end_child;
+      following = b + 1;
+    }
+    w = next;
+    expect = following;
+  }
+  if (w == 0) return std::nullopt;
+  const LeafHeader* l = blocks_.leaf(w);
+  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
+    return std::nullopt;
+  return l->value;
+}
 
 // Optimistic: the stored prefix partial keys are skipped, not compared; only the branch
 // position (which SplitCmp, the remove-merge and RecoverHeader all keep, so an interrupted
@@ -74,6 +125,7 @@ inline std::size_t branch_of(std::uint64_t header) noexcept {
 // which decides: a key that left the tree's path inside a skipped prefix reaches another
 // key's leaf, or an empty slot, and gets nullopt.
 std::optional<Value> WortTree::lookup(Key k) const {
+  if (k.size() <= 8) return lookup_short(k);
   const std::size_t count = Partial::count(k);
   std::uint64_t w = anchor_->root;
   while (w != 0 && !is_leaf(w)) {

@@ -51,6 +51,8 @@ class WortTree {
   using HeaderFields = wort_index::HeaderFields;
 
   WortTree(Pool& pool, wort_index::Anchor* anchor) noexcept;
+  //! lookup() of a key of at most 8 bytes (wort_tree.cc says how it differs).
+  std::optional<Value> lookup_short(Key k) const;
 
   // wort_insert.cc
   Status put(Key k, Value v, PutMode mode);
