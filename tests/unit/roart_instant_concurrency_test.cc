@@ -267,10 +267,11 @@ TEST(RoartInstantRestart, SynchronousOpenStillChecksFirst) {
 // audits and compares.
 TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
   TempDir d("race");
-  const auto keys = make_keys(Gen::random_u64, 40000, 5);
-  build(d.pool(), keys, 20000, 16);
+  const auto keys = make_keys(Gen::random_u64, 80000, 5);
+  build(d.pool(), keys, 80000, 16);
   std::map<std::string, Value> ref;
-  for (std::size_t i = 0; i < 20000; ++i) ref[keys[i]] = i;
+  for (std::size_t i = 0; i < 80000; ++i) ref[keys[i]] = i;
+  unsigned overlapped = 0;  // rounds where a writer's change landed before the trace ended
   for (unsigned round = 0; round < 6; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     auto pool = Pool::open(d.pool(), Roart::kKind);
@@ -279,6 +280,7 @@ TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
     ASSERT_TRUE(t);
     Roart& r = **t;
     std::vector<std::map<std::string, Value>> changes(2);
+    std::atomic<bool> overlap{false};
     std::vector<std::thread> th;
     for (unsigned w = 0; w < 2; ++w)
       th.emplace_back([&, w] {
@@ -293,6 +295,7 @@ TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
           } else if (r.upsert(as_key(key), i) == Status::ok) {
             changes[w][key] = i;
           }
+          if (i == 0 && !r.trace_done()) overlap = true;
         }
       });
     th.emplace_back([&] {
@@ -300,6 +303,7 @@ TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
     });
     for (auto& x : th) x.join();
     ASSERT_TRUE(r.wait_trace().ok());
+    overlapped += overlap;
     for (auto& c : changes)
       for (auto& [k, v] : c) {
         if (v == ~Value{0}) ref.erase(k);
@@ -317,6 +321,8 @@ TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
     });
     EXPECT_EQ(n, ref.size());
   }
+  // (timing: not asserted; the held tests above overlap by construction)
+  std::printf("[roart instant] %u of 6 rounds had a change before the trace ended\n", overlapped);
 }
 
 }  // namespace
