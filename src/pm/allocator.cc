@@ -96,7 +96,9 @@ enum class ChunkKind : std::uint8_t { uncarved, small, large_head, interior };
 
 struct ChunkInfo {
   ChunkKind kind = ChunkKind::uncarved;
-  bool frozen = false;  // carved before this open and not yet traced
+  // Carved before this open and not yet traced. Written under mu; atomic because free()
+  // reads it first without mu (recover_concurrent clears it while frees run).
+  std::atomic<bool> frozen{false};
   std::uint32_t cls = 0;
   std::uint64_t span = 0;                                   // large_head: chunks
   std::unique_ptr<std::atomic<std::uint32_t>[]> requested;  // small: per block, 0 = free
@@ -165,7 +167,10 @@ struct Allocator::Impl {
   std::uint64_t hwm = 0;
   std::vector<std::vector<std::uint64_t>> global_free;  // per class
   std::multimap<std::uint64_t, std::uint64_t> free_spans;  // span length -> head chunk
+  bool concurrent_trace = false;  // begin_concurrent_recovery .. recover_concurrent's end
+  std::vector<std::uint64_t> freed_while_tracing;  // meanwhile: frees of frozen blocks
   // ---
+  std::uint64_t traced_chunks = 0;  // chunks carved before this open (frozen until the trace)
   std::atomic<bool> trace_pending{false};
   std::atomic<std::uint64_t> fail_countdown{0};  // fail_nth_allocation; read-mostly
   std::unique_ptr<ThreadCache> caches[kMaxSlots];  // each touched only by its slot's thread
@@ -182,6 +187,7 @@ struct Allocator::Impl {
   enum class Reach { ok, not_a_block, twice, free };
   Reach reach(std::uint64_t off, VisitedSet& seen, const char** why) const;
   void check_free(std::uint64_t off) const;
+  bool free_frozen(std::uint64_t off, const ChunkInfo& ci);
   //! The chunk after c's span: the walk over span heads (uncarved chunks, span 0, count one).
   std::uint64_t next_head(std::uint64_t c) const {
     return c + std::max<std::uint64_t>(chunks[c].span, 1);
@@ -222,6 +228,7 @@ Allocator::Impl::Impl(Pool& p, bool fresh)
     recip[c] = ~0ull / classes.size(c) + 1;  // ceil(2^64 / size); sizes are never 1
   global_free.resize(classes.count());
   hwm = hdr->chunk_hwm;
+  traced_chunks = fresh ? 0 : hwm;
   if (!fresh && hwm > 0) {
     load_chunk_table();
     trace_pending.store(true, std::memory_order_relaxed);
@@ -248,7 +255,7 @@ void Allocator::Impl::set_small(std::uint64_t c, std::uint32_t cls, bool frozen)
   ci.kind = ChunkKind::small;
   ci.cls = cls;
   ci.span = 1;
-  ci.frozen = frozen;
+  ci.frozen.store(frozen, std::memory_order_relaxed);
   ci.requested.reset(new std::atomic<std::uint32_t>[classes.blocks_per_chunk(cls)]());
   ci.large_requested.store(0, std::memory_order_relaxed);
 }
@@ -257,13 +264,13 @@ void Allocator::Impl::set_large(std::uint64_t c, std::uint64_t span, bool frozen
   ChunkInfo& ci = chunks[c];
   ci.kind = ChunkKind::large_head;
   ci.span = span;
-  ci.frozen = frozen;
+  ci.frozen.store(frozen, std::memory_order_relaxed);
   ci.requested.reset();
   ci.large_requested.store(0, std::memory_order_relaxed);
   for (std::uint64_t i = 1; i < span; ++i) {
     chunks[c + i].kind = ChunkKind::interior;
     chunks[c + i].requested.reset();
-    chunks[c + i].frozen = false;
+    chunks[c + i].frozen.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -318,7 +325,8 @@ std::uint64_t Allocator::Impl::reclaim_free_chunks() {
   for (const auto& list : global_free)
     for (std::uint64_t off : list) ++listed[(off - first) >> chunk_shift];
   auto whole = [&](std::uint64_t c) {
-    return chunks[c].kind == ChunkKind::small && !chunks[c].frozen &&
+    return chunks[c].kind == ChunkKind::small &&
+           !chunks[c].frozen.load(std::memory_order_relaxed) &&
            listed[c] == classes.blocks_per_chunk(chunks[c].cls);
   };
   std::uint64_t n = 0;
@@ -469,17 +477,30 @@ Allocator::Impl::Reach Allocator::Impl::reach(std::uint64_t off, VisitedSet& see
   *why = r.error;
   if (r.error) return Reach::not_a_block;
   if (!seen.mark(r.chunk, r.block, blocks_in(r.chunk))) return Reach::twice;
-  if (!chunks[r.chunk].frozen && !is_live(r)) return Reach::free;
+  if (!chunks[r.chunk].frozen.load(std::memory_order_relaxed) && !is_live(r)) return Reach::free;
   return Reach::ok;
 }
 
 void Allocator::Impl::check_free(std::uint64_t off) const {
   const BlockRef r = locate(off);
   const char* why = r.error;
-  if (!why && !chunks[r.chunk].frozen && !is_live(r)) why = "the block is free (double free?)";
+  if (!why && !chunks[r.chunk].frozen.load(std::memory_order_acquire) && !is_live(r))
+    why = "the block is free (double free?)";
   if (!why) return;
   std::fprintf(stderr, "wort allocator: free(%s): %s\n", hex(off).c_str(), why);
   std::abort();
+}
+
+//! free() of a block whose chunk read frozen: true if it is still frozen, and then the
+//! trace decides (it is free unless reachable) — unless a concurrent trace runs, whose walk
+//! may have reached the block before its unlink: that free is recorded. False if the trace
+//! unfroze the chunk meanwhile (the caller frees it the ordinary way). Takes mu: the check
+//! and the record are one step against recover_concurrent's decision.
+bool Allocator::Impl::free_frozen(std::uint64_t off, const ChunkInfo& ci) {
+  std::lock_guard lock(mu);
+  if (!ci.frozen.load(std::memory_order_relaxed)) return false;
+  if (concurrent_trace) freed_while_tracing.push_back(off);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -531,8 +552,12 @@ void Allocator::free(std::uint64_t offset) noexcept {
     t->on_free(m.base + offset, block_size(offset));
   const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
   ChunkInfo& ci = m.chunks[c];
-  // A block of a chunk not yet traced: recover() decides (it is free unless reachable).
-  if (ci.frozen) return;
+  if (ci.frozen.load(std::memory_order_acquire)) [[unlikely]] {
+    if (m.free_frozen(offset, ci)) return;
+    // recover_concurrent decided the chunk meanwhile and kept the block (the walk reached
+    // it, as its contract asks of a block still to be freed): an ordinary free.
+    if constexpr (kCheckFrees) m.check_free(offset);
+  }
   if (ci.kind == ChunkKind::large_head) return m.free_large(c);
   const std::uint32_t cls = ci.cls;
   const std::uint64_t i = m.block_index(offset - m.chunk_offset(c), cls);
@@ -598,7 +623,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
   std::lock_guard lock(m.mu);
   for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     ChunkInfo& ci = m.chunks[c];
-    if (!ci.frozen) continue;
+    if (!ci.frozen.load(std::memory_order_relaxed)) continue;
     if (ci.kind == ChunkKind::small) {
       const std::uint32_t size = m.classes.size(ci.cls);
       auto& list = m.global_free[ci.cls];
@@ -613,8 +638,85 @@ Result<void> Allocator::recover(BlockWalker walk) {
     } else {
       m.free_spans.emplace(ci.span, c);
     }
-    ci.frozen = false;
+    ci.frozen.store(false, std::memory_order_release);
   }
+  m.trace_pending.store(false, std::memory_order_release);
+  return {};
+}
+
+std::uint64_t Allocator::trace_boundary() const noexcept {
+  return impl_->chunk_offset(impl_->traced_chunks);
+}
+
+bool Allocator::begin_concurrent_recovery() noexcept {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (!trace_pending()) return false;
+  m.concurrent_trace = true;
+  return true;
+}
+
+Result<void> Allocator::recover_concurrent(BlockWalker walk) {
+  Impl& m = *impl_;
+  {
+    std::lock_guard lock(m.mu);
+    if (!m.concurrent_trace) return recover(walk);  // not begun, or nothing pending
+  }
+  // The walk runs without mu: allocate() and free() go on. Below the boundary nothing it
+  // reads changes (frozen chunks keep their kind, and hand out nothing); above it the
+  // chunks are this session's, not the walk's to report.
+  VisitedSet seen(m.count);
+  std::string problem;
+  Result<void> walked = walk([&](std::uint64_t off) {
+    if (!problem.empty()) return;
+    const std::uint64_t c = off < m.first ? m.count : (off - m.first) >> m.chunk_shift;
+    if (c >= m.traced_chunks) {
+      problem = "recovery reached offset " + hex(off) + ", not in a traced chunk";
+      return;
+    }
+    const BlockRef r = m.locate(off);
+    if (r.error) problem = "recovery reached offset " + hex(off) + ", " + r.error;
+    else (void)seen.mark(r.chunk, r.block, m.blocks_in(r.chunk));  // twice: fine here
+  });
+  if (walked && !problem.empty()) walked = Error{Status::corrupt, problem};
+
+  std::lock_guard lock(m.mu);
+  if (!walked) {  // the traced chunks stay frozen: nothing reused, nothing lost
+    m.concurrent_trace = false;
+    m.freed_while_tracing = {};
+    return walked;
+  }
+  // Blocks freed while the walk ran are free whatever it reached (it reads a tree that
+  // changes under it: it may have reached them before their unlink). Each is recorded once:
+  // a frozen block is never handed out again, so never freed twice.
+  std::sort(m.freed_while_tracing.begin(), m.freed_while_tracing.end());
+  auto live = [&](std::uint64_t c, std::uint64_t block, std::uint64_t off) {
+    return seen.test(c, block) &&
+           !std::binary_search(m.freed_while_tracing.begin(), m.freed_while_tracing.end(), off);
+  };
+  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
+    ChunkInfo& ci = m.chunks[c];
+    if (!ci.frozen.load(std::memory_order_relaxed)) continue;
+    if (ci.kind == ChunkKind::small) {
+      const std::uint32_t size = m.classes.size(ci.cls);
+      auto& list = m.global_free[ci.cls];
+      for (std::uint32_t i = m.classes.blocks_per_chunk(ci.cls); i-- > 0;) {
+        const std::uint64_t off = m.chunk_offset(c) + std::uint64_t{i} * size;
+        if (live(c, i, off))
+          ci.requested[i].store(size, std::memory_order_relaxed);  // request size unknown
+        else
+          list.push_back(off);
+      }
+    } else if (live(c, 0, m.chunk_offset(c))) {
+      ci.large_requested.store(ci.span << m.chunk_shift, std::memory_order_relaxed);
+    } else {
+      m.free_spans.emplace(ci.span, c);
+    }
+    // Release: a free() that reads it unfrozen without mu sees the decision above.
+    ci.frozen.store(false, std::memory_order_release);
+  }
+  m.freed_while_tracing = {};
+  m.concurrent_trace = false;
   m.trace_pending.store(false, std::memory_order_release);
   return {};
 }
@@ -641,7 +743,7 @@ AuditReport Allocator::audit(BlockWalker walk) const {
   // of their blocks are live is exactly what the pending trace will decide.
   for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     const ChunkInfo& ci = m.chunks[c];
-    if (ci.frozen) continue;
+    if (ci.frozen.load(std::memory_order_relaxed)) continue;
     if (ci.kind == ChunkKind::small) {
       const std::uint32_t size = m.classes.size(ci.cls);
       for (std::uint32_t i = 0; i < m.classes.blocks_per_chunk(ci.cls); ++i)

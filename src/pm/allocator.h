@@ -87,6 +87,26 @@ class Allocator {
   //! True until recover() has run on a reopened pool.
   bool trace_pending() const noexcept;
 
+  //! Instant restart (ROART §3.4.2), step 1, called before the index serves any request:
+  //! from now until recover_concurrent() ends, free() of a block in a chunk the pending trace
+  //! decides is recorded (the block ends up free even if the walk reached it). False (and
+  //! nothing changes) if no trace is pending.
+  bool begin_concurrent_recovery() noexcept;
+  //! Instant restart, step 2: recover() run while the index serves requests, on a thread of
+  //! its own, after begin_concurrent_recovery(). allocate() and free() may run meanwhile
+  //! (fresh chunks serve the allocations, as before any trace). The walk must reach every
+  //! block of the traced chunks that is live when it returns: reachable, or unlinked but not
+  //! yet passed to free() (an index that defers its frees reports those too) — a block it
+  //! misses is made free, and a later free() of it would free it twice. It may reach a block
+  //! more than once or reach blocks freed meanwhile, and must not report a block at or above
+  //! trace_boundary() (those chunks are not traced). On failure the traced chunks stay
+  //! frozen (nothing is reused, nothing lost) and frees of their blocks are ignored again.
+  //! Without begin_concurrent_recovery() (or with no trace pending) it is recover().
+  Result<void> recover_concurrent(BlockWalker walk);
+  //! Offset of the first chunk carved since this open: blocks below it belong to the chunks
+  //! a pending trace decides; blocks at or above it are this session's own.
+  std::uint64_t trace_boundary() const noexcept;
+
   //! Compares the allocator's view with the blocks the walker reaches.
   AuditReport audit(BlockWalker walk) const;
   AllocatorStats stats() const noexcept;

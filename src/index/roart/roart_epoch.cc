@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstddef>
+#include <thread>
 
 #include "pm/allocator.h"
 
@@ -49,9 +50,6 @@ std::size_t Epochs::register_thread() {
   return tls_slot_offset;
 }
 
-namespace {
-}  // namespace
-
 void Epochs::retire(std::uint64_t off) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the unlink before the epoch read
   std::lock_guard<std::mutex> g(m_);
@@ -78,6 +76,20 @@ void Epochs::reclaim() {
   }
   retired_.resize(kept);
   pending_.store(kept, std::memory_order_relaxed);
+}
+
+void Epochs::synchronize() noexcept {
+  // Advance past every epoch pinned so far (a pin announces the global it read, before its
+  // reads of the tree), then wait for each slot to unpin or to hold a newer epoch: such a
+  // thread pinned after this call began.
+  const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  const unsigned hi = g_ids.hi();
+  for (unsigned i = 0; i < hi; ++i)
+    for (;;) {
+      const std::uint64_t e = slots_[i].epoch.load(std::memory_order_seq_cst);
+      if (e == 0 || e >= now) break;
+      std::this_thread::yield();
+    }
 }
 
 void Epochs::drain() {

@@ -57,6 +57,17 @@ class Epochs {
   void drain();
   //! Blocks retired and not yet freed.
   std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+  //! Waits until every thread pinned when it is called has unpinned (a grace period): an
+  //! operation running then has finished, its unlinked blocks retired. The caller must not
+  //! be pinned.
+  void synchronize() noexcept;
+  //! Calls f(offset) for each block retired and not yet freed (under the lock that frees
+  //! them: none is freed meanwhile). f must not call into this Epochs.
+  template <class F>
+  void for_each_retired(F&& f) {
+    std::lock_guard<std::mutex> g(m_);
+    for (const auto& r : retired_) f(r.second);
+  }
 
  private:
   struct alignas(64) Slot {

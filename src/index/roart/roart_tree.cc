@@ -19,7 +19,10 @@ Roart::Roart(Pool& pool, Anchor* anchor)
       epochs_(pool.allocator()) {}
 
 //! Frees what is still retired (no operation may be running).
-Roart::~Roart() { epochs_.drain(); }
+Roart::~Roart() {
+  if (trace_thread_.joinable()) trace_thread_.join();
+  epochs_.drain();
+}
 
 Result<std::unique_ptr<Roart>> Roart::create(Pool& pool, const IndexOptions& opts) {
   if ((opts.words[0] & ~kAllFlags) != 0 || opts.words[1] || opts.words[2] || opts.words[3])

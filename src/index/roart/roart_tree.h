@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "index/roart/roart_epoch.h"
 #include "index/roart/roart_layout.h"
@@ -26,6 +27,15 @@ namespace wort::roart {
 
 class WriteLocks;
 
+//! Test only (tests/unit/roart_instant_test.cc): the background trace does not walk through
+//! blocks made this session, so blocks moved under them are missed — the broken variant
+//! that shows the instant-restart tests can fail.
+extern std::atomic<bool> g_broken_trace_skips_session_blocks;
+//! Test only: the background trace neither waits for a grace period nor reports the blocks
+//! retired and not yet freed, so the allocator frees them and their later free() is a
+//! second one.
+extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
+
 class Roart {
  public:
   static constexpr std::string_view kKind = "roart";
@@ -36,6 +46,24 @@ class Roart {
   //! Checks the anchor and runs the allocator's trace (kit::recover). Nothing else: node
   //! metadata is rebuilt on first touch, prefixes are repaired by the next writer.
   static Result<std::unique_ptr<Roart>> open(Pool& pool);
+  //! Instant restart (§3.4.2, roart_restart.cc): checks the anchor and returns; the
+  //! allocator's trace runs on a background thread while the tree serves requests. `hold`
+  //! (tests): while it reads true the trace waits (checked every 64 blocks).
+  static Result<std::unique_ptr<Roart>> open_instant(Pool& pool,
+                                                     const std::atomic<bool>* hold = nullptr);
+  //! True once the background trace of open_instant has ended (or there was none).
+  bool trace_done() const noexcept {
+    const int s = trace_state_.load(std::memory_order_acquire);
+    return s != kTraceWalking && s != kTraceSynchronizing;
+  }
+  //! True while the background trace, its walk done, waits for the operations that
+  //! overlapped it to finish (tests: a reader pinned then holds it here).
+  bool trace_synchronizing() const noexcept {
+    return trace_state_.load(std::memory_order_acquire) == kTraceSynchronizing;
+  }
+  //! Waits for the background trace; its error if it failed (then the chunks it was to
+  //! decide stay frozen: nothing reused, nothing lost).
+  Result<void> wait_trace();
 
   Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
   Status upsert(Key k, Value v) { return put(k, v, /*overwrite=*/true); }
@@ -66,6 +94,11 @@ class Roart {
   struct CheckState;
 
   Roart(Pool& pool, Anchor* anchor);
+  // --- instant restart (roart_restart.cc)
+  Result<void> trace_live(BlockVisitorFn v, const std::atomic<bool>* hold);
+  Result<void> trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) const;
+  static constexpr int kTraceNone = 0, kTraceWalking = 1, kTraceSynchronizing = 2,
+                       kTraceDone = 3, kTraceFailed = 4;
 
   // --- blocks and the generation check (roart_tree.cc)
   NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
@@ -156,6 +189,9 @@ class Roart {
   std::atomic<std::uint64_t> repairs_{0};
   mutable Shared<std::uint64_t> root_lock_{0};  //!< DRAM: guards anchor.root (roart_lock.h)
   mutable Epochs epochs_;
+  std::atomic<int> trace_state_{kTraceNone};
+  Error trace_error_;
+  std::thread trace_thread_;  //!< open_instant's background trace (joined by the destructor)
 };
 
 }  // namespace wort::roart
