@@ -316,7 +316,7 @@ def copy_if_changed(src, dst):
 
 def build(build_dir, targets, jobs):
     r = subprocess.run(["ninja", "-C", build_dir, "-j", str(jobs)] + sorted(targets),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     return r.returncode == 0, r.stdout
 
 
@@ -326,7 +326,7 @@ def run_tests(build_dir, tests, timeout):
         cmd = [os.path.join(build_dir, binary), "--gtest_filter=" + filt, "--gtest_brief=1",
                "--gtest_fail_fast=1"]
         try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                timeout=timeout)
         except subprocess.TimeoutExpired:
             return True, f"{binary} timed out after {timeout} s"

@@ -81,6 +81,10 @@ inline std::size_t hide_value(std::size_t v) noexcept {
 //! The bytes of a key of at most 8 bytes, the first one most significant, zero padded.
 inline std::uint64_t key_word(Key k) noexcept {
   std::uint64_t w = 0;
+  if (k.size() == 8) {  // the common case: one load and a byte swap
+    std::memcpy(&w, k.data(), 8);
+    return __builtin_bswap64(w);
+  }
   for (std::byte b : k) w = (w << 8) | static_cast<std::uint8_t>(b);
   return k.empty() ? 0 : w << (64 - 8 * k.size());
 }
@@ -95,22 +99,27 @@ inline std::uint64_t key_word(Key k) noexcept {
 std::optional<Value> WortTree::lookup_short(Key k) const {
   const std::size_t count = Partial::count(k);
   const std::uint64_t key = key_word(k);
+  const Blocks blocks = blocks_;
   std::uint64_t w = anchor_->root;
   std::size_t expect = 0;  // the root node's depth; a node without prefix branches there
+  std::uint64_t rest = key;  // the key's partial keys from position `expect` on, top bits first
   while (w != 0 && !is_leaf(w)) {
-    const Node* n = blocks_.node(w);
-    std::uint64_t next = expect < count ? n->child[partial_of_word(key, expect)] : n->end_child;
+    const Node* n = blocks.node(w);
+    std::uint64_t next = expect < count ? n->child[rest >> (64 - kSpanBits)] : n->end_child;
     // The next prediction is made from this one before b is known (hidden from the compiler,
     // which would otherwise derive it from b, equal on this path, and so wait for the header).
     std::size_t following = hide_value(expect + 1);
+    std::uint64_t rest_next = rest << kSpanBits;
     const std::size_t b = branch_of(n->header);
     if (b != expect) [[unlikely]] {
       if (b > count) return std::nullopt;  // the key ends inside the node's prefix
       next = b < count ? n->child[partial_of_word(key, b)] : n->end_child;
       following = b + 1;
+      rest_next = following < count ? key << (kSpanBits * following) : 0;
     }
     w = next;
     expect = following;
+    rest = rest_next;
   }
   if (w == 0) return std::nullopt;
   const LeafHeader* l = blocks_.leaf(w);
