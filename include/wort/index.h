@@ -68,6 +68,18 @@ concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOption
 };
 // clang-format on
 
+//! How Index::open recovers a pool.
+struct OpenOptions {
+  //! Serve before the allocator's recovery trace ends (ROART's instant restart, paper 001
+  //! §3.4.2): open returns once the anchor is checked and the trace runs on a background
+  //! thread (Index::wait_recovery waits for it); chunks carved before the crash hand out
+  //! nothing until it ends. Only indexes that implement it (Entry::open_instant: roart) do
+  //! so; the others open synchronously. The trace still checks every word it follows, but
+  //! requests served meanwhile trust the pool: a damaged pool is caught by the synchronous
+  //! open, not by this one.
+  bool instant_restart = false;
+};
+
 //! Type-erased handle over any index kind.
 class Index {
  public:
@@ -75,8 +87,9 @@ class Index {
   //! Creates an index of `kind` in a fresh pool whose header names the same kind.
   static Result<std::unique_ptr<Index>> create(Pool& pool, std::string_view kind,
                                                const IndexOptions& opts = {});
-  //! Opens the index the pool holds (its kind comes from the header); runs recovery.
-  static Result<std::unique_ptr<Index>> open(Pool& pool);
+  //! Opens the index the pool holds (its kind comes from the header); runs recovery (all of
+  //! it before returning, unless `o.instant_restart` and the index supports it).
+  static Result<std::unique_ptr<Index>> open(Pool& pool, const OpenOptions& o = {});
   //! Names of every registered kind, sorted.
   static std::vector<std::string> kinds();
 
@@ -94,6 +107,9 @@ class Index {
   //! Reports every pool block reachable from the root (the allocator's recovery trace and
   //! audit); a word that is not a block of this pool stops the walk with corrupt.
   virtual Result<void> visit_blocks(BlockVisitorFn v) const = 0;
+  //! Waits for a recovery still running in the background (OpenOptions::instant_restart)
+  //! and returns its result; at once, with success, when there is none.
+  virtual Result<void> wait_recovery() { return {}; }
 };
 
 //! The adapter the registry instantiates for each concrete index.
@@ -115,6 +131,12 @@ class IndexAdapter final : public Index {
   Result<void> verify() const override { return impl_->verify(); }
   void dump(std::ostream& os) const override { impl_->dump(os); }
   Result<void> visit_blocks(BlockVisitorFn v) const override { return impl_->visit_blocks(v); }
+  Result<void> wait_recovery() override {
+    if constexpr (requires(T& t) { { t.wait_trace() } -> std::same_as<Result<void>>; })
+      return impl_->wait_trace();
+    else
+      return {};
+  }
 
  private:
   std::unique_ptr<T> impl_;

@@ -45,7 +45,7 @@ Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
   return e->create(pool, opts);
 }
 
-Result<std::unique_ptr<Index>> Index::open(Pool& pool) {
+Result<std::unique_ptr<Index>> Index::open(Pool& pool, const OpenOptions& o) {
   const registry::Entry* e = registry::find(pool.kind());
   if (!e)
     return Error{Status::wrong_kind, "pool holds index kind '" + std::string(pool.kind()) +
@@ -53,6 +53,7 @@ Result<std::unique_ptr<Index>> Index::open(Pool& pool) {
   if (pool.root() == 0)
     return Error{Status::corrupt, "pool of kind '" + std::string(pool.kind()) +
                                       "' has no index root (created but never initialised)"};
+  if (o.instant_restart && e->open_instant) return e->open_instant(pool);
   return e->open(pool);
 }
 

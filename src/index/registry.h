@@ -46,6 +46,9 @@ struct Entry {
   bool concurrent = false;
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
+  //! T::open_instant(pool) if the class has one (serves before the recovery trace ends:
+  //! OpenOptions::instant_restart), else empty.
+  std::function<Result<std::unique_ptr<Index>>(Pool&)> open_instant;
   //! Looks up every key, in order, on the concrete class behind `idx` (made by this
   //! entry's create/open): one dynamic_cast, then lookup_each on T, a non-virtual,
   //! inlinable T::lookup per key. The benchmark compares it with lookup_each on `Index`
@@ -95,12 +98,21 @@ constexpr bool is_concurrent() {
   else return false;
 }
 
+//! Entry::open_instant for index class T: T::open_instant if it has one.
+template <IndexConcept T>
+std::function<Result<std::unique_ptr<Index>>(Pool&)> open_instant_of() {
+  if constexpr (requires(Pool& p) { T::open_instant(p); })
+    return [](Pool& p) { return adapt<T>(T::open_instant(p)); };
+  else
+    return {};
+}
+
 template <IndexConcept T>
 struct Registrar {
   Registrar() {
     add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(),
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
-              [](Pool& p) { return adapt<T>(T::open(p)); },
+              [](Pool& p) { return adapt<T>(T::open(p)); }, open_instant_of<T>(),
               &lookup_direct<T>});
   }
 };
