@@ -21,7 +21,7 @@ answers.
 
   --pool PATH        pool file (required)
   --index KIND       index for a new pool: wort (default), woart, artcow, fastfair, fptree,
-                     wbtree, nvtree (not art: volatile; not roart: see src/server/README.md)
+                     wbtree, nvtree, roart (not art: volatile)
   -p, --port N       TCP port (default 11211; 0 picks a free one, see --port-file)
   -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
   -t, --threads N    worker threads, each with its own epoll loop (default 4)

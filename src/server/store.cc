@@ -68,10 +68,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
     return Error{Status::invalid_argument,
                  "index kind 'art' is volatile (DRAM only); serve needs a persistent one"};
   // Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
-  // through pm::publish or a fenced write-back, overwrites through kit::commit_value) order an
-  // item's write-back before the index names it: tests/server/item_crash_test.cc checks each.
-  // roart's overwrite commits with pm::commit_nt (no fence first): refused until it orders
-  // the item (RoartOverwriteDoesNotOrderTheItem there).
+  // through pm::publish or a fenced write-back, overwrites through kit::commit_value or
+  // roart's publish_nt) order an item's write-back before the index names it:
+  // tests/server/item_crash_test.cc checks each.
   auto ordered = [](std::string_view k) {
     for (std::string_view ok : kServableKinds)
       if (k == ok) return true;

@@ -34,7 +34,7 @@ namespace wort::server {
 //! The index kinds `wort serve` accepts: those whose commits order an item's pending
 //! write-back before the index names it (tests/server/item_crash_test.cc runs each).
 inline constexpr std::string_view kServableKinds[] = {"wort",   "woart",  "artcow", "fastfair",
-                                                      "fptree", "wbtree", "nvtree"};
+                                                      "fptree", "wbtree", "nvtree", "roart"};
 //! kServableKinds joined with ", ".
 std::string servable_kinds();
 

@@ -177,7 +177,7 @@ TEST_P(ServeCrash, EveryAcknowledgedItemSurvivesSigkill) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ServeCrash,
                          ::testing::Values("wort", "woart", "artcow", "fastfair", "fptree",
-                                           "wbtree", "nvtree"),
+                                           "wbtree", "nvtree", "roart"),
                          [](const auto& i) { return std::string(i.param); });
 
 }  // namespace

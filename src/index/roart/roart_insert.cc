@@ -46,7 +46,7 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
         if (!overwrite) {
           *out = Status::exists;
         } else {
-          commit_value(slot_leaf_ptr(a->slot[i].get()), v);
+          commit_value(pool_, slot_leaf_ptr(a->slot[i].get()), v);
           *out = Status::ok;
         }
         return true;
@@ -187,7 +187,7 @@ Status Roart::put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    commit_value(pool_, l, v);
     return Status::ok;
   }
   std::uint64_t fresh;
@@ -223,7 +223,7 @@ Status Roart::put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k,
   const std::uint16_t fp = fingerprint(k);
   if (const int i = find_in_array(a, k, fp); i >= 0) {
     if (!overwrite) return Status::exists;
-    commit_value(slot_leaf_ptr(a->slot[i].get()), v);
+    commit_value(pool_, slot_leaf_ptr(a->slot[i].get()), v);
     return Status::ok;
   }
   std::uint64_t fresh;
@@ -311,7 +311,7 @@ Status Roart::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(e);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    commit_value(l, v);
+    commit_value(pool_, l, v);
     return Status::ok;
   }
   std::uint64_t fresh;

@@ -70,6 +70,10 @@ Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept {
   return Status::ok;
 }
 
-void commit_value(Leaf* l, Value v) noexcept { pm::commit_nt(&l->value.raw, v); }
+void commit_value(const Pool& pool, Leaf* l, Value v) noexcept {
+  // (commit_nt first in source order: tools/mutations/roart.txt names it "1")
+  if (!pool.values_are_blocks()) pm::commit_nt(&l->value.raw, v);
+  else pm::publish_nt(&l->value.raw, v);
+}
 
 }  // namespace wort::roart

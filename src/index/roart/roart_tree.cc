@@ -168,7 +168,7 @@ Status Roart::update(Key k, Value v) {
   Epochs::Guard g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
-  commit_value(const_cast<Leaf*>(l), v);
+  commit_value(pool_, const_cast<Leaf*>(l), v);
   return Status::ok;
 }
 
