@@ -236,6 +236,21 @@ inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
   fence();
 }
 
+//! commit_nt whose fence also ends write-backs issued just before it that may become
+//! durable in either order with the commit (as commit_sharing_fence: WOART's merge).
+inline void commit_nt_sharing_fence(std::uint64_t* dst, std::uint64_t v) noexcept {
+  ++detail::tls_counters.commits;
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof v, true);
+#if defined(__SANITIZE_THREAD__)
+  __atomic_store_n(dst, v, __ATOMIC_RELEASE);
+  flush(dst, sizeof v);
+#else
+  nt_store(dst, v);
+#endif
+  fence();
+}
+
 //! Fence, then commit_nt: for a commit whose data (a new node) was flushed but not fenced.
 inline void publish_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
   fence();
