@@ -6,7 +6,8 @@
 // Protocol (all DRAM, nothing in the pool):
 //   pin:     slot[me] = global  (sequentially consistent store: a full barrier, so the
 //            tree reads that follow cannot be ordered before the announcement)
-//   retire:  full fence (the unlinking commit before the epoch read), remember (global, off)
+//   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global),
+//            remember (global, off)
 //   reclaim: global += 1; oldest = min over pinned slots; free every block retired at an
 //            epoch < oldest (all of them when nobody is pinned)
 //   unpin:   slot[me] = 0 (release)
@@ -22,6 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -58,8 +60,9 @@ class EpochReclaimer {
   //! The block at `off` was unlinked by a commit that is durable: free it once no pinned
   //! thread can hold it.
   void retire(std::uint64_t off) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // the unlink before the read
-    const std::uint64_t e = global_.load(std::memory_order_seq_cst);
+    // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
+    // unlinking commit is ordered before the epoch read.
+    const std::uint64_t e = global_.fetch_add(0, std::memory_order_seq_cst);
     Latch l(*this);
     retired_.emplace_back(e, off);
     pending_.store(retired_.size(), std::memory_order_relaxed);
@@ -132,7 +135,7 @@ class EpochReclaimer {
           return i + 1;
         }
       }
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // all taken: wait for one
+      std::this_thread::yield();  // all taken: wait for one
     }
   }
 
