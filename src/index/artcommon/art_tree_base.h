@@ -2,6 +2,8 @@
 // Included through art_tree_impl.h by the flavor's .cc that instantiates the template.
 #pragma once
 
+#include <sched.h>
+
 #include "index/artcommon/art_tree.h"
 #include "index/common/anchor.h"
 #include "pm/allocator.h"
@@ -45,6 +47,36 @@ Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
 }
 
+//! The child under b, for a lock-free reader: a leaf reached through a node that reuses
+//! slots is accepted only if the entry's commit word did not change meanwhile (then its
+//! pointer was committed: see StampedNodeOps); otherwise the node is read again.
+template <ArtFlavor F>
+Ref ArtTree<F>::read_child(const NodeBase* n, std::uint8_t b) const {
+  return with_ops(n->type, [&](auto ops) -> Ref {
+    using Ops = decltype(ops);
+    if constexpr (Ops::kReusesSlots) {
+      for (;;) {
+        std::uint64_t stamp;
+        const Ref r = Ops::find_stamped(n, b, &stamp);
+        if (!is_leaf(r) || Ops::stamp(n, b) == stamp) [[likely]] return r;
+      }
+    } else {
+      return Ops::find(n, b);
+    }
+  });
+}
+
+//! A child c that for_each_child reported under b, made safe for a reader to follow: a leaf
+//! under a node that reuses slots is read again through read_child (kNull: removed since).
+template <ArtFlavor F>
+Ref ArtTree<F>::checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const {
+  if (!is_leaf(c)) return c;
+  return with_ops(n->type, [&](auto ops) -> Ref {
+    if constexpr (decltype(ops)::kReusesSlots) return read_child(n, b);
+    else return c;
+  });
+}
+
 template <ArtFlavor F>
 unsigned ArtTree<F>::child_count(const NodeBase* n) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::count(n); });
@@ -67,6 +99,21 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
 template <ArtFlavor F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::retire_ref(Ref r) {
+  epochs_.retire(ref_offset(r));
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::free_block(void* pool, std::uint64_t off) {
+  static_cast<Pool*>(pool)->allocator().free(off);
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::sched_yield_now() noexcept {
+  sched_yield();
 }
 
 template <ArtFlavor F>

@@ -16,6 +16,9 @@ struct Node48Ops {
   static constexpr unsigned kCapacity = 48;
   static constexpr bool kInPlace = true;  //!< add/remove edit the node and commit in place
   static constexpr const char* kName = "node48";
+  static constexpr bool kReusesSlots = true;  //!< see StampedNodeOps (node_ops.h)
+  static Ref find_stamped(const NodeBase* n, std::uint8_t b, std::uint64_t* stamp) noexcept;
+  static std::uint64_t stamp(const NodeBase* n, std::uint8_t b) noexcept;
 
   //! Child for key byte b, or 0.
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;

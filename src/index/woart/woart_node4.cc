@@ -1,8 +1,10 @@
 #include "index/woart/woart_node4.h"
 
+#include <bit>
 #include <cstring>
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
 namespace wort::woart {
@@ -56,25 +58,40 @@ SlotWord without_entry(SlotWord s, unsigned p) noexcept {
 }
 }  // namespace
 
+//! The slot word, read whole (lock-free readers: one snapshot per node visit).
+static SlotWord slots_of(const Node4* x) noexcept { return artcommon::load_word(&x->slots); }
+
 Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
+  std::uint64_t stamp;
+  return find_stamped(n, b, &stamp);
+}
+
+Ref Node4Ops::find_stamped(const NodeBase* n, std::uint8_t b, std::uint64_t* stamp) noexcept {
   const Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
-  return p < 0 ? artcommon::kNull : x->child[x->slots.idx[p] - 1];
+  const SlotWord s = slots_of(x);
+  *stamp = std::bit_cast<std::uint64_t>(s);
+  const int p = position_of(s, b);
+  return p < 0 ? artcommon::kNull : artcommon::load(&x->child[s.idx[p] - 1]);
+}
+
+std::uint64_t Node4Ops::stamp(const NodeBase* n, std::uint8_t) noexcept {
+  return std::bit_cast<std::uint64_t>(slots_of(as4(n)));
 }
 
 Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
   Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
-  return p < 0 ? nullptr : &x->child[x->slots.idx[p] - 1];
+  const SlotWord s = slots_of(x);
+  const int p = position_of(s, b);
+  return p < 0 ? nullptr : &x->child[s.idx[p] - 1];
 }
 
-unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(as4(n)->slots); }
+unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(slots_of(as4(n))); }
 
 bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
   const Node4* x = as4(n);
-  const SlotWord s = x->slots;
+  const SlotWord s = slots_of(x);
   for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i)
-    if (s.key[i] >= from && !fn(s.key[i], x->child[s.idx[i] - 1])) return false;
+    if (s.key[i] >= from && !fn(s.key[i], artcommon::load(&x->child[s.idx[i] - 1]))) return false;
   return true;
 }
 
@@ -101,16 +118,19 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[ci], r);
   pm::flush(&x->child[ci], sizeof(Ref));
   // Pointer (and the new child) durable before the slot word names it.
-  pm::publish(&x->slots, with_entry(s, b, ci));
+  pm::publish_nt(reinterpret_cast<std::uint64_t*>(&x->slots),
+                 std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
   return true;
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   WORT_DCHECK(n->type == kType);
   Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
+  const SlotWord s = x->slots;
+  const int p = position_of(s, b);
   if (p < 0) return;
-  pm::commit(&x->slots, without_entry(x->slots, static_cast<unsigned>(p)));
+  pm::commit_nt(reinterpret_cast<std::uint64_t*>(&x->slots),
+                std::bit_cast<std::uint64_t>(without_entry(s, static_cast<unsigned>(p))));
 }
 
 bool Node4Ops::check(const NodeBase* n, std::string* why) {
