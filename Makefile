@@ -2,8 +2,13 @@
 #   make run    install what is missing, build Release, run the main job on a default pool
 #   make test   install what is missing, build Release and ASan+UBSan and run every test;
 #               build with ThreadSanitizer and run the concurrency tests (*_concurrency_test.cc)
-# Other targets: build, build-asan, build-tsan, deps, clean, mutate (the crash tests' mutation score:
-#   tools/mutate.py over tools/mutations/*.txt, in a scratch copy under /tmp; minutes).
+#               The differential tests use the paper's key sets at 100k keys here
+#               (WORT_TEST_SCALE=small), so that make test stays well inside CI's time.
+# Other targets: build, build-asan, build-tsan, deps, clean,
+#   soak    the long runs, before an issue is resolved: the differential tests at the paper's
+#           1M keys, and 300 damaged pools per damage kind and index (WORT_FUZZ_TRIALS)
+#   mutate  the crash tests' mutation score: tools/mutate.py over tools/mutations/*.txt, in a
+#           scratch copy under /tmp
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -11,7 +16,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 
-.PHONY: run test build build-asan build-tsan deps clean test-release test-asan test-tsan mutate
+.PHONY: run test build build-asan build-tsan deps clean test-release test-asan test-tsan soak mutate
 
 deps:
 	@tools/install-deps.sh
@@ -32,7 +37,7 @@ run: build
 	@tools/run-main.sh $(BUILD)
 
 test-release: build
-	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 900
+	@cd $(BUILD) && WORT_TEST_SCALE=small ctest -j $(JOBS) --output-on-failure --timeout 900
 
 test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -43,6 +48,11 @@ test-tsan: build-tsan
 	  ctest -j $(JOBS) --output-on-failure --timeout 1500
 
 test: test-release test-asan test-tsan
+
+soak: build
+	@cd $(BUILD) && WORT_TEST_SCALE=full ctest -j $(JOBS) --output-on-failure --timeout 3600 \
+	  -R 'PaperSets/|Dists/'
+	@cd $(BUILD) && WORT_FUZZ_TRIALS=300 ./kit_damaged_pool_test
 
 mutate: deps
 	@python3 tools/mutate.py --jobs $(JOBS) $(MUTATE_ARGS)

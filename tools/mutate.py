@@ -19,8 +19,10 @@ Operators (N counts from 1, in source order inside the function body):
                            store_persist, copy) or any call <prim>(...) given with its name
   persist-to-flush N       pm::persist -> pm::flush (the fence is gone)
   store-persist-to-store N pm::store_persist -> pm::store (neither write-back nor fence)
-  publish-to-commit N      pm::publish -> pm::commit (the ordering fence before it is gone)
-  commit-unfenced N        the N-th commit primitive (commit/publish/commit_sharing_fence)
+  publish-to-commit N      pm::publish -> pm::commit, pm::publish_nt -> pm::commit_nt (the
+                           ordering fence before it is gone)
+  commit-unfenced N        the N-th commit primitive (commit/publish/commit_sharing_fence,
+                           and the non-temporal commit_nt/publish_nt/commit_nt_sharing_fence)
                            -> store + flush, no fence after it
   commit-unflushed N       ... -> store only (never written back by the operation)
   split-commit N           ... -> two 4-byte stores (low half, then high half) + persist
@@ -56,17 +58,21 @@ COVER = [
     ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*")]),
     ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*")]),
     ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*")]),
+    ("src/index/fastfair/", [("crash_fastfair_crash_test", "-*Kill9*")]),
     ("src/pm/allocator.cc", [("crash_allocator_crash_test", "*"), ("crash_pool_crash_test", "*"),
                              ("crash_toy_crash_test", "*CorrectTable*:*Drain*"),
                              ("crash_wort_crash_test", "*Sampled*")]),
     ("src/pm/persist.cc", [("crash_copy_changed_test", "*"), ("crash_wort_crash_test", "-*Kill9*"),
                            ("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/pm/pool.cc", [("crash_pool_crash_test", "*"), ("crash_toy_crash_test", "*CorrectTable*")]),
+    ("src/index/roart/", [("crash_roart_crash_test", "-*Kill9*")]),
 ]
 
-COMMIT_PRIMS = ("commit_sharing_fence", "publish", "commit")
+COMMIT_PRIMS = ("commit_sharing_fence", "publish", "commit",
+                "commit_nt_sharing_fence", "publish_nt", "commit_nt")  # _nt: ROWEX (movnti)
+PUBLISH_PRIMS = ("publish", "publish_nt")  # a leading fence, kept by the commit mutations
 HOOK = ("if (auto* mut_t_ = ::wort::pm::tracer()) "
-        "mut_t_->on_commit((void*)({d}), sizeof(*({d})), false);")
+        "mut_t_->on_commit((void*)({d}), sizeof(*({d})), {shares});")
 
 
 def covering(path):
@@ -125,7 +131,8 @@ def calls(body, prim):
     """Statements calling `prim` in body: list of (start, end_after_semicolon, args_text).
     prim 'flush' means pm::flush; a name with '::' or not in the pm set is taken literally."""
     pm_prims = {"flush", "fence", "persist", "store_persist", "copy", "fill", "store",
-                "commit", "publish", "commit_sharing_fence"}
+                "commit", "publish", "commit_sharing_fence",
+                "commit_nt", "publish_nt", "commit_nt_sharing_fence"}
     # pm primitives with or without the pm:: qualifier (code inside namespace pm omits it);
     # never a member call (x.store(), p->store()).
     pat = (r"(?<![\w:.>])(?:(?:::wort::|wort::)?pm::)?" + re.escape(prim) if prim in pm_prims
@@ -176,7 +183,16 @@ def mutate_body(body, op, args):
     if op == "drop":
         c = nth(calls(body, args[0]), int(args[1]))
         return None if c is None else body[:c[0]] + "(void)0;" + body[c[1]:]
-    if op in ("persist-to-flush", "store-persist-to-store", "publish-to-commit"):
+    if op == "publish-to-commit":  # publish -> commit, publish_nt -> commit_nt (in order)
+        cs = sorted([(c, "pm::commit") for c in calls(body, "publish")] +
+                    [(c, "pm::commit_nt") for c in calls(body, "publish_nt")],
+                    key=lambda x: x[0][0])
+        f = nth(cs, int(args[0]))
+        if f is None:
+            return None
+        c, dst = f
+        return body[:c[0]] + dst + "(" + c[2] + ");" + body[c[1]:]
+    if op in ("persist-to-flush", "store-persist-to-store"):
         src, dst = {"persist-to-flush": ("persist", "pm::flush"),
                     "store-persist-to-store": ("store_persist", "pm::store"),
                     "publish-to-commit": ("publish", "pm::commit")}[op]
@@ -193,8 +209,8 @@ def mutate_body(body, op, args):
         if da is None:
             return None
         d, v = da
-        pre = "::wort::pm::fence(); " if prim == "publish" else ""
-        hook = HOOK.format(d=d)
+        pre = "::wort::pm::fence(); " if prim in PUBLISH_PRIMS else ""
+        hook = HOOK.format(d=d, shares="true" if prim == "commit_nt_sharing_fence" else "false")
         if op == "commit-unfenced":
             new = f"{{ {pre}{hook} ::wort::pm::store({d}, {v}); ::wort::pm::flush({d}, sizeof(*({d}))); }}"
         elif op == "commit-unflushed":

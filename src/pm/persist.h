@@ -223,10 +223,11 @@ inline void publish(T* dst, const T& v) noexcept {
 //! thread can read it before it is durable (no dirty read, ROART §3.4.1); the fence makes it
 //! durable and visible. Under ThreadSanitizer (which does not see inline asm) it is a release
 //! store + write-back + fence instead, so the sanitizer sees the publication.
-inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
-  ++detail::tls_counters.commits;
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
-    t->on_commit(dst, sizeof v, false);
+namespace detail {
+inline void commit_nt_store(std::uint64_t* dst, std::uint64_t v, bool shares_fence) noexcept {
+  ++tls_counters.commits;
+  if (Tracer* t = tls_tracer) [[unlikely]]
+    t->on_commit(dst, sizeof v, shares_fence);
 #if defined(__SANITIZE_THREAD__)
   __atomic_store_n(dst, v, __ATOMIC_RELEASE);
   flush(dst, sizeof v);
@@ -235,20 +236,17 @@ inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
 #endif
   fence();
 }
+}  // namespace detail
 
-//! commit_nt whose fence also ends write-backs issued just before it that may become
-//! durable in either order with the commit (as commit_sharing_fence: WOART's merge).
+inline void commit_nt(std::uint64_t* dst, std::uint64_t v) noexcept {
+  detail::commit_nt_store(dst, v, false);
+}
+
+//! commit_nt whose fence also ends write-backs issued just before it that may become durable
+//! in either order with the commit (as commit_sharing_fence; ROART's merge: the survivor's
+//! prefix word and the parent's slot, either order exposed by the level check and repaired).
 inline void commit_nt_sharing_fence(std::uint64_t* dst, std::uint64_t v) noexcept {
-  ++detail::tls_counters.commits;
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
-    t->on_commit(dst, sizeof v, true);
-#if defined(__SANITIZE_THREAD__)
-  __atomic_store_n(dst, v, __ATOMIC_RELEASE);
-  flush(dst, sizeof v);
-#else
-  nt_store(dst, v);
-#endif
-  fence();
+  detail::commit_nt_store(dst, v, true);
 }
 
 //! Fence, then commit_nt: for a commit whose data (a new node) was flushed but not fenced.

@@ -60,6 +60,22 @@ std::string group_key(unsigned g, unsigned i) {
   return u64_str((std::uint64_t{g} << 56) | (0x900 + i));
 }
 
+// Index::create traced too (crash points, lints, the commit table's create row). Pool
+// creation's known REDUNDANT_FLUSH (write_new_header persists the whole 4 KiB header: 60 of
+// 64 lines hold nothing new; the lead's, see tests/crash/pool_crash_test.cc) is the one
+// finding allowed.
+TEST(RoartCrash, CreateAndFirstInsert) {
+  crashsim::Options o;
+  o.trace_create = true;
+  const auto r = run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, 0, o);
+  EXPECT_TRUE(r.correct()) << r.summary();
+  for (const auto& f : r.findings)
+    EXPECT_TRUE(f.kind == "REDUNDANT_FLUSH" && f.detail.find("60 of 64") != std::string::npos &&
+                f.detail.find("creation") != std::string::npos)
+        << r.summary();
+  EXPECT_GT(r.crash_points, 6u) << "creation was not traced";
+}
+
 TEST(RoartCrash, FirstInsertAndBareLeafToArray) {
   EXPECT_CLEAN(run({}, {ins(u64_str(5), 50)}));
   EXPECT_CLEAN(run({ins(u64_str(5))}, {ins(u64_str(6), 60), ins("x", 7)}));
@@ -115,6 +131,23 @@ TEST(RoartCrash, AddChildToEachNodeType) {
   for (unsigned g : {3u, 12u, 40u}) {
     SCOPED_TRACE("LC on, node with " + std::to_string(g) + " arrays");
     EXPECT_CLEAN(run(arrays_under_node(g), {ins(group_key(g, 1), 7), ins(group_key(1, 2), 8)}));
+  }
+}
+
+// EC off alone (the key byte written back apart, before the entry) and SMP off alone (the
+// metadata lines written back with the entry; a remove writes its count back before the
+// commit): adds to and in-place removes from N4/N16/N48, and from leaf arrays.
+TEST(RoartCrash, InPlaceAddAndRemoveWithMechanismsOff) {
+  for (std::uint64_t off : {std::uint64_t{roart::kNoEntryCompression},
+                            std::uint64_t{roart::kNoSelectivePersist}}) {
+    for (unsigned n : {3u, 10u, 30u}) {
+      SCOPED_TRACE("flags " + std::to_string(off) + ", node with " + std::to_string(n));
+      EXPECT_CLEAN(run(node_with(n, 2), {ins(child_key(n, 2), 7), rem(child_key(1, 2))},
+                       off | kNoLC));
+    }
+    SCOPED_TRACE("flags " + std::to_string(off) + ", leaf array");
+    EXPECT_CLEAN(run({ins(u64_str(7)), ins(u64_str(8))}, {ins(u64_str(9), 9), rem(u64_str(7))},
+                     off));
   }
 }
 

@@ -10,24 +10,11 @@
 
 #include "index/wort/wort_tree.h"
 #include "support/diff_harness.h"
+#include "support/diff_scripts.h"
 #include "support/keygen.h"
 
 namespace wort::test {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kPaperKeys = 100'000;
-#else
-constexpr std::size_t kPaperKeys = 1'000'000;
-#endif
-
-std::size_t scaled(std::size_t n) {
-  if (const char* s = std::getenv("WORT_TEST_SCALE")) {
-    const double f = std::atof(s);
-    if (f > 0) return static_cast<std::size_t>(static_cast<double>(n) * f);
-  }
-  return n;
-}
 
 DiffChecker make_checker(std::uint64_t pool = 256ull << 20) {
   return DiffChecker(crashsim::factory_of<WortTree>(), pool);
@@ -74,11 +61,12 @@ INSTANTIATE_TEST_SUITE_P(AllGenerators, WortDiffGen, ::testing::ValuesIn(kAllGen
 
 class WortDiffPaper : public ::testing::TestWithParam<Dist> {};
 
-// The paper's sets at 1M keys (100k under ASan) in random order, with removes mixed in:
+// The paper's sets (paper_key_count(): 1M keys, 100k under ASan or WORT_TEST_SCALE=small) in
+// random order, with removes mixed in:
 // after every 4th insert one earlier key is removed, and every 16th a removed one returns.
 TEST_P(WortDiffPaper, RandomOrderWithRemoves) {
   const Dist d = GetParam();
-  const std::size_t n = scaled(kPaperKeys);
+  const std::size_t n = paper_key_count();
   const std::uint64_t seed = 42;
   SCOPED_TRACE("set " + std::string(to_string(d)) + " n " + std::to_string(n));
   const auto ints = paper_keys(d, n, seed);

@@ -45,6 +45,25 @@ inline constexpr crashsim::CommitTable kOneCommitPerChange{
     .insert = {1, 1}, .upsert = {1, 1}, .update = {1, 1}, .remove = {1, 1},
     .noop = {0, 0}, .create = {1, 1}};
 
+//! FAST&FAIR (src/index/fastfair/README.md, "The commit store of every operation"): an
+//! update, or an upsert of a present key, commits once (the value word); an insert once plus
+//! two per split (cut, then the key into one half; a root split: the anchor, then the key)
+//! and one parent insert; a remove once (the slot dies) plus its rebalancing (merge: detach,
+//! append, unlink; borrow: detach, cut or append + link, parent insert; root collapse), and
+//! an insert or remove that meets a sibling missing from its parent after a crash first
+//! links it (a parent insert: commits). Those counts grow with the height, so only the
+//! lower bound is checked for insert / upsert / remove (255: no upper bound). A no-op makes
+//! none (its descent follows a sibling as a reader does, repairing nothing that commits).
+inline constexpr crashsim::CommitTable kFastFairCommits{
+    .insert = {1, 255}, .upsert = {1, 255}, .update = {1, 1}, .remove = {1, 255},
+    .noop = {0, 0}, .create = {1, 1}};
+
+//! ROART (src/index/roart/README.md, "Commit stores"): every change commits with one
+//! non-temporal 8-byte store (pm::commit_nt / publish_nt / commit_nt_sharing_fence).
+inline constexpr crashsim::CommitTable kRoartCommits{
+    .insert = {1, 1}, .upsert = {1, 1}, .update = {1, 1}, .remove = {1, 1},
+    .noop = {0, 0}, .create = {1, 1}};
+
 //! The table of an index kind, or none (then COMMIT_COUNT is not checked).
 std::optional<crashsim::CommitTable> commit_table_for(std::string_view kind);
 

@@ -10,7 +10,7 @@ std::size_t paper_key_count() {
   return 100'000;
 #else
   const char* scale = std::getenv("WORT_TEST_SCALE");
-  return scale != nullptr && std::string(scale) == "small" ? 100'000 : 1'000'000;
+  return scale != nullptr && std::string(scale) == "small" ? 100'000 : 1'000'000;  // "full" or unset
 #endif
 }
 

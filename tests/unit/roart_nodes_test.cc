@@ -170,7 +170,7 @@ TEST(RoartNodes, InconsistentPrefixIsSkippedByReadersAndRepairedByWriters) {
 // --- persistence counts per operation type (paper Table 4: clwb, sfence) --------------
 
 struct Cost {
-  std::uint64_t flushes, lines, fences;
+  std::uint64_t flushes, lines, fences, commits;
 };
 template <class Op>
 Cost cost_of(Op op) {
@@ -181,13 +181,16 @@ Cost cost_of(Op op) {
   // so write-backs = flush calls + nt stores (the paper's clwb column).
   return {after.flushes - before.flushes + after.nt_stores - before.nt_stores,
           after.lines_flushed - before.lines_flushed + after.nt_stores - before.nt_stores,
-          after.fences - before.fences};
+          after.fences - before.fences, after.commits - before.commits};
 }
 
 // Counts are taken on the second operation of a kind, so that no allocator chunk is carved
 // inside the measured one (carving a chunk persists the chunk table: 2 flushes, 2 fences).
 TEST(RoartNodes, PersistenceCountsPerOperationType) {
   auto print = [](const char* what, const Cost& x) {
+    // The README's commit table: every operation commits with exactly one store (the
+    // COMMIT_COUNT oracle checks the same in the crash tests, tests/support/crash_ops.h).
+    EXPECT_EQ(x.commits, 1u) << what;
     std::printf("[roart cost] %-34s %llu write-backs (%llu lines), %llu fences\n", what,
                 (unsigned long long)x.flushes, (unsigned long long)x.lines,
                 (unsigned long long)x.fences);
@@ -281,6 +284,7 @@ TEST(RoartNodes, PersistenceCountsPerOperationType) {
     DiffChecker d(factory(0), 16u << 20);
     d.insert(u64_str(1), 1);
     const Cost x = cost_of([&] { d.upsert(u64_str(1), 2); });
+    EXPECT_EQ(x.commits, 1u);
     EXPECT_EQ(x.flushes, 1u);
     EXPECT_EQ(x.fences, 1u);
   }

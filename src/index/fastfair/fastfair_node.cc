@@ -66,10 +66,9 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
   if (set_direction(nr, false))
     pm::publish(&r[pos].key, next);  // orders the switch counter's write-back too
   else
-    pm::commit(&r[pos].key, next);  // commit: slot pos is dead
-  if (pos + 1 == end) return;
-  LineWriter lw;
-  shift_left(r, pos, end, lw);
+    pm::commit(&r[pos].key, next);  // commit: slot pos is dead, and that is all
+  // No shift here: the dead slot is compacted by the next writer of this node
+  // (repair_dead), before that writer's own commit.
 }
 
 bool repair_dead(NodeRef nr) {

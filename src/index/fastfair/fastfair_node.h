@@ -6,9 +6,11 @@
 // line is written back (and fenced) only when the shift is about to dirty the next line
 // to the left, so lines reach PM in shift order and any crash leaves at most one dead
 // slot. FAST delete: the commit (pm::commit) stores the right neighbour's key word into the
-// deleted slot, which makes it dead; the records right of it then shift left, left to
-// right, each as "pointer into the left slot, then the next key word into this one", with
-// the same line rule (the write-back happens before a NEW line is dirtied: Witcher bug 3).
+// deleted slot, which makes it dead; that store is the whole delete. The left shift that
+// squeezes the dead slot out (left to right, each step "pointer into the left slot, then
+// the next key word into this one", same line rule: the write-back happens before a NEW
+// line is dirtied, Witcher bug 3) is made by the next writer of the node before its own
+// commit (repair_dead), exactly as after a crash — so no remove stores after its commit.
 #pragma once
 
 #include <cstdint>
@@ -150,12 +152,14 @@ struct NodeRef {
 //! `unfenced`: the key word names a key block written back but not yet fenced.
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
                  bool unfenced);
-//! FAST delete of the live slot pos (< end, no dead slot). Commit: the first store
+//! FAST delete of the live slot pos (< end, no dead slot). Commit: its one record store
 //! (pm::commit, or pm::publish after a switch-counter write-back), which makes the slot
-//! dead; the left shift follows.
+//! dead. The node keeps that dead slot until its next writer calls repair_dead.
 void fast_remove(NodeRef nr, unsigned end, unsigned pos);
-//! Lazy repair (§5.2): removes the dead slot a crashed insert or delete left, by the same
-//! left shift (pm::store + write-backs, no commit). Returns whether there was one.
+//! Removes the node's dead slot (a delete's, or a crashed insert's) by the left shift
+//! (pm::store + line rule + a final write-back, no commit). Every writer calls it before
+//! it changes the node (so its stores precede that writer's commit). Returns whether
+//! there was one.
 bool repair_dead(NodeRef nr);
 //! The switch counter: even after inserts, odd after deletes (§5). Written (and written
 //! back, unfenced: the operation's next fence orders it) only when the parity changes;

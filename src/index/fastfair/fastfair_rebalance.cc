@@ -37,16 +37,13 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfen
   pm::store(&r[end].ptr, recs[0].ptr);
   const unsigned tail = n - 1 + (sentinel ? 1 : 0);
   if (tail != 0) pm::flush(&r[end + 1], tail * sizeof(Record));
-  if (tail != 0 || unfenced) {
-    pm::publish(&r[end].key, recs[0].key);  // commit: the appended records become live
-  } else {
-    pm::commit(&r[end].key, recs[0].key);
-  }
+  if (tail != 0 || unfenced) pm::fence();  // the tail (or the caller's fresh node) first
+  pm::commit(&r[end].key, recs[0].key);  // commit: the appended records become live
 }
 
 bool FastFairTree::collapse_root() {
   NodeRef root = ref(anchor_->root);
-  if (root.leaf() || root.end() != 0) return false;
+  if (root.leaf() || root.end() != 0) return false;  // (a dead slot is never the last one)
   const std::uint64_t child = root.n->h.leftmost;
   if (child == 0 || node(child)->h.sibling != 0) return false;  // a dangling sibling: later
   const std::uint64_t old = anchor_->root;
@@ -67,52 +64,90 @@ void FastFairTree::rebalance(const Path& path, unsigned level) {
     }
     if (x.live_count() >= slots_ / 2) return;
     NodeRef p = ref(path.at[l + 1]);
-    if (repair_node(p)) return;  // the tree is valid as it is; rebalance another time
+    // Nothing is stored until the pair is known to merge or borrow (a store with no commit
+    // after it would follow the remove's commit): a state a crash left is left as it is,
+    // the tree is valid with it; a later writer repairs it.
+    if (uncut_at(p) >= 0) return;
     const unsigned pend = p.end();
-    // x's place among p's children: -1 leftmost, else its record.
+    // x's place among p's children: -1 leftmost, else its record (a dead slot's pointer is
+    // not a child: it may name a node already merged away).
     int j = -2;
     if (p.n->h.leftmost == xoff) j = -1;
     for (unsigned i = 0; i < pend && j == -2; ++i)
-      if (p.rec()[i].ptr == xoff) j = static_cast<int>(i);
+      if (!p.dead(i, pend) && p.rec()[i].ptr == xoff) j = static_cast<int>(i);
     if (j == -2) return;  // x is not in its parent (a crash left it so): leave it
-    const bool first = j == -1 || (j == 0 && p.n->h.leftmost == 0);
-    unsigned rj;
+    // x's right neighbour under p: the next live record.
+    auto next_live = [&](unsigned i) {
+      while (i < pend && p.dead(i, pend)) ++i;
+      return i;
+    };
+    const unsigned first_live = next_live(0);
+    const bool first = j == -1 || (static_cast<unsigned>(j) == first_live && p.n->h.leftmost == 0);
     std::uint64_t left, right;
     if (!first) {
-      rj = static_cast<unsigned>(j);
       right = xoff;
-      left = j == 0 ? p.n->h.leftmost : p.rec()[j - 1].ptr;
+      int lj = j - 1;
+      while (lj >= 0 && p.dead(static_cast<unsigned>(lj), pend)) --lj;
+      left = lj < 0 ? p.n->h.leftmost : p.rec()[lj].ptr;
     } else {
-      rj = static_cast<unsigned>(j + 1);
+      const unsigned rj = next_live(static_cast<unsigned>(j + 1));
       if (rj >= pend) continue;  // p has one child: p is short too, rebalance it
       left = xoff;
       right = p.rec()[rj].ptr;
     }
-    if (!rebalance_pair(p, rj, left, right)) return;
+    if (!rebalance_pair(p, left, right)) return;
   }
 }
 
-bool FastFairTree::rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left,
-                                  std::uint64_t right) {
+// Decides (reading only) whether the pair merges or borrows and reserves what it needs;
+// only then repairs what is in the way (the dead slots of p, left and right; an empty node
+// a crashed merge left between them) — stores that precede the pair's commits.
+bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t right) {
   NodeRef l = ref(left), r = ref(right);
-  if (repair_node(l) || repair_node(r)) return false;
-  // Chain adjacency: an empty node between them is one a crashed merge detached; unlink it.
-  while (l.n->h.sibling != right) {
-    const std::uint64_t d = l.n->h.sibling;
+  if (uncut_at(l) >= 0 || uncut_at(r) >= 0) return false;
+  // Chain adjacency: an empty node between them is one a crashed merge detached.
+  for (std::uint64_t d = l.n->h.sibling; d != right; d = node(d)->h.sibling)
     if (d == 0 || ref(d).end() != 0 || node(d)->h.level != l.n->h.level) return false;
-    pm::store_persist(&l.n->h.sibling, node(d)->h.sibling);  // repair, not a commit
+  const unsigned nl = l.live_count(), nr = r.live_count();
+  const bool merge = nl + nr <= slots_;
+  std::uint64_t fresh = 0, sep_block = 0;
+  if (!merge) {
+    if ((nl + nr) / 2 == nl) return false;
+    // Both blocks before anything changes; the separator block is written after the detach.
+    if (pool_.allocator().allocate(node_size_, &fresh) != Status::ok) return false;
+    const unsigned t = (nl + nr) / 2;  // the t-th live record of the pair: the separator
+    std::uint64_t tw = 0;
+    for (unsigned i = 0, seen = 0, e = l.end(); i < e; ++i)
+      if (!l.dead(i, e) && seen++ == t) tw = l.rec()[i].key;
+    for (unsigned i = 0, seen = nl, e = r.end(); i < e && t >= nl; ++i)
+      if (!r.dead(i, e) && seen++ == t) tw = r.rec()[i].key;
+    if (Status st = reserve_key_copy(tw, &sep_block); st != Status::ok) {
+      pool_.allocator().free(fresh);
+      return false;
+    }
+  }
+  while (l.n->h.sibling != right) {  // unlink the empty nodes (repairs, not commits)
+    const std::uint64_t d = l.n->h.sibling;
+    pm::store_persist(&l.n->h.sibling, node(d)->h.sibling);
     pool_.allocator().free(d);
     ++repairs_.unlinked;
   }
-  if (l.end() + r.end() <= slots_) {  // no dead slot after repair_node
+  compact(p);
+  compact(l);
+  compact(r);
+  const unsigned pend = p.end();
+  unsigned rj = 0;
+  while (rj < pend && p.rec()[rj].ptr != right) ++rj;  // p has no dead slot now
+  if (merge) {
     merge_pair(p, rj, l, r);
-    return true;
+  } else {
+    borrow_pair(p, rj, l, r, fresh, sep_block);
   }
-  return borrow_pair(p, rj, l, r);
+  return true;
 }
 
-// Detaches the right node of a pair from the parent (FAST remove: commit) and frees the
-// parent's copy of its separator.
+// Detaches the right node of a pair from the parent (FAST delete: commit; p keeps the dead
+// slot) and frees the parent's copy of its separator.
 void FastFairTree::detach(NodeRef p, unsigned rj) {
   const std::uint64_t sep = p.rec()[rj].key;
   fast_remove(p, p.end(), rj);  // commit: the right node leaves the parent
@@ -123,25 +158,22 @@ void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   detach(p, rj);
   if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
-  pm::store_persist(&l.n->h.sibling, r.n->h.sibling);  // unlink it from the chain
+  pm::commit(&l.n->h.sibling, r.n->h.sibling);  // commit: it leaves the chain
   pool_.allocator().free(off_of(r.n));
   ++rebalances_.merges;
 }
 
-// The left node keeps t = total/2 records, a fresh right node takes the rest.
-bool FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
+// The left node keeps t = total/2 records, the fresh right node takes the rest.
+void FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r,
+                               std::uint64_t fresh, std::uint64_t sep_block) {
   const unsigned nl = l.end(), nr = r.end(), total = nl + nr, t = total / 2;
-  if (t == nl) return false;
   std::vector<Record> all(l.rec(), l.rec() + nl);
   all.insert(all.end(), r.rec(), r.rec() + nr);
-  std::uint64_t fresh = 0, sep = 0;  // both allocated before anything changes
-  if (pool_.allocator().allocate(node_size_, &fresh) != Status::ok) return false;
-  if (copy_key_word(all[t].key, &sep) != Status::ok) {
-    pool_.allocator().free(fresh);
-    return false;
-  }
   detach(p, rj);
   fresh_node(fresh, r.n->h.level, 0, r.n->h.sibling, &all[t], total - t);
+  // The separator for the parent: the fresh node's first key (its block, if any, is
+  // written back here and fenced by the link's or the append's fence below).
+  const std::uint64_t sep = sep_block ? fill_key_copy(all[t].key, sep_block) : all[t].key;
   if (t < nl) {  // the left node gives its upper records: a split of the left node
     pm::fence();
     pm::store(&l.n->h.sibling, fresh);
@@ -149,16 +181,17 @@ bool FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
     pm::publish(&l.rec()[t].key, kEmpty);  // commit: the cut
   } else {  // the left node takes the right node's lower records
     append(l, &all[nl], t - nl, true);  // commit (its fence orders the fresh node too)
-    pm::store_persist(&l.n->h.sibling, fresh);
+    pm::commit(&l.n->h.sibling, fresh);  // commit: the old right node leaves the chain
   }
   pool_.allocator().free(off_of(r.n));
-  // the parent learns of the fresh node (it has room: it just lost a record)
+  // The parent learns of the fresh node (it has room: it just lost a record). Its dead
+  // slot (the detach's) goes first.
+  compact(p);
   const unsigned pend = p.end();
   unsigned pos = 0;
   while (pos < pend && kr_.compare_words(p.rec()[pos].key, sep) < 0) ++pos;
-  fast_insert(p, pend, pos, sep, fresh, is_indirect(sep));
+  fast_insert(p, pend, pos, sep, fresh, false);  // commit (everything before it is fenced)
   ++rebalances_.borrows;
-  return true;
 }
 
 }  // namespace wort

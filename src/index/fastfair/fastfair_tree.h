@@ -74,6 +74,7 @@ class FastFairTree {
   struct Path {
     std::uint64_t at[fastfair::kMaxLevels + 1];  // at[level]: the node the descent used
     unsigned height;                              // the root's level
+    bool moved_right;                             // descend(link = false) followed a sibling
   };
   // Blocks allocated before an insert changes anything (so out_of_space changes nothing).
   struct Reserve {
@@ -99,8 +100,11 @@ class FastFairTree {
 
   // fastfair_write.cc: writers
   Status put(Key k, Value v, PutMode mode);
-  Descent descend(const SearchKey& s, unsigned target, Path& path, Status& err);
-  bool repair_node(NodeRef nr);
+  Descent descend(const SearchKey& s, unsigned target, Path& path, Status& err,
+                  bool link = true);
+  bool compact(NodeRef nr);
+  int uncut_at(NodeRef nr) const;
+  bool repair_cut(NodeRef nr);
   Status link_in_parent(unsigned level, std::uint64_t sib);
   Status plan(const Path& path, unsigned level, Reserve& res);
   void release(Reserve& res);
@@ -111,15 +115,21 @@ class FastFairTree {
                   std::uint64_t* b, std::uint64_t* sep);
   Status make_key_word(Key k, std::uint64_t* word);
   Status copy_key_word(std::uint64_t word, std::uint64_t* copy);
+  //! A block for a later copy of key word `word` (0 for an inline word), allocated only.
+  Status reserve_key_copy(std::uint64_t word, std::uint64_t* block);
+  //! Writes the copy of `word` into the reserved block and writes it back (unfenced);
+  //! returns the copy's word.
+  std::uint64_t fill_key_copy(std::uint64_t word, std::uint64_t block);
   std::uint64_t fresh_node(std::uint64_t off, std::uint8_t level, std::uint64_t leftmost,
                            std::uint64_t sibling, const fastfair::Record* recs, unsigned n);
 
   // fastfair_rebalance.cc
   void rebalance(const Path& path, unsigned level);
-  bool rebalance_pair(NodeRef p, unsigned rj, std::uint64_t left, std::uint64_t right);
+  bool rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t right);
   void detach(NodeRef p, unsigned rj);
   void merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
-  bool borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r);
+  void borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r, std::uint64_t fresh,
+                   std::uint64_t sep_block);
   //! `unfenced`: a write-back before it (a fresh node) still needs the commit's leading fence.
   void append(NodeRef nr, const fastfair::Record* recs, unsigned n, bool unfenced);
   bool collapse_root();

@@ -57,7 +57,8 @@ Result<void> FastFairTree::walk(BlockVisitorFn visit,
           if (!w.fits(kb, kb + sizeof(KeyBlock), b->len, "key")) return result();
           visit(kb);
         }
-        if (level > 0) below.push_back(n->rec[i].ptr);
+        // A dead slot's pointer is no child: after a merge it names the freed node.
+        if (level > 0 && !nr.dead(i, end)) below.push_back(n->rec[i].ptr);
       }
       if (level > 0) {
         if (end == 0 && n->h.leftmost == 0)  // route() would have no child to return

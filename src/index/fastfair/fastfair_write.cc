@@ -50,6 +50,24 @@ Status FastFairTree::copy_key_word(std::uint64_t word, std::uint64_t* copy) {
   return make_key_word(kr_.bytes(word, scratch), copy);
 }
 
+Status FastFairTree::reserve_key_copy(std::uint64_t word, std::uint64_t* block) {
+  *block = 0;
+  if (!is_indirect(word)) return Status::ok;
+  std::byte scratch[8];
+  return pool_.allocator().allocate(sizeof(KeyBlock) + kr_.bytes(word, scratch).size(), block);
+}
+
+std::uint64_t FastFairTree::fill_key_copy(std::uint64_t word, std::uint64_t block) {
+  std::byte scratch[8];
+  const Key k = kr_.bytes(word, scratch);
+  KeyBlock b{};
+  b.len = static_cast<std::uint32_t>(k.size());
+  pm::copy(base_ + block, &b, sizeof b);
+  if (!k.empty()) pm::copy(base_ + block + sizeof b, k.data(), k.size());
+  pm::flush(base_ + block, sizeof b + k.size());  // fenced before a record names it
+  return kTagBase | block;
+}
+
 std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
                                        std::uint64_t leftmost, std::uint64_t sibling,
                                        const Record* recs, unsigned n) {
@@ -69,28 +87,37 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
 
 // --- repairs ----------------------------------------------------------------------------
 
-// A dead slot (crashed FAST insert or delete) and an uncut split (crash between the
-// sibling link and the cut: this node still holds copies of its sibling's records).
-bool FastFairTree::repair_node(NodeRef nr) {
-  bool changed = false;
-  if (!(faults::active & faults::skip_dead_repair) && repair_dead(nr)) {
-    ++repairs_.dead_slots;
-    changed = true;
-  }
-  // (Algorithm 1, line 2: a writer compares with its sibling's first key.)
-  if (const std::uint64_t sib = nr.n->h.sibling; sib != 0) {
-    const std::uint64_t first = ref(sib).first_key();
-    const std::uint64_t last = nr.last_key();
-    if (first != kEmpty && last != kEmpty && kr_.compare_words(first, last) <= 0) {
-      const unsigned end = nr.end();
-      unsigned p = 0;
-      while (p < end && kr_.compare_words(nr.rec()[p].key, first) < 0) ++p;
-      pm::store_persist(&nr.rec()[p].key, kEmpty);  // the cut the crash missed
-      ++repairs_.cuts;
-      changed = true;
-    }
-  }
-  return changed;
+// A dead slot (a FAST delete's, or a crashed insert's): squeezed out by the left shift
+// (stores before the caller's commit; no commit of its own).
+bool FastFairTree::compact(NodeRef nr) {
+  if (faults::active & faults::skip_dead_repair) [[unlikely]] return false;
+  if (!repair_dead(nr)) return false;
+  ++repairs_.dead_slots;
+  return true;
+}
+
+// An uncut split (crash between the sibling link and the cut: this node still holds
+// copies of its sibling's first records; also a merge or borrow between append and
+// unlink). Algorithm 1, line 2: a writer compares with its sibling's first key. Returns
+// the slot to cut at, or -1. Reads only.
+int FastFairTree::uncut_at(NodeRef nr) const {
+  const std::uint64_t sib = nr.n->h.sibling;
+  if (sib == 0) return -1;
+  const std::uint64_t first = ref(sib).first_key();
+  const std::uint64_t last = nr.last_key();
+  if (first == kEmpty || last == kEmpty || kr_.compare_words(first, last) > 0) return -1;
+  const unsigned end = nr.end();
+  unsigned p = 0;
+  while (p < end && kr_.compare_words(nr.rec()[p].key, first) < 0) ++p;
+  return static_cast<int>(p);
+}
+
+bool FastFairTree::repair_cut(NodeRef nr) {
+  const int p = uncut_at(nr);
+  if (p < 0) return false;
+  pm::store_persist(&nr.rec()[p].key, kEmpty);  // the cut the crash missed
+  ++repairs_.cuts;
+  return true;
 }
 
 // Inserts (copy of sib's first key, sib) into level + 1, unless it is there already.
@@ -107,7 +134,8 @@ Status FastFairTree::link_in_parent(unsigned level, std::uint64_t sib) {
     if (d == Descent::ok) break;
   }
   NodeRef p = ref(path.at[level + 1]);
-  if (repair_node(p)) return link_in_parent(level, sib);  // its dead slot may name sib
+  if (repair_cut(p)) return link_in_parent(level, sib);
+  compact(p);  // (plan() below would; first, so the search below sees no dead slot)
   const unsigned end = p.end();
   for (unsigned i = 0; i < end; ++i)
     if (p.rec()[i].ptr == sib) return Status::ok;
@@ -130,14 +158,19 @@ Status FastFairTree::link_in_parent(unsigned level, std::uint64_t sib) {
 
 // --- descent ----------------------------------------------------------------------------
 
-// Root to `target`, recording the node used at each level. A writer never moves right:
-// needing to means a crash left this node uncut or its sibling out of the parent, which it
-// repairs, then the caller restarts.
+// Root to `target`, recording the node used at each level. Needing to move right means a
+// crash left this node uncut (cut here, a store with no commit; the caller restarts) or its
+// sibling out of the parent. With `link`, the sibling is inserted into the parent (commits)
+// and the caller restarts: a path that splits or rebalances must be the parents'. Without,
+// the descent follows the sibling as a reader does and sets path.moved_right: enough for a
+// writer that only finds its key (an update, a no-op), which so makes no commit it does
+// not declare; one that must change the tree's shape descends again with `link`.
 FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target, Path& path,
-                                            Status& err) {
+                                            Status& err, bool link) {
   std::uint64_t cur = anchor_->root;
   unsigned level = node(cur)->h.level;
   path.height = level;
+  path.moved_right = false;
   for (;;) {
     NodeRef nr = ref(cur);
     bool beyond = true;
@@ -145,10 +178,15 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
     if (nr.leaf()) beyond = nr.find(s, kr_) == -2;
     const std::uint64_t sib = beyond ? sibling_to_follow(nr, s) : 0;
     if (sib != 0) {
-      if (repair_node(nr)) return Descent::restart;
+      if (repair_cut(nr)) return Descent::restart;
       if (level == path.height) {  // a root never has a sibling (root splits are atomic)
         err = Status::corrupt;
         return Descent::error;
+      }
+      if (!link) {  // as a reader does (Algorithm 3); the path is not one to change the tree by
+        path.moved_right = true;
+        cur = sib;
+        continue;
       }
       if (Status st = link_in_parent(level, sib); st != Status::ok) {
         err = st;
@@ -167,17 +205,19 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
 
 // Reserves a node for every full node from `level` up (three for a full root) and a copy
 // of each separator that will move up. Every node the insert will change is repaired
-// first; if that changed anything the caller restarts (returns exists). out_of_space:
+// first: a dead slot is squeezed out in place; an uncut split is cut and the caller
+// restarts (returns exists: the cut may hand the key to the sibling). out_of_space:
 // nothing reserved.
 Status FastFairTree::plan(const Path& path, unsigned level, Reserve& res) {
   const unsigned m = slots_ / 2;
   unsigned nodes = 0;
   for (unsigned l = level;; ++l) {
     NodeRef nr = ref(path.at[l]);
-    if (repair_node(nr)) {  // every node the insert will change is repaired first
+    if (repair_cut(nr)) {
       release(res);
       return Status::exists;
     }
+    compact(nr);
     if (nr.end() < slots_) break;
     std::uint64_t sep = 0;
     if (Status st = copy_key_word(nr.rec()[m].key, &sep); st != Status::ok) {
@@ -307,17 +347,18 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
 Status FastFairTree::put(Key k, Value v, PutMode mode) {
   if (k.size() > kMaxKeyLength) return Status::invalid_argument;
   const SearchKey s = SearchKey::of(k);
+  bool link = false;
   for (unsigned attempt = 0;; ++attempt) {
     // Each restart follows a repair; a crash leaves a few transient states per level, so
     // a long run of restarts means a damaged tree, not one to loop on.
     if (attempt > kMaxRestarts) return Status::corrupt;
     Path path;
     Status err = Status::ok;
-    const Descent d = descend(s, 0, path, err);
+    const Descent d = descend(s, 0, path, err, link);
     if (d == Descent::error) return err;
     if (d == Descent::restart) continue;
     NodeRef leaf = ref(path.at[0]);
-    if (repair_node(leaf)) continue;  // a cut may hand the key to the sibling
+    if (repair_cut(leaf)) continue;  // a cut may hand the key to the sibling
     if (const int i = leaf.find(s, kr_); i >= 0) {
       if (mode == PutMode::insert) return Status::exists;
       kit::commit_value(pool_, &leaf.rec()[i].ptr, v);  // commit of upsert / update: the value
@@ -325,6 +366,10 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
       return Status::ok;
     }
     if (mode == PutMode::update) return Status::not_found;
+    if (path.moved_right) {  // the insert may split: the path must be the parents'
+      link = true;
+      continue;
+    }
     Reserve res;
     if (Status st = plan(path, 0, res); st == Status::exists) {
       continue;
@@ -346,17 +391,25 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
 
 Status FastFairTree::remove(Key k) {
   const SearchKey s = SearchKey::of(k);
+  bool link = false;
   for (unsigned attempt = 0;; ++attempt) {
     if (attempt > kMaxRestarts) return Status::corrupt;
     Path path;
     Status err = Status::ok;
-    const Descent d = descend(s, 0, path, err);
+    const Descent d = descend(s, 0, path, err, link);
     if (d == Descent::error) return err;
     if (d == Descent::restart) continue;
     NodeRef leaf = ref(path.at[0]);
-    if (repair_node(leaf)) continue;  // a deleted key must not survive in a dead slot's copy
-    const int i = leaf.find(s, kr_);
+    if (repair_cut(leaf)) continue;
+    int i = leaf.find(s, kr_);
     if (i < 0) return Status::not_found;
+    if (path.moved_right) {  // the remove may rebalance: the path must be the parents'
+      link = true;
+      continue;
+    }
+    // At most one dead slot per node: the previous one (a delete's, or a crashed insert's:
+    // Witcher bug 4, whose deleted key survived in it) is squeezed out before this commit.
+    if (compact(leaf)) i = leaf.find(s, kr_);
     const std::uint64_t word = leaf.rec()[i].key;
     fast_remove(leaf, leaf.end(), static_cast<unsigned>(i));
     if (is_indirect(word)) pool_.allocator().free(word & kOffsetMask);  // unlink is durable

@@ -86,9 +86,15 @@ bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags 
 }
 
 void remove_from_array(LeafArray* a, unsigned i, NodeFlags f) noexcept {
-  pm::commit_nt(&a->slot[i].raw, LeafSlot{0});
+  if (f.selective_persist) {
+    pm::commit_nt(&a->slot[i].raw, LeafSlot{0});
+    pm::store_volatile(&a->bitmap.raw, a->bitmap & ~(std::uint64_t{1} << i));
+    return;
+  }
+  // SMP off: the persisted bitmap first, written back under the commit's leading fence
+  // (readers never read the bitmap; a crash between them: the rebuild recomputes it).
   set_bitmap(a, a->bitmap & ~(std::uint64_t{1} << i), f);
-  if (!f.selective_persist) pm::fence();
+  pm::publish_nt(&a->slot[i].raw, LeafSlot{0});
 }
 
 }  // namespace wort::roart

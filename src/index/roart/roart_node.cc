@@ -296,14 +296,21 @@ bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcep
 }
 
 void remove_child_in_place(NodeBase* n, ChildSlot s, std::uint8_t b, NodeFlags f) noexcept {
-  pm::commit_nt(s.word, std::uint64_t{0});
-  meta_store(&n->count, static_cast<std::uint16_t>(n->count - 1), f);
-  if (n->type == NodeType::n48)
-    meta_store(&reinterpret_cast<Node48*>(n)->index[b], std::uint8_t{0}, f);
-  if (!f.selective_persist) {
-    flush_meta(n, b, f);
-    pm::fence();
+  if (f.selective_persist) {
+    pm::commit_nt(s.word, std::uint64_t{0});  // then the volatile metadata
+    pm::store_volatile(&n->count.raw, static_cast<std::uint16_t>(n->count - 1));
+    if (n->type == NodeType::n48)
+      pm::store_volatile(&reinterpret_cast<Node48*>(n)->index[b].raw, std::uint8_t{0});
+    return;
   }
+  // SMP off: the persisted count goes first (a store after the commit would make the commit
+  // not the operation's last store), written back under the commit's leading fence; a crash
+  // between them leaves a count the generation rebuild recomputes. The N48 index byte is
+  // left as it is: find_child re-checks the entry's byte, so a stale index finds nothing
+  // (and clearing it before the commit would hide the key from readers before it is gone).
+  pm::store(&n->count.raw, static_cast<std::uint16_t>(n->count - 1));
+  pm::flush(&n->count, 4);
+  pm::publish_nt(s.word, std::uint64_t{0});
 }
 
 }  // namespace wort::roart

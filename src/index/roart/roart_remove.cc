@@ -226,12 +226,17 @@ Status Roart::remove_eok(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned de
 //! the owner of its slot), so its prefix word is ours to change.
 Status Roart::merge(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor) {
   if (is_node(survivor)) {
+    // The survivor's prefix word and the parent's slot under the commit's one fence: each
+    // may become durable without the other, and either alone leaves a prefix word the
+    // level check exposes (readers skip it, writers repair it), so no fence between them.
     NodeBase* s = touch(survivor);
     const Leaf* lf = any_leaf(survivor);
     pm::store(&s->prefix.raw, prefix_from(leaf_key(lf), depth, s->level));
     pm::flush(&s->prefix, sizeof(PrefixWord));
+    pm::commit_nt_sharing_fence(slot.word, slot.encode(survivor));
+  } else {
+    pm::commit_nt(slot.word, slot.encode(survivor));
   }
-  pm::commit_nt(slot.word, slot.encode(survivor));
   l.obsolete(&n->lock);
   epochs_.retire(pool_.offset_of(n));
   return Status::ok;

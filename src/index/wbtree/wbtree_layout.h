@@ -107,6 +107,8 @@ struct Anchor {
 };
 static_assert(std::is_standard_layout_v<Anchor> && sizeof(Anchor) == 64);
 static_assert(offsetof(Anchor, root) == 8 && offsetof(Anchor, log) == 24);
+// The split's step 1 relies on it: log.node and log.parent reach PM with log.sibling's
+// write-back (one line, stores in order); the anchor block is 64-aligned (allocator blocks).
 
 inline constexpr std::uint64_t kAnchorMagic = 0x3145455254425735ull;  // "5WBTREE1"
 

@@ -10,33 +10,49 @@ namespace wort::wbtree {
 
 namespace {
 
-//! Rewrites the slot array as `v` (only the 8-byte words that change) and flushes its line.
-void write_slots(Node* n, const View& v) noexcept {
+//! Rewrites the slot array as `v` (only the 8-byte words that change) and flushes its line
+//! if a word changed. Returns whether it did. The slot array already reads as `v` only when
+//! a crash interrupted the same node write after its slot rewrite and before its bitmap
+//! store, and the write is now redone (split redo at open, or the next write of that
+//! node): those bytes are durable (a crash image; every earlier write of this operation to
+//! the line was flushed), so writing them back again is a redundant write-back.
+bool write_slots(Node* n, const View& v) noexcept {
   alignas(8) std::uint8_t image[64] = {};
   image[0] = static_cast<std::uint8_t>(v.n);
   for (unsigned i = 0; i < v.n; ++i) image[1 + i] = v.pos[i];
   auto* words = reinterpret_cast<std::uint64_t*>(n->slot);
   const auto* want = reinterpret_cast<const std::uint64_t*>(image);
+  bool changed = false;
   for (unsigned w = 0; w < 8; ++w)
-    if (words[w] != want[w]) pm::store(&words[w], want[w]);
-  pm::flush(n->slot, sizeof(n->slot));
+    if (words[w] != want[w]) {
+      pm::store(&words[w], want[w]);
+      changed = true;
+    }
+  if (changed) pm::flush(n->slot, sizeof(n->slot));
+  return changed;
 }
 
-//! The bitmap store that ends a node write.
-void finish(Node* n, std::uint64_t bits, Finish how) noexcept {
+//! The bitmap store that ends a node write. `pending`: a write-back was issued since the
+//! last fence (the slot array's), so the store must be ordered after it; otherwise
+//! everything the store depends on is already fenced and the fence is left out.
+void finish(Node* n, std::uint64_t bits, Finish how, bool pending) noexcept {
   if (how == Finish::commit) {
-    pm::publish(&n->bitmap, bits);
+    if (pending) pm::publish(&n->bitmap, bits);
+    else pm::commit(&n->bitmap, bits);
   } else {
-    pm::fence();
+    if (pending) pm::fence();
     pm::store_persist(&n->bitmap, bits);
   }
 }
 
-//! Clears the slot-valid bit durably (the slot array may then be rewritten).
-void invalidate_slots(Node* n) noexcept {
-  if (!(n->bitmap & kSlotsValid)) return;  // already invalid: a crash left it so
+//! Clears the slot-valid bit and flushes it (the caller fences before the slot array is
+//! rewritten). Returns whether it stored: a bit already clear (a crash left it so, and the
+//! image is durable) needs neither the store nor its write-back.
+bool invalidate_slots(Node* n) noexcept {
+  if (!(n->bitmap & kSlotsValid)) return false;  // already invalid: a crash left it so
   pm::store(&n->bitmap, n->bitmap & ~kSlotsValid);
   pm::flush(&n->bitmap, sizeof(n->bitmap));
+  return true;
 }
 
 }  // namespace
@@ -113,22 +129,21 @@ void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish ho
   std::memcpy(w.pos, v.pos, at);
   w.pos[at] = static_cast<std::uint8_t>(pos);
   std::memcpy(w.pos + at + 1, v.pos + at, v.n - at);
-  write_slots(n, w);
-  finish(n, used | (1ull << pos) | kSlotsValid, how);
+  const bool pending = write_slots(n, w);
+  finish(n, used | (1ull << pos) | kSlotsValid, how, pending);
 }
 
 void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept {
   assert(at < v.n);
   const std::uint64_t used = n->bitmap & ~kSlotsValid;
   const unsigned pos = v.pos[at];
-  invalidate_slots(n);
-  pm::fence();
+  if (invalidate_slots(n)) pm::fence();  // nothing to order if the bit was already clear
   View w;
   w.n = v.n - 1;
   std::memcpy(w.pos, v.pos, at);
   std::memcpy(w.pos + at, v.pos + at + 1, v.n - at - 1);
-  write_slots(n, w);
-  finish(n, (used & ~(1ull << pos)) | kSlotsValid, how);
+  const bool pending = write_slots(n, w);
+  finish(n, (used & ~(1ull << pos)) | kSlotsValid, how, pending);
 }
 
 void truncate_entries(Node* n, const View& v, unsigned keep) noexcept {
@@ -139,8 +154,8 @@ void truncate_entries(Node* n, const View& v, unsigned keep) noexcept {
   View w;
   w.n = keep;
   std::memcpy(w.pos, v.pos, keep);
-  write_slots(n, w);
-  finish(n, bits | kSlotsValid, Finish::structural);
+  const bool pending = write_slots(n, w);
+  finish(n, bits | kSlotsValid, Finish::structural, pending);
 }
 
 }  // namespace wort::wbtree

@@ -3,7 +3,7 @@
 // change); the insert that needed the split commits afterwards, in its leaf.
 //
 // Split of a full node N under a parent P with room (README.md, "Splits"):
-//   1. log.node = N, log.parent = P                        (persisted)
+//   1. log.node = N, log.parent = P                        (stored; written back with 2)
 //   2. S = fresh node with N's upper half, flushed; fence; log.sibling = S (persisted)
 //   3. P gets the entry (first key of S -> S)              (bitmap+slot protocol)
 //   4. N drops the entries S holds                         (truncate_entries)
@@ -88,10 +88,12 @@ Status WbTree::split(std::uint64_t n_off, std::uint64_t p_off) {
     pool_.allocator().free(s_off);
     return st;
   }
-  // 1. the log names N and P (log.sibling is 0 whenever no split is in flight)
+  // 1. the log names N and P (log.sibling is 0 whenever no split is in flight). Not written
+  // back here: the log is one line with log.sibling (wbtree_layout.h), whose write-back in
+  // step 2 carries these stores, and a line persists in store order, so no image holds
+  // log.sibling without N and P; until then recovery ignores them (sibling 0: log cleared).
   pm::store(&anchor_->log.node, n_off);
   pm::store(&anchor_->log.parent, p_off);
-  pm::persist(&anchor_->log, sizeof(MicroLog));
   if (stop_split_after_ == 1) return Status::io_error;
   // 2. S: N's upper half in key order, durable before the log names it
   Entry upper[kMaxCapacity];
