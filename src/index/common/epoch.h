@@ -5,9 +5,11 @@
 //
 // Protocol (all DRAM, nothing in the pool):
 //   pin:     slot[me] = global  (sequentially consistent store: a full barrier, so the
-//            tree reads that follow cannot be ordered before the announcement)
-//   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global),
-//            remember (global, off)
+//            tree reads that follow cannot be ordered before the announcement). Each thread
+//            has two words: Pin's (operations that call no user code) and NestablePin's
+//            (scans, whose visitor may call back into the index: a pin inside keeps it)
+//   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global);
+//            free at once if no slot is pinned, else remember (global, off)
 //   reclaim: global += 1; oldest = min over pinned slots; free every block retired at an
 //            epoch < oldest (all of them when nobody is pinned)
 //   unpin:   slot[me] = 0 (release)
@@ -16,8 +18,8 @@
 // and keeps it alive. A crash while blocks wait leaks nothing: they are unreachable from the
 // root, and the allocator's trace at the next open frees them.
 //
-// Single-threaded, reclaim() at the end of the write that retired blocks frees them at once
-// (nobody else is pinned), so frees happen when they did without epochs.
+// Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
+// without epochs and no list is kept.
 #pragma once
 
 #include <atomic>
@@ -40,13 +42,11 @@ class EpochReclaimer {
   EpochReclaimer(const EpochReclaimer&) = delete;
   EpochReclaimer& operator=(const EpochReclaimer&) = delete;
 
-  //! RAII pin for one operation (never nested on one reclaimer).
+  //! RAII pin for one operation that calls no user code while pinned (a lookup): it owns
+  //! the thread's `epoch` word, so it must not nest inside another Pin on this reclaimer.
   class Pin {
    public:
-    explicit Pin(EpochReclaimer& e) noexcept {
-      unsigned id = tls_id;
-      if (id == 0) [[unlikely]] id = take_id();
-      slot_ = &e.slots_[id - 1].epoch;
+    explicit Pin(EpochReclaimer& e) noexcept : slot_(&e.my_slot().epoch) {
       slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
     }
     ~Pin() { slot_->store(0, std::memory_order_release); }
@@ -57,12 +57,40 @@ class EpochReclaimer {
     std::atomic<std::uint64_t>* slot_;
   };
 
+  //! RAII pin for an operation that calls user code while pinned (a scan's visitor), which
+  //! may call back into the index: it holds the thread's second word, `outer`, so a Pin
+  //! inside it does not end it, and a NestablePin inside it leaves the outer one in place.
+  class NestablePin {
+   public:
+    explicit NestablePin(EpochReclaimer& e) noexcept : slot_(&e.my_slot().outer) {
+      if (slot_->load(std::memory_order_relaxed) != 0) {  // an outer scan of this thread
+        slot_ = nullptr;
+        return;
+      }
+      slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+    }
+    ~NestablePin() {
+      if (slot_ != nullptr) slot_->store(0, std::memory_order_release);
+    }
+    NestablePin(const NestablePin&) = delete;
+    NestablePin& operator=(const NestablePin&) = delete;
+
+   private:
+    std::atomic<std::uint64_t>* slot_;
+  };
+
   //! The block at `off` was unlinked by a commit that is durable: free it once no pinned
-  //! thread can hold it.
+  //! thread can hold it — at once if no thread is pinned now (a thread that pins later reads
+  //! the tree after the unlinking commit: both sides have a full barrier between their
+  //! store and their load), so a single-threaded user pays no list.
   void retire(std::uint64_t off) {
     // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
-    // unlinking commit is ordered before the epoch read.
+    // unlinking commit is ordered before the epoch read and the slot reads.
     const std::uint64_t e = global_.fetch_add(0, std::memory_order_seq_cst);
+    if (!any_pinned()) [[likely]] {
+      free_(ctx_, off);
+      return;
+    }
     Latch l(*this);
     retired_.emplace_back(e, off);
     pending_.store(retired_.size(), std::memory_order_relaxed);
@@ -70,22 +98,7 @@ class EpochReclaimer {
 
   //! Advances the epoch and frees what no pinned thread can hold.
   void reclaim() {
-    if (pending_.load(std::memory_order_relaxed) == 0) return;
-    Latch l(*this);
-    const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
-    std::uint64_t oldest = now;
-    const unsigned hi = ids().hi.load(std::memory_order_acquire);
-    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
-      const std::uint64_t p = slots_[i].epoch.load(std::memory_order_seq_cst);
-      if (p != 0 && p < oldest) oldest = p;
-    }
-    std::size_t kept = 0;
-    for (auto& r : retired_) {
-      if (r.first < oldest) free_(ctx_, r.second);
-      else retired_[kept++] = r;
-    }
-    retired_.resize(kept);
-    pending_.store(kept, std::memory_order_relaxed);
+    if (pending_.load(std::memory_order_relaxed) != 0) [[unlikely]] reclaim_pending();
   }
 
   //! Frees every retired block (nobody may be pinned: the index is going away).
@@ -100,9 +113,47 @@ class EpochReclaimer {
   std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
 
  private:
+  //! Some thread is pinned (seq_cst loads: see retire).
+  bool any_pinned() const noexcept {
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i)
+      if (slots_[i].epoch.load(std::memory_order_seq_cst) != 0 ||
+          slots_[i].outer.load(std::memory_order_seq_cst) != 0)
+        return true;
+    return false;
+  }
+
+  //! reclaim() when blocks wait (out of line: the write that retired nothing pays one load).
+  [[gnu::noinline]] void reclaim_pending() {
+    Latch l(*this);
+    const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    std::uint64_t oldest = now;
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
+      for (const auto* w : {&slots_[i].epoch, &slots_[i].outer}) {
+        const std::uint64_t p = w->load(std::memory_order_seq_cst);
+        if (p != 0 && p < oldest) oldest = p;
+      }
+    }
+    std::size_t kept = 0;
+    for (auto& r : retired_) {
+      if (r.first < oldest) free_(ctx_, r.second);
+      else retired_[kept++] = r;
+    }
+    retired_.resize(kept);
+    pending_.store(kept, std::memory_order_relaxed);
+  }
+
   struct alignas(64) Slot {
-    std::atomic<std::uint64_t> epoch{0};  //!< 0 = not pinned
+    std::atomic<std::uint64_t> epoch{0};  //!< Pin's word; 0 = not pinned
+    std::atomic<std::uint64_t> outer{0};  //!< NestablePin's word; 0 = not pinned
   };
+  //! The calling thread's slot (tls_slot_bytes: a byte offset into slots_, an add).
+  Slot& my_slot() noexcept {
+    std::size_t off = tls_slot_bytes;
+    if (off == 0) [[unlikely]] off = slot_bytes(take_id());
+    return reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) + off)[-1];
+  }
   //! Process-wide thread ids 1..kMaxThreads.
   struct Ids {
     std::atomic<bool> used[kMaxThreads] = {};
@@ -118,8 +169,11 @@ class EpochReclaimer {
       if (id != 0) ids().used[id - 1].store(false, std::memory_order_release);
     }
   };
-  static inline thread_local unsigned tls_id = 0;
-  static unsigned take_id() noexcept {
+  //! slot_bytes(the thread's id), 0 before the thread's first pin.
+  static inline thread_local std::size_t tls_slot_bytes = 0;
+  static constexpr std::size_t slot_bytes(unsigned id) noexcept { return id * sizeof(Slot); }
+  //! A thread's first pin (out of line and cold: every later pin reads tls_slot_bytes).
+  [[gnu::noinline, gnu::cold]] static unsigned take_id() noexcept {
     thread_local IdHolder holder;
     Ids& g = ids();
     for (;;) {
@@ -131,7 +185,7 @@ class EpochReclaimer {
           while (h < i + 1 && !g.hi.compare_exchange_weak(h, i + 1, std::memory_order_acq_rel)) {
           }
           holder.id = i + 1;
-          tls_id = i + 1;
+          tls_slot_bytes = slot_bytes(i + 1);
           return i + 1;
         }
       }
