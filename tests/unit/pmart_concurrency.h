@@ -400,8 +400,61 @@ TYPED_TEST_P(PmartConcurrency, SingleKeyLookupsAreLinearizable) {
               static_cast<unsigned long long>(checked));
 }
 
+// A scan's visitor calls back into the tree (a lookup of the key it was given, and now and
+// then an update of it) while writers remove and re-insert keys, retiring nodes: the inner
+// lookup's pin must not end the scan's (epoch.h: Pin and NestablePin hold different words),
+// or the nodes the scan still walks could be freed and reused under it.
+TYPED_TEST_P(PmartConcurrency, ScanVisitorsCallBackIntoTheTree) {
+  ConcFixture<TypeParam> f;
+  const unsigned stable = 1500, churn = 600, rounds = 6 * kConcScale;
+  for (unsigned i = 0; i < stable + churn; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, visited{0};
+  std::thread rd([&] {
+    std::uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed) || n < 20) {
+      ++n;
+      std::string prev;
+      f.tree->scan(as_key(conc_key(static_cast<unsigned>(n * 7919 % (stable + churn)))), 400,
+                   [&](Key kk, Value v) {
+                     std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
+                     const auto again = f.tree->lookup(kk);
+                     if ((!prev.empty() && s <= prev) || v != conc_value_of(s) ||
+                         (again && *again != conc_value_of(s)))
+                       errors.fetch_add(1);
+                     if (visited.fetch_add(1) % 97 == 0) {  // a write from inside the scan
+                       const Status u = f.tree->update(kk, conc_value_of(s));
+                       if (u != Status::ok && u != Status::not_found) errors.fetch_add(1);
+                     }
+                     prev = std::move(s);
+                     return true;
+                   });
+    }
+  });
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned r = 0; r < rounds; ++r)
+        for (unsigned i = stable + w; i < stable + churn; i += 2) {
+          const std::string k = conc_key(i);
+          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
+          if (f.tree->insert(as_key(k), conc_value_of(k)) != Status::ok) errors.fetch_add(1);
+        }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  rd.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(visited.load(), 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < stable + churn; ++i) ref.emplace(conc_key(i), conc_value_of(conc_key(i)));
+  f.check(ref);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(PmartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan,
                             RemovesInsertsAndUpsertsWhileReadersScan,
-                            ChurnOfRemovedAndReinsertedKeys, SingleKeyLookupsAreLinearizable);
+                            ChurnOfRemovedAndReinsertedKeys, SingleKeyLookupsAreLinearizable,
+                            ScanVisitorsCallBackIntoTheTree);
 
 }  // namespace wort::test

@@ -37,6 +37,8 @@ const char* ArtTree<F>::node_name(NodeType t) {
   return with_ops(t, [](auto ops) { return decltype(ops)::kName; });
 }
 
+//! The child under b. Safe for a lock-free reader: a node type that reuses slots re-checks
+//! its commit word before it returns a leaf (NodeOps::kReusesSlots).
 template <ArtFlavor F>
 Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::find(n, b); });
@@ -47,32 +49,13 @@ Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
 }
 
-//! The child under b, for a lock-free reader: a leaf reached through a node that reuses
-//! slots is accepted only if the entry's commit word did not change meanwhile (then its
-//! pointer was committed: see StampedNodeOps); otherwise the node is read again.
-template <ArtFlavor F>
-Ref ArtTree<F>::read_child(const NodeBase* n, std::uint8_t b) const {
-  return with_ops(n->type, [&](auto ops) -> Ref {
-    using Ops = decltype(ops);
-    if constexpr (Ops::kReusesSlots) {
-      for (;;) {
-        std::uint64_t stamp;
-        const Ref r = Ops::find_stamped(n, b, &stamp);
-        if (!is_leaf(r) || Ops::stamp(n, b) == stamp) [[likely]] return r;
-      }
-    } else {
-      return Ops::find(n, b);
-    }
-  });
-}
-
 //! A child c that for_each_child reported under b, made safe for a reader to follow: a leaf
-//! under a node that reuses slots is read again through read_child (kNull: removed since).
+//! under a node that reuses slots is read again through find (kNull: removed since).
 template <ArtFlavor F>
 Ref ArtTree<F>::checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const {
   if (!is_leaf(c)) return c;
   return with_ops(n->type, [&](auto ops) -> Ref {
-    if constexpr (decltype(ops)::kReusesSlots) return read_child(n, b);
+    if constexpr (decltype(ops)::kReusesSlots) return decltype(ops)::find(n, b);
     else return c;
   });
 }
@@ -112,8 +95,13 @@ void ArtTree<F>::free_block(void* pool, std::uint64_t off) {
 }
 
 template <ArtFlavor F>
-void ArtTree<F>::sched_yield_now() noexcept {
-  sched_yield();
+void ArtTree<F>::lock_contended() noexcept {
+  do {
+    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
+      if (spins < 64) __builtin_ia32_pause();
+      else sched_yield();
+    }
+  } while (writer_.exchange(true, std::memory_order_acquire));
 }
 
 template <ArtFlavor F>

@@ -23,19 +23,14 @@ std::uint64_t used_slots(const Node48* n) noexcept {
 }  // namespace
 
 Ref Node48Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
-  std::uint64_t stamp;
-  return find_stamped(n, b, &stamp);
-}
-
-Ref Node48Ops::find_stamped(const NodeBase* n, std::uint8_t b, std::uint64_t* stamp) noexcept {
   const Node48* x = as48(n);
-  const std::uint8_t i = load(&x->index[b]);
-  *stamp = i;
-  return i == 0 ? kNull : load(&x->child[i - 1]);
-}
-
-std::uint64_t Node48Ops::stamp(const NodeBase* n, std::uint8_t b) noexcept {
-  return load(&as48(n)->index[b]);
+  for (;;) {
+    const std::uint8_t i = load(&x->index[b]);
+    if (i == 0) return kNull;
+    const Ref r = load(&x->child[i - 1]);
+    // A slot reused since the index byte was read may hold an uncommitted leaf (node_ops.h).
+    if (!is_leaf(r) || load(&x->index[b]) == i) [[likely]] return r;
+  }
 }
 
 Ref* Node48Ops::slot(NodeBase* n, std::uint8_t b) noexcept {

@@ -28,26 +28,21 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
   { Ops::kCapacity } -> std::convertible_to<unsigned>;
   { Ops::kInPlace } -> std::convertible_to<bool>;
   { Ops::kName } -> std::convertible_to<const char*>;
-  { Ops::find(cn, b) } -> std::same_as<Ref>;              // child for b, or kNull
+  { Ops::find(cn, b) } -> std::same_as<Ref>;              // child for b, or kNull (see below)
   { Ops::slot(n, b) } -> std::same_as<Ref*>;              // its pointer word, or nullptr
   { Ops::count(cn) } -> std::same_as<unsigned>;
   { Ops::for_each_from(cn, from, fn) } -> std::same_as<bool>;
   { Ops::build(n, hdr, r, e) };
   { Ops::check(cn, why) } -> std::same_as<bool>;
+  // kReusesSlots: the node's in-place add may store a new child's pointer where a reader's
+  // older view of the node still names a removed entry (WOART NODE4/NODE16, NODE48: the
+  // pointer is stored before the commit word that names it). Such a type's `find` is safe
+  // for a lock-free reader: it returns a leaf only after re-reading the entry's commit word
+  // (slot word, bitmap, index byte) unchanged since it chose the slot — then the pointer was
+  // committed — and otherwise reads the node again. A leaf that `for_each_from` reports is
+  // not re-checked: a reader takes it through `find` again (ArtTree::checked_leaf).
   { Ops::kReusesSlots } -> std::convertible_to<bool>;
 };
-
-//! A node type whose in-place add may store a new child's pointer where a reader's older
-//! view of the node still names a removed entry (WOART NODE4/NODE16, NODE48: the pointer is
-//! stored before the commit word that names it). A lock-free reader that reaches a leaf
-//! through such a node re-reads the entry's commit word (`stamp`) and accepts the leaf only
-//! if it is unchanged since `find_stamped` read it: then the pointer was committed.
-template <class Ops>
-concept StampedNodeOps = NodeOps<Ops> && Ops::kReusesSlots &&
-    requires(const NodeBase* cn, std::uint8_t b, std::uint64_t* stamp) {
-      { Ops::find_stamped(cn, b, stamp) } -> std::same_as<Ref>;
-      { Ops::stamp(cn, b) } -> std::same_as<std::uint64_t>;
-    };
 
 //! A node type that adds and removes children in place, each with its own commit store
 //! (pm::publish_nt / pm::commit_nt, see sync.h); false from add means full.
@@ -70,9 +65,7 @@ concept ArtFlavor = requires {
   { F::kAnchorMagic } -> std::convertible_to<std::uint64_t>;
   { F::kDepthRepair } -> std::convertible_to<bool>;
 } && (InPlaceNodeOps<typename F::Node4> || CopyNodeOps<typename F::Node4>)
-  && (InPlaceNodeOps<typename F::Node16> || CopyNodeOps<typename F::Node16>)
-  && (!F::Node4::kReusesSlots || StampedNodeOps<typename F::Node4>)
-  && (!F::Node16::kReusesSlots || StampedNodeOps<typename F::Node16>);
+  && (InPlaceNodeOps<typename F::Node16> || CopyNodeOps<typename F::Node16>);
 // clang-format on
 
 //! A node-type byte that no node type claims. Unreachable after the checked walk (which

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -35,8 +36,15 @@ inline T load_word(const T* p) noexcept {
                                           __ATOMIC_ACQUIRE));
 }
 
-//! The node header, read whole (an in-place split or merge rewrites it with one store).
-inline NodeHeader load_hdr(const NodeBase* n) noexcept { return load_word(&n->hdr); }
+//! The node's branch position from one 4-byte load of depth and prefix_len together (an
+//! in-place split or merge changes both and keeps their sum: read apart, they could mix).
+inline unsigned load_branch_pos(const NodeBase* n) noexcept {
+  static_assert(offsetof(NodeHeader, depth) == 0 && offsetof(NodeHeader, prefix_len) == 2 &&
+                std::endian::native == std::endian::little);
+  const std::uint32_t w = __atomic_load_n(reinterpret_cast<const std::uint32_t*>(&n->hdr),
+                                          __ATOMIC_ACQUIRE);
+  return (w & 0xffffu) + (w >> 16);
+}
 
 namespace detail {
 //! The aligned 8-byte word holding *field, with *field replaced by v.

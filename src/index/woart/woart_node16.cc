@@ -15,7 +15,7 @@ Node16* as16(NodeBase* n) { return reinterpret_cast<Node16*>(n); }
 
 //! Position of b among the entries valid in bitmap `bm`, or -1. Key bytes at clear
 //! positions may be stored meanwhile by the writer's next add: bytes a stale bitmap still
-//! marks are checked by the caller's stamp (StampedNodeOps).
+//! marks are re-checked by find (NodeOps::kReusesSlots).
 int position_of(const Node16* x, std::uint16_t bm, std::uint8_t b) noexcept {
 #if defined(__SANITIZE_THREAD__)
   // Under TSan the 16-byte vector load of bytes the writer stores is a race in the C++
@@ -32,20 +32,15 @@ std::uint16_t bitmap_of(const Node16* x) noexcept { return artcommon::load(&x->b
 }  // namespace
 
 Ref Node16Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
-  std::uint64_t stamp;
-  return find_stamped(n, b, &stamp);
-}
-
-Ref Node16Ops::find_stamped(const NodeBase* n, std::uint8_t b, std::uint64_t* stamp) noexcept {
   const Node16* x = as16(n);
-  const std::uint16_t bm = bitmap_of(x);
-  *stamp = bm;
-  const int p = position_of(x, bm, b);
-  return p < 0 ? artcommon::kNull : artcommon::load(&x->child[p]);
-}
-
-std::uint64_t Node16Ops::stamp(const NodeBase* n, std::uint8_t) noexcept {
-  return bitmap_of(as16(n));
+  for (;;) {
+    const std::uint16_t bm = bitmap_of(x);
+    const int p = position_of(x, bm, b);
+    if (p < 0) return artcommon::kNull;
+    const Ref r = artcommon::load(&x->child[p]);
+    // A slot reused since the bitmap was read may hold an uncommitted leaf (node_ops.h).
+    if (!artcommon::is_leaf(r) || bitmap_of(x) == bm) [[likely]] return r;
+  }
 }
 
 Ref* Node16Ops::slot(NodeBase* n, std::uint8_t b) noexcept {

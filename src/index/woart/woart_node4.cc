@@ -1,6 +1,7 @@
 #include "index/woart/woart_node4.h"
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "index/artcommon/node_image.h"
@@ -61,21 +62,31 @@ SlotWord without_entry(SlotWord s, unsigned p) noexcept {
 //! The slot word, read whole (lock-free readers: one snapshot per node visit).
 static SlotWord slots_of(const Node4* x) noexcept { return artcommon::load_word(&x->slots); }
 
+//! The child index + 1 of key byte b in slot word w (read as a little-endian 8-byte word:
+//! key bytes in bits 0-31, child indexes in 32-63), or 0. One pass, no branch per entry:
+//! the lowest byte of keys ^ b that is zero is found exactly by the borrow trick (a false
+//! hit can only sit above a true one), and the entry there counts only if its index byte is
+//! set — valid entries come first, so a free position has no valid one above it.
+static unsigned child_index_in(std::uint64_t w, std::uint8_t b) noexcept {
+  static_assert(std::endian::native == std::endian::little &&
+                offsetof(SlotWord, key) == 0 && offsetof(SlotWord, idx) == 4);
+  const std::uint32_t x = static_cast<std::uint32_t>(w) ^ (0x01010101u * b);
+  const std::uint32_t zero = (x - 0x01010101u) & ~x & 0x80808080u;
+  if (zero == 0) return 0;
+  return static_cast<std::uint8_t>(w >> (32 + (std::countr_zero(zero) & ~7)));
+}
+
 Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
-  std::uint64_t stamp;
-  return find_stamped(n, b, &stamp);
-}
-
-Ref Node4Ops::find_stamped(const NodeBase* n, std::uint8_t b, std::uint64_t* stamp) noexcept {
   const Node4* x = as4(n);
-  const SlotWord s = slots_of(x);
-  *stamp = std::bit_cast<std::uint64_t>(s);
-  const int p = position_of(s, b);
-  return p < 0 ? artcommon::kNull : artcommon::load(&x->child[s.idx[p] - 1]);
-}
-
-std::uint64_t Node4Ops::stamp(const NodeBase* n, std::uint8_t) noexcept {
-  return std::bit_cast<std::uint64_t>(slots_of(as4(n)));
+  const auto* word = reinterpret_cast<const std::uint64_t*>(&x->slots);
+  for (;;) {
+    const std::uint64_t w = artcommon::load(word);
+    const unsigned ci = child_index_in(w, b);
+    if (ci == 0) return artcommon::kNull;
+    const Ref r = artcommon::load(&x->child[ci - 1]);
+    // A slot reused since the slot word was read may hold an uncommitted leaf (node_ops.h).
+    if (!artcommon::is_leaf(r) || artcommon::load(word) == w) [[likely]] return r;
+  }
 }
 
 Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
