@@ -103,6 +103,9 @@ struct PhaseResult {
   CacheStats cache;
   //! (seconds since phase start, operations completed) every ~100 ms
   std::vector<std::pair<double, std::uint64_t>> timeline;
+  //! Per worker thread (index = thread number): its operations and its own wall seconds.
+  std::vector<std::uint64_t> thread_ops;
+  std::vector<double> thread_seconds;
 
   double throughput() const noexcept { return seconds > 0 ? static_cast<double>(ops) / seconds : std::nan(""); }
   double ns_per_op() const noexcept { return per_op(seconds * 1e9, ops); }
@@ -111,6 +114,11 @@ struct PhaseResult {
   double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
   double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
   std::uint64_t misses() const noexcept;
+  //! Thread t's operations over its own wall time (NaN if it did not run).
+  double thread_throughput(std::size_t t) const noexcept {
+    return t < thread_ops.size() && thread_seconds[t] > 0
+               ? static_cast<double>(thread_ops[t]) / thread_seconds[t] : std::nan("");
+  }
 };
 
 }  // namespace wort::bench

@@ -161,6 +161,16 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
   w.end_object();
   w.key("cache");
   write_cache(w, p.cache);
+  w.key("threads");  // per worker thread: its operations over its own wall time
+  w.begin_array();
+  for (std::size_t t = 0; t < p.thread_ops.size(); ++t) {
+    w.begin_object();
+    w.field("ops", p.thread_ops[t]);
+    w.field("seconds", p.thread_seconds[t]);
+    w.field("throughput_ops_s", p.thread_throughput(t));
+    w.end_object();
+  }
+  w.end_array();
   w.key("timeline");
   w.begin_array();
   for (const auto& [t, n] : p.timeline) {

@@ -259,6 +259,29 @@ void write_phases(const BenchReport& r, std::ostream& os) {
   t.print(os);
 }
 
+// With several worker threads: each thread's throughput beside the total, per phase (a
+// concurrent index runs every thread at once; another one takes turns under the bench lock).
+void write_threads(const BenchReport& r, std::ostream& os) {
+  const unsigned n = r.options.threads;
+  Table t;
+  std::vector<std::string> head{"case", "phase", "total Mops/s"};
+  for (unsigned i = 0; i < n; ++i) head.push_back("t" + std::to_string(i) + " Mops/s");
+  t.row(head);
+  t.rule();
+  for (const auto& c : r.cases)
+    for (const auto& p : c.phases) {
+      if (p.thread_ops.size() < 2) continue;  // a phase that always runs on one thread
+      std::vector<std::string> row{c.index + "/" + std::string(to_string(c.dist)), p.name,
+                                   fmt(p.throughput() / 1e6, "%.3f")};
+      for (unsigned i = 0; i < n; ++i) row.push_back(fmt(p.thread_throughput(i) / 1e6, "%.3f"));
+      t.row(row);
+    }
+  os << "Per-thread throughput (each thread's operations over its own wall time; the total is\n"
+        "all operations over the phase's wall time):\n";
+  t.print(os);
+  os << "\n";
+}
+
 // Cache figures per phase, where measured (perf or callgrind).
 void write_cache(const BenchReport& r, std::ostream& os) {
   Table t;
@@ -338,6 +361,7 @@ void write_table(const BenchReport& r, std::ostream& os) {
   }
   write_phases(r, os);
   os << "\n";
+  if (o.threads > 1) write_threads(r, os);
   write_cache(r, os);
   write_space(r, os);
   if (o.recovery) {

@@ -41,6 +41,7 @@ struct WorkerStats {
   std::uint64_t items = 0;
   pm::Counters counters;
   double cpu_seconds = 0;
+  double wall_seconds = 0;  // from the phase start to this thread's last operation
 };
 
 double thread_cpu_seconds() {
@@ -131,6 +132,7 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
     pm::reset_counters();
     const double cpu0 = thread_cpu_seconds();
     body(ctx, t, stats[t]);
+    stats[t].wall_seconds = seconds_since(ctx.t0);
     stats[t].cpu_seconds = thread_cpu_seconds() - cpu0;
     stats[t].counters = pm::counters();
   };
@@ -159,6 +161,8 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
     p.cpu_seconds += w.cpu_seconds;
     p.counters = p.counters + w.counters;
     for (std::size_t i = 0; i < kOpTypes; ++i) p.per_type[i].merge(w.per_type[i]);
+    p.thread_ops.push_back(w.ops);
+    p.thread_seconds.push_back(w.wall_seconds);
   }
   p.timeline = std::move(ctx.timeline);
   if (o.llc == LlcMode::perf) {

@@ -12,6 +12,13 @@
 // Node ops with kInPlace add/remove a child in place with their own commit store; the
 // others (ART+CoW NODE4/NODE16) are copied, edited and published by a parent-pointer swap.
 //
+// Concurrency (stage 1 of issue 13): lookups and scans take no lock and never block; the
+// writes (insert, upsert, update, remove) are serialised by one writer lock per tree (a
+// DRAM spin lock, outside the pool). Every commit is non-temporal (sync.h: no reader sees a
+// value before it is durable); blocks a write unlinks are retired to an epoch reclaimer
+// (index/common/epoch.h) that readers pin. verify(), stats(), dump() and visit_blocks() want
+// a quiescent tree. See README.md.
+//
 // Every structural change ends in one 8-byte store: a node's commit word (in-place add or
 // remove), a leaf's value word (upsert), a node's end-of-key slot, or the parent's child
 // pointer (new leaf under an empty slot, leaf split, prefix split, grow, shrink, merge,
@@ -19,6 +26,7 @@
 // persisted.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,6 +41,8 @@
 #include "index/artcommon/node256.h"
 #include "index/artcommon/node48.h"
 #include "index/artcommon/node_ops.h"
+#include "index/artcommon/sync.h"
+#include "index/common/epoch.h"
 #include "wort/index.h"
 
 namespace wort::artcommon {
@@ -44,6 +54,8 @@ template <ArtFlavor Flavor>
 class ArtTree {
  public:
   static constexpr std::string_view kKind = Flavor::kKind;
+  //! Every entry point may be called from many threads at once (see the top of this file).
+  static constexpr bool kConcurrent = true;
 
   //! A new, empty tree in a fresh pool (writes the anchor, sets the pool root).
   static Result<std::unique_ptr<ArtTree>> create(Pool& pool, const IndexOptions& opts);
@@ -51,10 +63,24 @@ class ArtTree {
   //! hands the reachable blocks to the allocator's trace.
   static Result<std::unique_ptr<ArtTree>> open(Pool& pool);
 
-  Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
-  Status upsert(Key k, Value v) { return put(k, v, /*overwrite=*/true); }
+  Status insert(Key k, Value v) {
+    WriteLock w(*this);
+    return put(k, v, /*overwrite=*/false);
+  }
+  Status upsert(Key k, Value v) {
+    WriteLock w(*this);
+    return put(k, v, /*overwrite=*/true);
+  }
   Status update(Key k, Value v);
-  std::optional<Value> lookup(Key k) const;
+  //! Defined here and always inlined into its callers (the adapter, the bench's direct
+  //! loop), as it was before the epoch pin made it larger than the inlining limit: the call
+  //! would cost more than the pin. find_leaf is in art_tree_read.h.
+  [[gnu::always_inline]] std::optional<Value> lookup(Key k) const {
+    kit::EpochReclaimer::Pin pin(epochs_);
+    const Leaf* l = find_leaf(k);
+    if (l == nullptr) return std::nullopt;
+    return load(&l->value);
+  }
   Status remove(Key k);
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
   std::size_t range(Key lo, Key hi, Visitor v) const;
@@ -62,8 +88,30 @@ class ArtTree {
   Result<void> verify() const;
   void dump(std::ostream& os) const;
   Result<void> visit_blocks(BlockVisitorFn v) const;
+  //! Unlinked blocks waiting for readers to unpin (tests).
+  std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
+  //! The tree's writer lock (DRAM): held for one whole write; on release, retired blocks
+  //! no reader can hold are freed.
+  class WriteLock {
+   public:
+    explicit WriteLock(ArtTree& t) noexcept : t_(t) {
+      if (t_.writer_.exchange(true, std::memory_order_acquire)) [[unlikely]] t_.lock_contended();
+    }
+    ~WriteLock() {
+      t_.epochs_.reclaim();
+      t_.writer_.store(false, std::memory_order_release);
+    }
+    WriteLock(const WriteLock&) = delete;
+    WriteLock& operator=(const WriteLock&) = delete;
+
+   private:
+    ArtTree& t_;
+  };
+  //! The writer lock was held: spin (pause, then sched_yield after 64 spins) until taken.
+  [[gnu::noinline, gnu::cold]] void lock_contended() noexcept;
+  static void free_block(void* pool, std::uint64_t off);
   struct ScanState;
   struct VerifyState;
 
@@ -78,6 +126,7 @@ class ArtTree {
   static std::size_t node_bytes(NodeType t);
   static const char* node_name(NodeType t);
   Ref find_child(const NodeBase* n, std::uint8_t b) const;
+  Ref checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const;
   Ref* child_slot(NodeBase* n, std::uint8_t b) const;
   unsigned child_count(const NodeBase* n) const;
   bool for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const;
@@ -85,7 +134,12 @@ class ArtTree {
 
   // --- reads
   const Leaf* find_leaf(Key k) const;
-  const Leaf* min_leaf(Ref r) const;
+  template <bool kReader>
+  const Leaf* min_leaf_of(Ref r) const;
+  //! The smallest leaf under r, for a writer (under the writer lock) or a quiescent check.
+  const Leaf* min_leaf(Ref r) const { return min_leaf_of<false>(r); }
+  //! The smallest leaf under r, for a lock-free reader.
+  const Leaf* reader_min_leaf(Ref r) const { return min_leaf_of<true>(r); }
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
 
@@ -93,6 +147,7 @@ class ArtTree {
   Status put(Key k, Value v, bool overwrite);
   Status put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
+  void commit_value(std::uint64_t* dst, Value v);
   Status add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v);
   Status split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k, Value v);
   unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
@@ -109,7 +164,8 @@ class ArtTree {
   Status merge(Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);
-  void free_ref(Ref r);
+  void free_ref(Ref r);    //!< a block no reader ever reached (never published)
+  void retire_ref(Ref r);  //!< a block a durable commit unlinked: freed after the readers
 
   // --- recovery, checks, statistics
   Result<void> repair(Ref r, unsigned expected_depth);
@@ -122,6 +178,8 @@ class ArtTree {
   Pool& pool_;
   Anchor* anchor_;
   bool removing_ = false;  //!< a remove is running: build_node may take a spare
+  std::atomic<bool> writer_{false};  //!< the writer lock (WriteLock)
+  mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
 };
 
 }  // namespace wort::artcommon

@@ -2,6 +2,8 @@
 // Included through art_tree_impl.h by the flavor's .cc that instantiates the template.
 #pragma once
 
+#include <sched.h>
+
 #include "index/artcommon/art_tree.h"
 #include "index/common/anchor.h"
 #include "pm/allocator.h"
@@ -35,6 +37,8 @@ const char* ArtTree<F>::node_name(NodeType t) {
   return with_ops(t, [](auto ops) { return decltype(ops)::kName; });
 }
 
+//! The child under b. Safe for a lock-free reader: a node type that reuses slots re-checks
+//! its commit word before it returns a leaf (NodeOps::kReusesSlots).
 template <ArtFlavor F>
 Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::find(n, b); });
@@ -43,6 +47,17 @@ Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
 template <ArtFlavor F>
 Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
   return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
+}
+
+//! A child c that for_each_child reported under b, made safe for a reader to follow: a leaf
+//! under a node that reuses slots is read again through find (kNull: removed since).
+template <ArtFlavor F>
+Ref ArtTree<F>::checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const {
+  if (!is_leaf(c)) return c;
+  return with_ops(n->type, [&](auto ops) -> Ref {
+    if constexpr (decltype(ops)::kReusesSlots) return decltype(ops)::find(n, b);
+    else return c;
+  });
 }
 
 template <ArtFlavor F>
@@ -67,6 +82,26 @@ void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
 template <ArtFlavor F>
 void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::retire_ref(Ref r) {
+  epochs_.retire(ref_offset(r));
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::free_block(void* pool, std::uint64_t off) {
+  static_cast<Pool*>(pool)->allocator().free(off);
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::lock_contended() noexcept {
+  do {
+    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
+      if (spins < 64) __builtin_ia32_pause();
+      else sched_yield();
+    }
+  } while (writer_.exchange(true, std::memory_order_acquire));
 }
 
 template <ArtFlavor F>

@@ -17,7 +17,7 @@ Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
     if (r == kNull) {  // empty tree
       Ref l;
       if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
-      pm::publish(slot, l);
+      pm::publish_nt(slot, l);
       return Status::ok;
     }
     if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
@@ -57,7 +57,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    kit::commit_value(pool_, &l->value, v);
+    commit_value(&l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -76,7 +76,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
     free_ref(fresh);
     return s;
   }
-  pm::publish(slot, n);
+  pm::publish_nt(slot, n);
   return Status::ok;
 }
 
@@ -87,12 +87,12 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    kit::commit_value(pool_, &l->value, v);
+    commit_value(&l->value, v);
     return Status::ok;
   }
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  pm::publish(&n->eok, fresh);
+  pm::publish_nt(&n->eok, fresh);
   return Status::ok;
 }
 
@@ -115,6 +115,14 @@ Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Valu
     if (s != Status::ok) free_ref(fresh);
     return s;
   });
+}
+
+//! Upsert/update's commit (non-temporal, as every commit: see sync.h). In a pool whose
+//! values name blocks, the value's block was written back before: fence first.
+template <ArtFlavor F>
+void ArtTree<F>::commit_value(std::uint64_t* dst, Value v) {
+  if (pool_.values_are_blocks()) pm::publish_nt(dst, v);
+  else pm::commit_nt(dst, v);
 }
 
 template <ArtFlavor F>
@@ -193,8 +201,8 @@ Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e)
   Ref fresh;
   if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
   const Ref old = *slot;
-  pm::publish(slot, fresh);
-  free_ref(old);
+  pm::publish_nt(slot, fresh);
+  retire_ref(old);
   return Status::ok;
 }
 
@@ -235,8 +243,8 @@ Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
-  pm::publish(slot, parent);
-  if constexpr (!F::kDepthRepair) free_ref(old);
+  pm::publish_nt(slot, parent);
+  if constexpr (!F::kDepthRepair) retire_ref(old);
   return Status::ok;
 }
 

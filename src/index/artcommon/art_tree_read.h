@@ -3,6 +3,13 @@
 // Lookups are optimistic about compressed paths: they jump to each node's branch position
 // (depth + prefix length, unchanged by an interrupted split) and compare the whole key at
 // the leaf, so they never read a prefix byte.
+//
+// Readers take no lock: they pin the epoch (unlinked blocks stay allocated until they
+// unpin), read every word a writer may change with one atomic load (a header's depth and
+// prefix length together, a NODE4 slot word whole), and accept a leaf found through a node
+// that reuses slots only after re-reading its commit word (Ops::find, checked_leaf). A
+// writer's uncommitted stores are then never followed, and every commit is non-temporal:
+// what a reader returns is durable. The lookup itself is in art_tree.h (always inlined).
 #pragma once
 
 #include <limits>
@@ -13,45 +20,53 @@ namespace wort::artcommon {
 
 template <ArtFlavor F>
 const Leaf* ArtTree<F>::find_leaf(Key k) const {
-  Ref r = anchor_->root;
+  Ref r = load(&anchor_->root);
   while (r != kNull && !is_leaf(r)) {
     const NodeBase* n = node(r);
-    const unsigned pos = n->hdr.branch_pos();
+    const unsigned pos = load_branch_pos(n);
     if (k.size() < pos) return nullptr;
-    r = k.size() == pos ? n->eok : find_child(n, key_byte(k, pos));
+    r = k.size() == pos ? load(&n->eok) : find_child(n, key_byte(k, pos));
   }
   if (r == kNull) return nullptr;
   const Leaf* l = leaf(r);
   return leaf_matches(l, k) ? l : nullptr;
 }
 
+//! The smallest leaf under r. kReader: a lock-free reader's walk (a leaf under a node that
+//! reuses slots re-checked, checked_leaf); otherwise the writer's (which holds the writer
+//! lock: nothing changes under it) or a quiescent check's.
 template <ArtFlavor F>
-const Leaf* ArtTree<F>::min_leaf(Ref r) const {
+template <bool kReader>
+const Leaf* ArtTree<F>::min_leaf_of(Ref r) const {
   while (r != kNull && !is_leaf(r)) {
     const NodeBase* n = node(r);
-    if (n->eok != kNull) return leaf(n->eok);
+    if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
     Ref first = kNull;
-    for_each_child(n, 0, [&](std::uint8_t, Ref c) {
-      first = c;
-      return false;
-    });
+    if constexpr (kReader) {
+      for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
+        first = checked_leaf(n, b, c);
+        return first == kNull;  // removed since the node was read: the next one
+      });
+      // Every entry this reader saw was removed since (a node in the tree always has one):
+      // read the node again.
+      if (first == kNull) continue;
+    } else {
+      for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+        first = c;
+        return false;
+      });
+    }
     r = first;
   }
   return r == kNull ? nullptr : leaf(r);
 }
 
 template <ArtFlavor F>
-std::optional<Value> ArtTree<F>::lookup(Key k) const {
-  const Leaf* l = find_leaf(k);
-  if (l == nullptr) return std::nullopt;
-  return l->value;
-}
-
-template <ArtFlavor F>
 Status ArtTree<F>::update(Key k, Value v) {
+  WriteLock w(*this);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
-  kit::commit_value(pool_, &const_cast<Leaf*>(l)->value, v);
+  commit_value(&const_cast<Leaf*>(l)->value, v);
   return Status::ok;
 }
 
@@ -76,18 +91,18 @@ bool ArtTree<F>::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) co
   if (bounded && compare_keys(k, st.lo) < 0) return true;
   if (st.has_hi && compare_keys(k, st.hi) >= 0) return false;
   ++st.count;
-  if (!(*st.visit)(k, l->value)) return false;
+  if (!(*st.visit)(k, load(&l->value))) return false;
   return st.count < st.max;
 }
 
 template <ArtFlavor F>
 bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const {
-  const unsigned pos = n->hdr.branch_pos();
+  const unsigned pos = load_branch_pos(n);
   unsigned from = 0;
   int bound_byte = -1;  // the child that stays bounded
   if (bounded) {
     // Compare the lower bound with the node's compressed path (bytes from any leaf).
-    const Key w = pos > depth ? leaf_key(min_leaf(node_ref(pool_.offset_of(n)))) : Key{};
+    const Key w = pos > depth ? leaf_key(reader_min_leaf(node_ref(pool_.offset_of(n)))) : Key{};
     for (unsigned i = depth; i < pos; ++i) {
       if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
       if (st.lo[i] != w[i]) {
@@ -102,33 +117,39 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
       from = static_cast<unsigned>(bound_byte);
     }
   }
-  if (n->eok != kNull && !bounded && !scan_ref(n->eok, pos, false, st)) return false;
+  if (const Ref e = load(&n->eok); e != kNull && !bounded && !scan_ref(e, pos, false, st))
+    return false;
   return for_each_child(n, from, [&](std::uint8_t b, Ref c) {
-    return scan_ref(c, pos + 1, bounded && b == bound_byte, st);
+    c = checked_leaf(n, b, c);
+    return c == kNull || scan_ref(c, pos + 1, bounded && b == bound_byte, st);
   });
 }
 
 template <ArtFlavor F>
 std::size_t ArtTree<F>::scan(Key from, std::size_t max, Visitor v) const {
-  if (max == 0 || anchor_->root == kNull) return 0;
+  kit::EpochReclaimer::NestablePin pin(epochs_);  // the visitor may call back in
+  const Ref root = load(&anchor_->root);
+  if (max == 0 || root == kNull) return 0;
   ScanState st;
   st.lo = from;
   st.max = max;
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 
 template <ArtFlavor F>
 std::size_t ArtTree<F>::range(Key lo, Key hi, Visitor v) const {
-  if (anchor_->root == kNull || compare_keys(lo, hi) >= 0) return 0;
+  kit::EpochReclaimer::NestablePin pin(epochs_);  // the visitor may call back in
+  const Ref root = load(&anchor_->root);
+  if (root == kNull || compare_keys(lo, hi) >= 0) return 0;
   ScanState st;
   st.lo = lo;
   st.hi = hi;
   st.has_hi = true;
   st.max = std::numeric_limits<std::size_t>::max();
   st.visit = &v;
-  scan_ref(anchor_->root, 0, true, st);
+  scan_ref(root, 0, true, st);
   return st.count;
 }
 

@@ -13,6 +13,7 @@ namespace wort::artcommon {
 //! allocate_node).
 template <ArtFlavor F>
 Status ArtTree<F>::remove(Key k) {
+  WriteLock w(*this);
   reserve_spares();
   removing_ = true;
   const Status s = remove_key(k);
@@ -27,8 +28,8 @@ Status ArtTree<F>::remove_key(Key k) {
   if (root == kNull) return Status::not_found;
   if (is_leaf(root)) {
     if (!leaf_matches(leaf(root), k)) return Status::not_found;
-    pm::commit(slot, kNull);
-    free_ref(root);
+    pm::commit_nt(slot, kNull);
+    retire_ref(root);
     return Status::ok;
   }
   unsigned depth = 0;
@@ -74,7 +75,7 @@ Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uin
       });
     }
     if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
-    free_ref(victim);
+    retire_ref(victim);
     return Status::ok;
   }
   Status s = with_ops(n->type, [&](auto ops) -> Status {
@@ -91,7 +92,7 @@ Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uin
     e.erase(b);
     return rebuild(slot, n, t, e);
   });
-  if (s == Status::ok) free_ref(victim);
+  if (s == Status::ok) retire_ref(victim);
   return s;
 }
 
@@ -107,9 +108,9 @@ Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
     });
     if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
   } else {
-    pm::commit(&n->eok, kNull);
+    pm::commit_nt(&n->eok, kNull);
   }
-  free_ref(victim);
+  retire_ref(victim);
   return Status::ok;
 }
 
@@ -122,8 +123,8 @@ template <ArtFlavor F>
 Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
   const Ref old = *slot;
   if (is_leaf(survivor)) {
-    pm::commit(slot, survivor);
-    free_ref(old);
+    pm::commit_nt(slot, survivor);
+    retire_ref(old);
     return Status::ok;
   }
   NodeBase* s = node(survivor);
@@ -135,14 +136,14 @@ Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
     // repairs, so the header's write-back shares the pointer's fence.
     pm::store(&s->hdr, hdr);
     pm::flush(&s->hdr, sizeof(NodeHeader));
-    pm::commit_sharing_fence(slot, survivor);
+    pm::commit_nt_sharing_fence(slot, survivor);
   } else {
     Ref copy;
     if (Status st = copy_with_header(s, hdr, &copy); st != Status::ok) return st;
-    pm::publish(slot, copy);
-    free_ref(survivor);
+    pm::publish_nt(slot, copy);
+    retire_ref(survivor);
   }
-  free_ref(old);
+  retire_ref(old);
   return Status::ok;
 }
 

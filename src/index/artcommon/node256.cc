@@ -1,6 +1,7 @@
 #include "index/artcommon/node256.h"
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
 namespace wort::artcommon {
@@ -9,24 +10,26 @@ const Node256* as256(const NodeBase* n) { return reinterpret_cast<const Node256*
 Node256* as256(NodeBase* n) { return reinterpret_cast<Node256*>(n); }
 }  // namespace
 
-Ref Node256Ops::find(const NodeBase* n, std::uint8_t b) noexcept { return as256(n)->child[b]; }
+Ref Node256Ops::find(const NodeBase* n, std::uint8_t b) noexcept { return load(&as256(n)->child[b]); }
 
 Ref* Node256Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
   Node256* x = as256(n);
-  return x->child[b] == kNull ? nullptr : &x->child[b];
+  return load(&x->child[b]) == kNull ? nullptr : &x->child[b];
 }
 
 unsigned Node256Ops::count(const NodeBase* n) noexcept {
   const Node256* x = as256(n);
   unsigned c = 0;
-  for (Ref r : x->child) c += r != kNull;
+  for (const Ref& r : x->child) c += load(&r) != kNull;
   return c;
 }
 
 bool Node256Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
   const Node256* x = as256(n);
-  for (unsigned b = from; b < 256; ++b)
-    if (x->child[b] != kNull && !fn(static_cast<std::uint8_t>(b), x->child[b])) return false;
+  for (unsigned b = from; b < 256; ++b) {
+    const Ref r = load(&x->child[b]);
+    if (r != kNull && !fn(static_cast<std::uint8_t>(b), r)) return false;
+  }
   return true;
 }
 
@@ -42,14 +45,14 @@ bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
   Node256* x = as256(n);
   // The new child is durable before the pointer that reaches it.
-  pm::publish(&x->child[b], r);
+  pm::publish_nt(&x->child[b], r);
   return true;
 }
 
 void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   WORT_DCHECK(n->type == kType && find(n, b) != kNull);
   Node256* x = as256(n);
-  pm::commit(&x->child[b], kNull);
+  pm::commit_nt(&x->child[b], kNull);
 }
 
 bool Node256Ops::check(const NodeBase*, std::string*) { return true; }

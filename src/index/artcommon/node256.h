@@ -16,6 +16,7 @@ struct Node256Ops {
   static constexpr unsigned kCapacity = 256;
   static constexpr bool kInPlace = true;
   static constexpr const char* kName = "node256";
+  static constexpr bool kReusesSlots = false;  //!< entries change only by commits
 
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

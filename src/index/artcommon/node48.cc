@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
 namespace wort::artcommon {
@@ -13,21 +14,28 @@ Node48* as48(NodeBase* n) { return reinterpret_cast<Node48*>(n); }
 //! Bit i set if some index byte names slot i (the only trustworthy record of use).
 std::uint64_t used_slots(const Node48* n) noexcept {
   std::uint64_t used = 0;
-  for (unsigned b = 0; b < 256; ++b)
-    if (n->index[b] != 0) used |= std::uint64_t{1} << (n->index[b] - 1);
+  for (unsigned b = 0; b < 256; ++b) {
+    const std::uint8_t i = load(&n->index[b]);
+    if (i != 0) used |= std::uint64_t{1} << (i - 1);
+  }
   return used;
 }
 }  // namespace
 
 Ref Node48Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
   const Node48* x = as48(n);
-  const std::uint8_t i = x->index[b];
-  return i == 0 ? kNull : x->child[i - 1];
+  for (;;) {
+    const std::uint8_t i = load(&x->index[b]);
+    if (i == 0) return kNull;
+    const Ref r = load(&x->child[i - 1]);
+    // A slot reused since the index byte was read may hold an uncommitted leaf (node_ops.h).
+    if (!is_leaf(r) || load(&x->index[b]) == i) [[likely]] return r;
+  }
 }
 
 Ref* Node48Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
   Node48* x = as48(n);
-  const std::uint8_t i = x->index[b];
+  const std::uint8_t i = load(&x->index[b]);
   return i == 0 ? nullptr : &x->child[i - 1];
 }
 
@@ -37,9 +45,10 @@ unsigned Node48Ops::count(const NodeBase* n) noexcept {
 
 bool Node48Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
   const Node48* x = as48(n);
-  for (unsigned b = from; b < 256; ++b)
-    if (x->index[b] != 0 && !fn(static_cast<std::uint8_t>(b), x->child[x->index[b] - 1]))
-      return false;
+  for (unsigned b = from; b < 256; ++b) {
+    const std::uint8_t i = load(&x->index[b]);
+    if (i != 0 && !fn(static_cast<std::uint8_t>(b), load(&x->child[i - 1]))) return false;
+  }
   return true;
 }
 
@@ -64,14 +73,14 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[i], r);
   pm::flush(&x->child[i], sizeof(Ref));
   // The pointer (and the new child) before the index byte that publishes it.
-  pm::publish(&x->index[b], static_cast<std::uint8_t>(i + 1));
+  publish_field(&x->index[b], static_cast<std::uint8_t>(i + 1));
   return true;
 }
 
 void Node48Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   WORT_DCHECK(n->type == kType && find(n, b) != kNull);
   Node48* x = as48(n);
-  pm::commit(&x->index[b], std::uint8_t{0});
+  commit_field(&x->index[b], std::uint8_t{0});
 }
 
 bool Node48Ops::check(const NodeBase* n, std::string* why) {

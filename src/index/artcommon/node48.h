@@ -16,8 +16,9 @@ struct Node48Ops {
   static constexpr unsigned kCapacity = 48;
   static constexpr bool kInPlace = true;  //!< add/remove edit the node and commit in place
   static constexpr const char* kName = "node48";
+  static constexpr bool kReusesSlots = true;  //!< see NodeOps::kReusesSlots (node_ops.h)
 
-  //! Child for key byte b, or 0.
+  //! Child for key byte b, or 0; a leaf only once its index byte is re-read unchanged.
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   //! Address of the pointer word for b (to swap a child), or nullptr.
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

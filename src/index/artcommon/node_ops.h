@@ -28,16 +28,24 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
   { Ops::kCapacity } -> std::convertible_to<unsigned>;
   { Ops::kInPlace } -> std::convertible_to<bool>;
   { Ops::kName } -> std::convertible_to<const char*>;
-  { Ops::find(cn, b) } -> std::same_as<Ref>;              // child for b, or kNull
+  { Ops::find(cn, b) } -> std::same_as<Ref>;              // child for b, or kNull (see below)
   { Ops::slot(n, b) } -> std::same_as<Ref*>;              // its pointer word, or nullptr
   { Ops::count(cn) } -> std::same_as<unsigned>;
   { Ops::for_each_from(cn, from, fn) } -> std::same_as<bool>;
   { Ops::build(n, hdr, r, e) };
   { Ops::check(cn, why) } -> std::same_as<bool>;
+  // kReusesSlots: the node's in-place add may store a new child's pointer where a reader's
+  // older view of the node still names a removed entry (WOART NODE4/NODE16, NODE48: the
+  // pointer is stored before the commit word that names it). Such a type's `find` is safe
+  // for a lock-free reader: it returns a leaf only after re-reading the entry's commit word
+  // (slot word, bitmap, index byte) unchanged since it chose the slot — then the pointer was
+  // committed — and otherwise reads the node again. A leaf that `for_each_from` reports is
+  // not re-checked: a reader takes it through `find` again (ArtTree::checked_leaf).
+  { Ops::kReusesSlots } -> std::convertible_to<bool>;
 };
 
 //! A node type that adds and removes children in place, each with its own commit store
-//! (pm::publish / pm::commit); false from add means full.
+//! (pm::publish_nt / pm::commit_nt, see sync.h); false from add means full.
 template <class Ops>
 concept InPlaceNodeOps = NodeOps<Ops> && Ops::kInPlace &&
     requires(NodeBase* n, std::uint8_t b, Ref r) {

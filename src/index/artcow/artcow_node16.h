@@ -16,6 +16,7 @@ struct Node16Ops {
   static constexpr unsigned kCapacity = 16;
   static constexpr bool kInPlace = false;
   static constexpr const char* kName = "node16";
+  static constexpr bool kReusesSlots = false;  //!< entries change only by commits
 
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

@@ -16,6 +16,7 @@ struct Node4Ops {
   static constexpr unsigned kCapacity = 4;
   static constexpr bool kInPlace = false;
   static constexpr const char* kName = "node4";
+  static constexpr bool kReusesSlots = false;  //!< entries change only by commits
 
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

@@ -2,6 +2,8 @@
 // (a count, keys in ascending order, a parallel child array), never edited in place but
 // rebuilt by copy on every change. The two differ only in how a key byte is found: a short
 // loop over 4 keys, one SIMD compare over 16; `Position` is that search.
+// Concurrency: keys and count never change once the node is published (lock-free readers
+// read them plainly); a child pointer is swapped in place by a commit (read atomically).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "index/artcommon/entries.h"
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "index/artcow/artcow_layout.h"
 
 namespace wort::artcow {
@@ -21,7 +24,7 @@ struct SortedNode {
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept {
     const NodeT* x = as(n);
     const int p = Position(x, b);
-    return p < 0 ? artcommon::kNull : x->child[p];
+    return p < 0 ? artcommon::kNull : artcommon::load(&x->child[p]);
   }
 
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept {
@@ -35,7 +38,7 @@ struct SortedNode {
   static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
     const NodeT* x = as(n);
     for (unsigned i = 0; i < x->count && i < Cap; ++i)
-      if (x->key[i] >= from && !fn(x->key[i], x->child[i])) return false;
+      if (x->key[i] >= from && !fn(x->key[i], artcommon::load(&x->child[i]))) return false;
     return true;
   }
 

@@ -5,6 +5,7 @@
 
 #include "index/artcommon/match16.h"
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
 namespace wort::woart {
@@ -12,27 +13,44 @@ namespace {
 const Node16* as16(const NodeBase* n) { return reinterpret_cast<const Node16*>(n); }
 Node16* as16(NodeBase* n) { return reinterpret_cast<Node16*>(n); }
 
-//! Position of b among the valid entries, or -1.
-int position_of(const Node16* x, std::uint8_t b) noexcept {
-  const std::uint32_t m = artcommon::match16(x->key, b) & x->bitmap;
+//! Position of b among the entries valid in bitmap `bm`, or -1. Key bytes at clear
+//! positions may be stored meanwhile by the writer's next add: bytes a stale bitmap still
+//! marks are re-checked by find (NodeOps::kReusesSlots).
+int position_of(const Node16* x, std::uint16_t bm, std::uint8_t b) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  // Under TSan the 16-byte vector load of bytes the writer stores is a race in the C++
+  // model (each byte is read whole on x86): read them as atomic bytes instead.
+  std::uint8_t keys[16];
+  for (unsigned i = 0; i < 16; ++i) keys[i] = artcommon::load(&x->key[i]);
+  const std::uint32_t m = artcommon::match16(keys, b) & bm;
+#else
+  const std::uint32_t m = artcommon::match16(x->key, b) & bm;
+#endif
   return m == 0 ? -1 : std::countr_zero(m);
 }
+std::uint16_t bitmap_of(const Node16* x) noexcept { return artcommon::load(&x->bitmap); }
 }  // namespace
 
 Ref Node16Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
   const Node16* x = as16(n);
-  const int p = position_of(x, b);
-  return p < 0 ? artcommon::kNull : x->child[p];
+  for (;;) {
+    const std::uint16_t bm = bitmap_of(x);
+    const int p = position_of(x, bm, b);
+    if (p < 0) return artcommon::kNull;
+    const Ref r = artcommon::load(&x->child[p]);
+    // A slot reused since the bitmap was read may hold an uncommitted leaf (node_ops.h).
+    if (!artcommon::is_leaf(r) || bitmap_of(x) == bm) [[likely]] return r;
+  }
 }
 
 Ref* Node16Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
   Node16* x = as16(n);
-  const int p = position_of(x, b);
+  const int p = position_of(x, bitmap_of(x), b);
   return p < 0 ? nullptr : &x->child[p];
 }
 
 unsigned Node16Ops::count(const NodeBase* n) noexcept {
-  return static_cast<unsigned>(std::popcount(as16(n)->bitmap));
+  return static_cast<unsigned>(std::popcount(bitmap_of(as16(n))));
 }
 
 bool Node16Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
@@ -40,20 +58,21 @@ bool Node16Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::Child
   std::uint8_t keys[16];
   std::uint8_t pos[16];
   unsigned c = 0;
-  for (std::uint32_t m = x->bitmap; m != 0; m &= m - 1) {
+  for (std::uint32_t m = bitmap_of(x); m != 0; m &= m - 1) {
     const unsigned p = static_cast<unsigned>(std::countr_zero(m));
-    if (x->key[p] < from) continue;
+    const std::uint8_t kp = artcommon::load(&x->key[p]);
+    if (kp < from) continue;
     unsigned i = c++;
-    while (i > 0 && keys[i - 1] > x->key[p]) {
+    while (i > 0 && keys[i - 1] > kp) {
       keys[i] = keys[i - 1];
       pos[i] = pos[i - 1];
       --i;
     }
-    keys[i] = x->key[p];
+    keys[i] = kp;
     pos[i] = static_cast<std::uint8_t>(p);
   }
   for (unsigned i = 0; i < c; ++i)
-    if (!fn(keys[i], x->child[pos[i]])) return false;
+    if (!fn(keys[i], artcommon::load(&x->child[pos[i]]))) return false;
   return true;
 }
 
@@ -82,16 +101,17 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[p], r);
   artcommon::flush_pair(&x->key[p], 1, &x->child[p], sizeof(Ref));
   // Key, pointer and new child durable before the bit that makes them valid.
-  pm::publish(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
+  artcommon::publish_field(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
   return true;
 }
 
 void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   WORT_DCHECK(n->type == kType);
   Node16* x = as16(n);
-  const int p = position_of(x, b);
+  const std::uint16_t bm = x->bitmap;
+  const int p = position_of(x, bm, b);
   if (p < 0) return;
-  pm::commit(&x->bitmap, static_cast<std::uint16_t>(x->bitmap & ~(1u << p)));
+  artcommon::commit_field(&x->bitmap, static_cast<std::uint16_t>(bm & ~(1u << p)));
 }
 
 bool Node16Ops::check(const NodeBase* n, std::string* why) {

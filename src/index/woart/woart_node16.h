@@ -16,6 +16,7 @@ struct Node16Ops {
   static constexpr unsigned kCapacity = 16;
   static constexpr bool kInPlace = true;
   static constexpr const char* kName = "node16";
+  static constexpr bool kReusesSlots = true;  //!< see NodeOps::kReusesSlots (node_ops.h)
 
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

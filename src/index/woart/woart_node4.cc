@@ -1,8 +1,11 @@
 #include "index/woart/woart_node4.h"
 
+#include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
 namespace wort::woart {
@@ -56,25 +59,50 @@ SlotWord without_entry(SlotWord s, unsigned p) noexcept {
 }
 }  // namespace
 
+//! The slot word, read whole (lock-free readers: one snapshot per node visit).
+static SlotWord slots_of(const Node4* x) noexcept { return artcommon::load_word(&x->slots); }
+
+//! The child index + 1 of key byte b in slot word w (read as a little-endian 8-byte word:
+//! key bytes in bits 0-31, child indexes in 32-63), or 0. One pass, no branch per entry:
+//! the lowest byte of keys ^ b that is zero is found exactly by the borrow trick (a false
+//! hit can only sit above a true one), and the entry there counts only if its index byte is
+//! set — valid entries come first, so a free position has no valid one above it.
+static unsigned child_index_in(std::uint64_t w, std::uint8_t b) noexcept {
+  static_assert(std::endian::native == std::endian::little &&
+                offsetof(SlotWord, key) == 0 && offsetof(SlotWord, idx) == 4);
+  const std::uint32_t x = static_cast<std::uint32_t>(w) ^ (0x01010101u * b);
+  const std::uint32_t zero = (x - 0x01010101u) & ~x & 0x80808080u;
+  if (zero == 0) return 0;
+  return static_cast<std::uint8_t>(w >> (32 + (std::countr_zero(zero) & ~7)));
+}
+
 Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
   const Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
-  return p < 0 ? artcommon::kNull : x->child[x->slots.idx[p] - 1];
+  const auto* word = reinterpret_cast<const std::uint64_t*>(&x->slots);
+  for (;;) {
+    const std::uint64_t w = artcommon::load(word);
+    const unsigned ci = child_index_in(w, b);
+    if (ci == 0) return artcommon::kNull;
+    const Ref r = artcommon::load(&x->child[ci - 1]);
+    // A slot reused since the slot word was read may hold an uncommitted leaf (node_ops.h).
+    if (!artcommon::is_leaf(r) || artcommon::load(word) == w) [[likely]] return r;
+  }
 }
 
 Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
   Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
-  return p < 0 ? nullptr : &x->child[x->slots.idx[p] - 1];
+  const SlotWord s = slots_of(x);
+  const int p = position_of(s, b);
+  return p < 0 ? nullptr : &x->child[s.idx[p] - 1];
 }
 
-unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(as4(n)->slots); }
+unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(slots_of(as4(n))); }
 
 bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
   const Node4* x = as4(n);
-  const SlotWord s = x->slots;
+  const SlotWord s = slots_of(x);
   for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i)
-    if (s.key[i] >= from && !fn(s.key[i], x->child[s.idx[i] - 1])) return false;
+    if (s.key[i] >= from && !fn(s.key[i], artcommon::load(&x->child[s.idx[i] - 1]))) return false;
   return true;
 }
 
@@ -101,16 +129,19 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[ci], r);
   pm::flush(&x->child[ci], sizeof(Ref));
   // Pointer (and the new child) durable before the slot word names it.
-  pm::publish(&x->slots, with_entry(s, b, ci));
+  pm::publish_nt(reinterpret_cast<std::uint64_t*>(&x->slots),
+                 std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
   return true;
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
   WORT_DCHECK(n->type == kType);
   Node4* x = as4(n);
-  const int p = position_of(x->slots, b);
+  const SlotWord s = x->slots;
+  const int p = position_of(s, b);
   if (p < 0) return;
-  pm::commit(&x->slots, without_entry(x->slots, static_cast<unsigned>(p)));
+  pm::commit_nt(reinterpret_cast<std::uint64_t*>(&x->slots),
+                std::bit_cast<std::uint64_t>(without_entry(s, static_cast<unsigned>(p))));
 }
 
 bool Node4Ops::check(const NodeBase* n, std::string* why) {

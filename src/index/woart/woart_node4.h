@@ -15,6 +15,7 @@ struct Node4Ops {
   static constexpr unsigned kCapacity = 4;
   static constexpr bool kInPlace = true;
   static constexpr const char* kName = "node4";
+  static constexpr bool kReusesSlots = true;  //!< see NodeOps::kReusesSlots (node_ops.h)
 
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;

@@ -1,0 +1,79 @@
+// artcommon/sync.h — what lock-free readers and the tree's writer need to share pool words:
+// atomic loads of every word a writer may change under a reader, and the non-temporal
+// commit of a commit word narrower than 8 bytes (NODE16 bitmap, NODE48 index byte).
+//
+// Dirty reads are prevented by the commit store itself: every commit of the engine is a
+// non-temporal store (pm::commit_nt / pm::publish_nt) followed by its fence, so no other
+// core can read the new value before it is durable (ROART §3.4.1; see
+// src/index/artcommon/README.md). The movnti is 8 bytes wide: a narrower commit word is
+// committed by storing the aligned 8-byte word that holds it, the other bytes unchanged
+// (only the tree's writer stores to a node's words, so nothing else can change them).
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "index/artcommon/art_layout.h"
+#include "pm/persist.h"
+
+namespace wort::artcommon {
+
+//! One atomic acquire load of a pool word a writer may change under the reader.
+template <class T>
+inline T load(const T* p) noexcept {
+  static_assert(std::is_integral_v<T>);
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+//! A trivially copyable 8-byte word (a node header, a NODE4 slot word) read whole.
+template <class T>
+inline T load_word(const T* p) noexcept {
+  static_assert(sizeof(T) == 8 && std::is_trivially_copyable_v<T>);
+  return std::bit_cast<T>(__atomic_load_n(reinterpret_cast<const std::uint64_t*>(p),
+                                          __ATOMIC_ACQUIRE));
+}
+
+//! The node's branch position from one 4-byte load of depth and prefix_len together (an
+//! in-place split or merge changes both and keeps their sum: read apart, they could mix).
+inline unsigned load_branch_pos(const NodeBase* n) noexcept {
+  static_assert(offsetof(NodeHeader, depth) == 0 && offsetof(NodeHeader, prefix_len) == 2 &&
+                std::endian::native == std::endian::little);
+  const std::uint32_t w = __atomic_load_n(reinterpret_cast<const std::uint32_t*>(&n->hdr),
+                                          __ATOMIC_ACQUIRE);
+  return (w & 0xffffu) + (w >> 16);
+}
+
+namespace detail {
+//! The aligned 8-byte word holding *field, with *field replaced by v.
+template <class T>
+inline std::uint64_t* widened(T* field, T v, std::uint64_t* out) noexcept {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8);
+  const auto a = reinterpret_cast<std::uintptr_t>(field);
+  auto* w = reinterpret_cast<std::uint64_t*>(a & ~std::uintptr_t{7});
+  std::uint64_t word = __atomic_load_n(w, __ATOMIC_RELAXED);
+  std::memcpy(reinterpret_cast<unsigned char*>(&word) + (a & 7), &v, sizeof(T));
+  *out = word;
+  return w;
+}
+}  // namespace detail
+
+//! pm::commit_nt of a commit word of up to 8 bytes (through its aligned 8-byte word).
+template <class T>
+inline void commit_field(T* field, T v) noexcept {
+  std::uint64_t word;
+  std::uint64_t* w = detail::widened(field, v, &word);
+  pm::commit_nt(w, word);
+}
+
+//! pm::publish_nt of a commit word of up to 8 bytes: fence (the new data before it), commit.
+template <class T>
+inline void publish_field(T* field, T v) noexcept {
+  std::uint64_t word;
+  std::uint64_t* w = detail::widened(field, v, &word);
+  pm::publish_nt(w, word);
+}
+
+}  // namespace wort::artcommon

@@ -1,0 +1,219 @@
+// index/common/epoch.h — epoch-based reclamation of pool blocks for indexes whose readers
+// take no lock. A reader (or a writer that follows pointers another writer may unlink) pins
+// the epoch for one operation; a writer that has unlinked a block with a durable commit
+// retires it; reclaim() frees the retired blocks that no pinned thread can still hold.
+//
+// Protocol (all DRAM, nothing in the pool):
+//   pin:     slot[me] = global  (sequentially consistent store: a full barrier, so the
+//            tree reads that follow cannot be ordered before the announcement). Each thread
+//            has two words: Pin's (operations that call no user code) and NestablePin's
+//            (scans, whose visitor may call back into the index: a pin inside keeps it)
+//   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global);
+//            free at once if no slot is pinned, else remember (global, off)
+//   reclaim: global += 1; oldest = min over pinned slots; free every block retired at an
+//            epoch < oldest (all of them when nobody is pinned)
+//   unpin:   slot[me] = 0 (release)
+// A thread pinned at p read the tree no earlier than its load of p; a block retired at
+// epoch r was unlinked before r was read; so a thread that may hold the block has p <= r
+// and keeps it alive. A crash while blocks wait leaks nothing: they are unreachable from the
+// root, and the allocator's trace at the next open frees them.
+//
+// Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
+// without epochs and no list is kept.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace wort::kit {
+
+class EpochReclaimer {
+ public:
+  //! Threads that may pin at once, process-wide (ids are given back when a thread ends).
+  static constexpr unsigned kMaxThreads = 128;
+  using FreeFn = void (*)(void* ctx, std::uint64_t off);
+
+  EpochReclaimer(FreeFn free_fn, void* ctx) noexcept : free_(free_fn), ctx_(ctx) {}
+  ~EpochReclaimer() { drain(); }
+  EpochReclaimer(const EpochReclaimer&) = delete;
+  EpochReclaimer& operator=(const EpochReclaimer&) = delete;
+
+  //! RAII pin for one operation that calls no user code while pinned (a lookup): it owns
+  //! the thread's `epoch` word, so it must not nest inside another Pin on this reclaimer.
+  class Pin {
+   public:
+    explicit Pin(EpochReclaimer& e) noexcept : slot_(&e.my_slot().epoch) {
+      slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+    }
+    ~Pin() { slot_->store(0, std::memory_order_release); }
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+   private:
+    std::atomic<std::uint64_t>* slot_;
+  };
+
+  //! RAII pin for an operation that calls user code while pinned (a scan's visitor), which
+  //! may call back into the index: it holds the thread's second word, `outer`, so a Pin
+  //! inside it does not end it, and a NestablePin inside it leaves the outer one in place.
+  class NestablePin {
+   public:
+    explicit NestablePin(EpochReclaimer& e) noexcept : slot_(&e.my_slot().outer) {
+      if (slot_->load(std::memory_order_relaxed) != 0) {  // an outer scan of this thread
+        slot_ = nullptr;
+        return;
+      }
+      slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+    }
+    ~NestablePin() {
+      if (slot_ != nullptr) slot_->store(0, std::memory_order_release);
+    }
+    NestablePin(const NestablePin&) = delete;
+    NestablePin& operator=(const NestablePin&) = delete;
+
+   private:
+    std::atomic<std::uint64_t>* slot_;
+  };
+
+  //! The block at `off` was unlinked by a commit that is durable: free it once no pinned
+  //! thread can hold it — at once if no thread is pinned now (a thread that pins later reads
+  //! the tree after the unlinking commit: both sides have a full barrier between their
+  //! store and their load), so a single-threaded user pays no list.
+  void retire(std::uint64_t off) {
+    // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
+    // unlinking commit is ordered before the epoch read and the slot reads.
+    const std::uint64_t e = global_.fetch_add(0, std::memory_order_seq_cst);
+    if (!any_pinned()) [[likely]] {
+      free_(ctx_, off);
+      return;
+    }
+    Latch l(*this);
+    retired_.emplace_back(e, off);
+    pending_.store(retired_.size(), std::memory_order_relaxed);
+  }
+
+  //! Advances the epoch and frees what no pinned thread can hold.
+  void reclaim() {
+    if (pending_.load(std::memory_order_relaxed) != 0) [[unlikely]] reclaim_pending();
+  }
+
+  //! Frees every retired block (nobody may be pinned: the index is going away).
+  void drain() {
+    Latch l(*this);
+    for (auto& r : retired_) free_(ctx_, r.second);
+    retired_.clear();
+    pending_.store(0, std::memory_order_relaxed);
+  }
+
+  //! Blocks retired and not yet freed.
+  std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+
+ private:
+  //! Some thread is pinned (seq_cst loads: see retire).
+  bool any_pinned() const noexcept {
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i)
+      if (slots_[i].epoch.load(std::memory_order_seq_cst) != 0 ||
+          slots_[i].outer.load(std::memory_order_seq_cst) != 0)
+        return true;
+    return false;
+  }
+
+  //! reclaim() when blocks wait (out of line: the write that retired nothing pays one load).
+  [[gnu::noinline]] void reclaim_pending() {
+    Latch l(*this);
+    const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    std::uint64_t oldest = now;
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
+      for (const auto* w : {&slots_[i].epoch, &slots_[i].outer}) {
+        const std::uint64_t p = w->load(std::memory_order_seq_cst);
+        if (p != 0 && p < oldest) oldest = p;
+      }
+    }
+    std::size_t kept = 0;
+    for (auto& r : retired_) {
+      if (r.first < oldest) free_(ctx_, r.second);
+      else retired_[kept++] = r;
+    }
+    retired_.resize(kept);
+    pending_.store(kept, std::memory_order_relaxed);
+  }
+
+  struct alignas(64) Slot {
+    std::atomic<std::uint64_t> epoch{0};  //!< Pin's word; 0 = not pinned
+    std::atomic<std::uint64_t> outer{0};  //!< NestablePin's word; 0 = not pinned
+  };
+  //! The calling thread's slot (tls_slot_bytes: a byte offset into slots_, an add).
+  Slot& my_slot() noexcept {
+    std::size_t off = tls_slot_bytes;
+    if (off == 0) [[unlikely]] off = slot_bytes(take_id());
+    return reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) + off)[-1];
+  }
+  //! Process-wide thread ids 1..kMaxThreads.
+  struct Ids {
+    std::atomic<bool> used[kMaxThreads] = {};
+    std::atomic<unsigned> hi{0};  //!< one past the highest index ever taken
+  };
+  static Ids& ids() noexcept {
+    static Ids g;
+    return g;
+  }
+  struct IdHolder {
+    unsigned id = 0;
+    ~IdHolder() {
+      if (id != 0) ids().used[id - 1].store(false, std::memory_order_release);
+    }
+  };
+  //! slot_bytes(the thread's id), 0 before the thread's first pin.
+  static inline thread_local std::size_t tls_slot_bytes = 0;
+  static constexpr std::size_t slot_bytes(unsigned id) noexcept { return id * sizeof(Slot); }
+  //! A thread's first pin (out of line and cold: every later pin reads tls_slot_bytes).
+  [[gnu::noinline, gnu::cold]] static unsigned take_id() noexcept {
+    thread_local IdHolder holder;
+    Ids& g = ids();
+    for (;;) {
+      for (unsigned i = 0; i < kMaxThreads; ++i) {
+        bool f = false;
+        if (!g.used[i].load(std::memory_order_relaxed) &&
+            g.used[i].compare_exchange_strong(f, true, std::memory_order_acq_rel)) {
+          unsigned h = g.hi.load(std::memory_order_relaxed);
+          while (h < i + 1 && !g.hi.compare_exchange_weak(h, i + 1, std::memory_order_acq_rel)) {
+          }
+          holder.id = i + 1;
+          tls_slot_bytes = slot_bytes(i + 1);
+          return i + 1;
+        }
+      }
+      std::this_thread::yield();  // all taken: wait for one
+    }
+  }
+
+  //! A spin latch over the retired list (retire/reclaim are short and rare).
+  class Latch {
+   public:
+    explicit Latch(EpochReclaimer& e) noexcept : f_(e.latch_) {
+      while (f_.test_and_set(std::memory_order_acquire)) {
+        while (f_.test(std::memory_order_relaxed)) __builtin_ia32_pause();
+      }
+    }
+    ~Latch() { f_.clear(std::memory_order_release); }
+
+   private:
+    std::atomic_flag& f_;
+  };
+
+  FreeFn free_;
+  void* ctx_;
+  std::atomic<std::uint64_t> global_{1};
+  Slot slots_[kMaxThreads];
+  std::atomic<std::size_t> pending_{0};
+  std::atomic_flag latch_ = ATOMIC_FLAG_INIT;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> retired_;  // (epoch, offset)
+};
+
+}  // namespace wort::kit

@@ -1,0 +1,460 @@
+// tests/unit/pmart_concurrency.h — the concurrency tests of the ART engine shared by WOART and
+// ART+CoW (src/index/artcommon, README "Concurrency"), written once as a typed test and
+// instantiated by woart_concurrency_test.cc and artcow_concurrency_test.cc (each links only
+// its index). Lock-free readers run lookups and scans while writers (serialised by the
+// tree's writer lock) insert disjoint and overlapping keys, remove, upsert and update, so
+// that nodes grow 4→16→48→256, shrink back, split their compressed paths, merge away, and
+// leaves split under the readers. Every value is a function of its key (except in the
+// single-key test), so a reader can check whatever it sees; afterwards the tree is compared
+// with the reference, verified, and the allocator audited (nothing leaked or freed twice
+// once the epochs drain).
+//
+// Built normally this checks the protocol's outcome; built with WORT_TSAN=ON it is the
+// data-race check.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pm/allocator.h"
+#include "support/keygen.h"
+#include "wort/pool.h"
+
+namespace wort::test {
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr unsigned kConcScale = 1;  // TSan runs ~10x slower
+#else
+inline constexpr unsigned kConcScale = 4;
+#endif
+
+inline Value conc_value_of(const std::string& k) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
+  return h | 1;
+}
+
+//! Key j: pairs (2i, 2i+1) are base(i) and base(i) + "+" (a key that is a proper prefix of
+//! another: end-of-key slots); base(i) alternates a scattered 8-byte key (wide nodes near
+//! the root) and a clustered one (long compressed paths, prefix splits, NODE4/16 below).
+inline std::string conc_key(unsigned j) {
+  const std::uint64_t i = j / 2;
+  std::uint64_t x;
+  if (i % 2 == 0) x = (i * 0x9E3779B97F4A7C15ull) & 0xff0f000000ff00ffull;
+  else x = (i % 48) << 56 | (i / 48) << 4 | 0x3;
+  std::string k = u64_str(x);
+  if (j % 2 == 1) k += "+";
+  return k;
+}
+
+template <class Tree>
+struct ConcFixture {
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<Tree> tree;
+  ConcFixture() {
+    PoolOptions o;
+    o.size = 256ull << 20;
+    o.chunk_size = 1u << 20;
+    o.kind = std::string(Tree::kKind);
+    pool = std::move(Pool::create_in_memory(o)).value();
+    tree = std::move(Tree::create(*pool, IndexOptions{})).value();
+  }
+  //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
+  void check(const std::map<std::string, Value>& ref) {
+    // A write with no reader pinned frees everything retired.
+    (void)tree->remove(as_key(std::string("no such key")));
+    EXPECT_EQ(tree->retired_pending(), 0u);
+    for (const auto& [k, v] : ref) {
+      const auto got = tree->lookup(as_key(k));
+      ASSERT_TRUE(got.has_value()) << "missing key of " << k.size() << " bytes";
+      ASSERT_EQ(*got, v);
+    }
+    std::vector<std::string> seen;
+    tree->scan(Key{}, ref.size() + 10, [&](Key k, Value) {
+      seen.emplace_back(reinterpret_cast<const char*>(k.data()), k.size());
+      return true;
+    });
+    ASSERT_EQ(seen.size(), ref.size());
+    auto it = ref.begin();
+    for (std::size_t i = 0; i < seen.size(); ++i, ++it) ASSERT_EQ(seen[i], it->first) << i;
+    const auto v = tree->verify();
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    const auto audit = pool->allocator().audit(
+        [&](pm::BlockVisitor bv) { return tree->visit_blocks(bv); });
+    EXPECT_TRUE(audit.ok()) << audit.describe();
+  }
+};
+
+//! Per-key completion flags: set once a writer's insert of key j has returned ok.
+struct Done {
+  explicit Done(unsigned n) : v(n) {}
+  std::vector<std::atomic<bool>> v;
+};
+
+//! A reader: lookups (a key whose insert completed before the lookup began must be found;
+//! a key loaded before the writers started must be found unless `removable`; any value
+//! found must be the key's), and scans whose keys must ascend with the keys' values.
+template <class Tree>
+void conc_reader(Tree& t, const std::atomic<bool>& stop, unsigned preloaded, unsigned universe,
+                 bool removable, const Done* done, unsigned seed,
+                 std::atomic<std::uint64_t>& errors, std::atomic<std::uint64_t>& ops) {
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::uint64_t n = 0;
+  while (!stop.load(std::memory_order_relaxed) || n < 200) {
+    ++n;
+    const unsigned i = static_cast<unsigned>(next() % universe);
+    const std::string k = conc_key(i);
+    const bool inserted_before = done != nullptr && done->v[i].load(std::memory_order_acquire);
+    const auto got = t.lookup(as_key(k));
+    if (!got && ((i < preloaded && !removable) || inserted_before)) {
+      errors.fetch_add(1);
+      ADD_FAILURE() << "reader: key " << i << " inserted before the lookup began not found";
+    }
+    if (got && *got != conc_value_of(k)) {
+      errors.fetch_add(1);
+      ADD_FAILURE() << "reader: key " << i << " has a foreign value";
+    }
+    if (n % 16 == 0) {
+      std::string prev;
+      bool first = true;
+      const std::size_t max = n % 64 == 0 ? 2000 : 100;
+      t.scan(as_key(k), max, [&](Key kk, Value v) {
+        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
+        if ((!first && s <= prev) || s < k || v != conc_value_of(s)) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "reader: scan out of order, below its bound, or foreign value";
+        }
+        prev = std::move(s);
+        first = false;
+        return true;
+      });
+    }
+    if (n % 61 == 0) {  // a bounded range
+      const std::string hi = conc_key(static_cast<unsigned>(next() % universe));
+      std::string prev;
+      t.range(as_key(k), as_key(hi), [&](Key kk, Value v) {
+        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
+        if (s < k || s >= hi || (!prev.empty() && s <= prev) || v != conc_value_of(s)) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "reader: range outside its bounds, out of order or foreign value";
+        }
+        prev = std::move(s);
+        return true;
+      });
+    }
+  }
+  ops.fetch_add(n);
+}
+
+template <class Tree>
+class PmartConcurrency : public ::testing::Test {};
+TYPED_TEST_SUITE_P(PmartConcurrency);
+
+// Writers insert disjoint and overlapping keys (walked in the same order, so they meet in
+// the same nodes) while readers look up and scan; the root and the nodes below grow.
+TYPED_TEST_P(PmartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan) {
+  ConcFixture<TypeParam> f;
+  constexpr unsigned kWriters = 3, kReaders = 2;
+  const unsigned preloaded = 1000 * kConcScale, fresh = 4000 * kConcScale;
+  const unsigned universe = preloaded + fresh;
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < preloaded; ++i) {
+    const std::string k = conc_key(i);
+    ASSERT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
+    ref.emplace(k, conc_value_of(k));
+  }
+  Done done(universe);
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> ready{0};
+  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < kReaders; ++r)
+    th.emplace_back(conc_reader<TypeParam>, std::ref(*f.tree), std::cref(stop), preloaded,
+                    universe, false, &done, r + 1, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      ready.fetch_add(1);
+      while (ready.load() < kWriters) std::this_thread::yield();
+      // key j belongs to writer j % 4 if that is < 3, else to all of them (exactly one
+      // insert may succeed)
+      for (unsigned j = 0; j < fresh; ++j) {
+        const unsigned owner = j % (kWriters + 1);
+        if (owner != w && owner != kWriters) continue;
+        const std::string k = conc_key(preloaded + j);
+        const Status s = f.tree->insert(as_key(k), conc_value_of(k));
+        if (s == Status::ok) done.v[preloaded + j].store(true, std::memory_order_release);
+        if (owner == w && s != Status::ok) errors.fetch_add(1);
+        if (owner == kWriters) {
+          if (s == Status::ok) shared_ok.fetch_add(1);
+          else if (s != Status::exists) errors.fetch_add(1);
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_EQ(shared_ok.load(), fresh / (kWriters + 1));  // one success per shared key
+  for (unsigned j = 0; j < fresh; ++j)
+    ref.emplace(conc_key(preloaded + j), conc_value_of(conc_key(preloaded + j)));
+  const auto st = f.tree->stats();
+  EXPECT_GE(st.nodes.count("node48") + st.nodes.count("node256"), 1u);
+  EXPECT_GE(st.nodes.count("node4"), 1u);
+  f.check(ref);
+  std::printf("[%s concurrency] %llu reader ops\n", std::string(TypeParam::kKind).c_str(),
+              static_cast<unsigned long long>(reads.load()));
+}
+
+// Writers remove half the loaded keys (nodes shrink 256→48→16→4 and merge away), upsert and
+// update the others and insert new ones, while readers look up and scan.
+TYPED_TEST_P(PmartConcurrency, RemovesInsertsAndUpsertsWhileReadersScan) {
+  ConcFixture<TypeParam> f;
+  const unsigned n = 2500 * kConcScale;
+  constexpr unsigned kWriters = 3;
+  for (unsigned i = 0; i < n; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < 2; ++r)
+    th.emplace_back(conc_reader<TypeParam>, std::ref(*f.tree), std::cref(stop), n, 2 * n, true,
+                    nullptr, 7u + r, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned i = w; i < 2 * n; i += kWriters) {
+        const std::string k = conc_key(i);
+        Status s;
+        if (i >= n) s = f.tree->insert(as_key(k), conc_value_of(k));
+        else if (i % 4 != 3) s = f.tree->remove(as_key(k));
+        else if (i % 8 == 3) s = f.tree->upsert(as_key(k), conc_value_of(k));
+        else s = f.tree->update(as_key(k), conc_value_of(k));
+        if (s != Status::ok) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < 2 * n; ++i)
+    if (i >= n || i % 4 == 3) ref.emplace(conc_key(i), conc_value_of(conc_key(i)));
+  f.check(ref);
+}
+
+// Keys churned around readers: every key of a small set is removed and inserted again over
+// and over (WOART reuses the freed NODE4/NODE16/NODE48 slot: the stamp check), while
+// readers must never see a foreign value and keys never touched must stay found.
+TYPED_TEST_P(PmartConcurrency, ChurnOfRemovedAndReinsertedKeys) {
+  ConcFixture<TypeParam> f;
+  const unsigned stable = 600, churn = 200, rounds = 20 * kConcScale;
+  for (unsigned i = 0; i < stable + churn; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
+  std::thread rd([&] {
+    std::uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed) || n < 200) {
+      ++n;
+      const unsigned i = static_cast<unsigned>((n * 2654435761u) % (stable + churn));
+      const std::string k = conc_key(i);
+      const auto got = f.tree->lookup(as_key(k));
+      if ((i < stable && !got) || (got && *got != conc_value_of(k))) {
+        errors.fetch_add(1);
+        ADD_FAILURE() << "reader: key " << i << (got ? " foreign value" : " missing");
+      }
+      if (n % 8 == 0) {
+        std::string prev;
+        f.tree->scan(as_key(k), 50, [&](Key kk, Value v) {
+          std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
+          if ((!prev.empty() && s <= prev) || v != conc_value_of(s)) errors.fetch_add(1);
+          prev = std::move(s);
+          return true;
+        });
+      }
+    }
+    reads.fetch_add(n);
+  });
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned r = 0; r < rounds; ++r)
+        for (unsigned i = stable + w; i < stable + churn; i += 2) {
+          const std::string k = conc_key(i);
+          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
+          if (f.tree->insert(as_key(k), conc_value_of(k)) != Status::ok) errors.fetch_add(1);
+        }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  rd.join();
+  EXPECT_EQ(errors.load(), 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < stable + churn; ++i) ref.emplace(conc_key(i), conc_value_of(conc_key(i)));
+  f.check(ref);
+}
+
+// Linearizability of one key: writers upsert it with unique values, readers look it up.
+// Each lookup must return a value some write stored that began before the lookup ended,
+// and that no write which began after it had ended had already overwritten (completed)
+// before the lookup began. Time is one shared ticket counter.
+TYPED_TEST_P(PmartConcurrency, SingleKeyLookupsAreLinearizable) {
+  ConcFixture<TypeParam> f;
+  // neighbours so that the key sits in a NODE4 among others that come and go
+  for (unsigned i = 0; i < 40; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
+  const std::string key = conc_key(7);
+  constexpr unsigned kWriters = 2, kReaders = 2;
+  const unsigned per_writer = 3000 * kConcScale;
+  struct Span {
+    std::uint64_t start, end;
+  };
+  std::atomic<std::uint64_t> clock{1};
+  // value (w+1) << 32 | s, s = 1..per_writer; the preloaded value is write 0
+  std::vector<std::vector<Span>> writes(kWriters, std::vector<Span>(per_writer + 1));
+  struct Read {
+    std::uint64_t start, end;
+    Value v;
+  };
+  std::vector<std::vector<Read>> reads(kReaders);
+  ASSERT_EQ(f.tree->upsert(as_key(key), Value{0}), Status::ok);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < kReaders; ++r)
+    th.emplace_back([&, r] {
+      while (!stop.load(std::memory_order_relaxed) && reads[r].size() < 2000000) {
+        Read x;
+        x.start = clock.fetch_add(1);
+        const auto got = f.tree->lookup(as_key(key));
+        x.end = clock.fetch_add(1);
+        x.v = got ? *got : ~Value{0};
+        reads[r].push_back(x);
+      }
+    });
+  std::vector<std::thread> ws;
+  for (unsigned w = 0; w < kWriters; ++w)
+    ws.emplace_back([&, w] {
+      for (unsigned s = 1; s <= per_writer; ++s) {
+        writes[w][s].start = clock.fetch_add(1);
+        (void)f.tree->upsert(as_key(key), Value{(std::uint64_t{w} + 1) << 32 | s});
+        writes[w][s].end = clock.fetch_add(1);
+        // churn a neighbour so the key's node changes around it
+        const std::string nb = conc_key(20 + (s % 10) * 2 + w);
+        if (s % 3 == 0) (void)f.tree->remove(as_key(nb));
+        else (void)f.tree->upsert(as_key(nb), conc_value_of(nb));
+      }
+    });
+  for (auto& w : ws) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  // every write as (start, end); suffix minimum of ends over writes sorted by start
+  std::vector<Span> all{{0, 0}};
+  for (unsigned w = 0; w < kWriters; ++w)
+    for (unsigned s = 1; s <= per_writer; ++s) all.push_back(writes[w][s]);
+  std::vector<Span> by_start = all;
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<std::uint64_t> suffix_min_end(by_start.size() + 1, ~std::uint64_t{0});
+  for (std::size_t i = by_start.size(); i-- > 0;)
+    suffix_min_end[i] = std::min(suffix_min_end[i + 1], by_start[i].end);
+  std::uint64_t checked = 0, bad = 0;
+  for (const auto& rv : reads)
+    for (const Read& x : rv) {
+      ++checked;
+      if (x.v == ~Value{0}) {  // the key is never removed
+        ++bad;
+        continue;
+      }
+      const unsigned w = static_cast<unsigned>(x.v >> 32), s = static_cast<unsigned>(x.v);
+      if ((w == 0 && s != 0) || w > kWriters || s > per_writer) {
+        ++bad;
+        continue;
+      }
+      const Span sp = w == 0 ? Span{0, 0} : writes[w - 1][s];
+      if (sp.start > x.end) ++bad;  // returned a value written after the lookup ended
+      // a write that began after this one ended and itself ended before the lookup began
+      const auto it = std::upper_bound(by_start.begin(), by_start.end(), sp.end,
+                                       [](std::uint64_t t, const Span& a) { return t < a.start; });
+      if (suffix_min_end[static_cast<std::size_t>(it - by_start.begin())] < x.start) ++bad;
+    }
+  EXPECT_EQ(bad, 0u) << "of " << checked << " lookups";
+  EXPECT_GT(checked, 1000u);
+  std::printf("[%s linearizability] %llu lookups checked\n", std::string(TypeParam::kKind).c_str(),
+              static_cast<unsigned long long>(checked));
+}
+
+// A scan's visitor calls back into the tree (a lookup of the key it was given, and now and
+// then an update of it) while writers remove and re-insert keys, retiring nodes: the inner
+// lookup's pin must not end the scan's (epoch.h: Pin and NestablePin hold different words),
+// or the nodes the scan still walks could be freed and reused under it.
+TYPED_TEST_P(PmartConcurrency, ScanVisitorsCallBackIntoTheTree) {
+  ConcFixture<TypeParam> f;
+  const unsigned stable = 1500, churn = 600, rounds = 6 * kConcScale;
+  for (unsigned i = 0; i < stable + churn; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, visited{0};
+  std::thread rd([&] {
+    std::uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed) || n < 20) {
+      ++n;
+      std::string prev;
+      f.tree->scan(as_key(conc_key(static_cast<unsigned>(n * 7919 % (stable + churn)))), 400,
+                   [&](Key kk, Value v) {
+                     std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
+                     const auto again = f.tree->lookup(kk);
+                     if ((!prev.empty() && s <= prev) || v != conc_value_of(s) ||
+                         (again && *again != conc_value_of(s)))
+                       errors.fetch_add(1);
+                     if (visited.fetch_add(1) % 97 == 0) {  // a write from inside the scan
+                       const Status u = f.tree->update(kk, conc_value_of(s));
+                       if (u != Status::ok && u != Status::not_found) errors.fetch_add(1);
+                     }
+                     prev = std::move(s);
+                     return true;
+                   });
+    }
+  });
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned r = 0; r < rounds; ++r)
+        for (unsigned i = stable + w; i < stable + churn; i += 2) {
+          const std::string k = conc_key(i);
+          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
+          if (f.tree->insert(as_key(k), conc_value_of(k)) != Status::ok) errors.fetch_add(1);
+        }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  rd.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(visited.load(), 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < stable + churn; ++i) ref.emplace(conc_key(i), conc_value_of(conc_key(i)));
+  f.check(ref);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(PmartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan,
+                            RemovesInsertsAndUpsertsWhileReadersScan,
+                            ChurnOfRemovedAndReinsertedKeys, SingleKeyLookupsAreLinearizable,
+                            ScanVisitorsCallBackIntoTheTree);
+
+}  // namespace wort::test

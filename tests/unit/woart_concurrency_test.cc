@@ -1,0 +1,8 @@
+// woart under concurrent use: the engine's concurrency tests (tests/unit/pmart_concurrency.h)
+// on Woart. Also built and run by the ThreadSanitizer build (WORT_TSAN=ON).
+#include "index/woart/woart.h"
+#include "unit/pmart_concurrency.h"
+
+namespace wort::test {
+INSTANTIATE_TYPED_TEST_SUITE_P(woart, PmartConcurrency, ::testing::Types<woart::Woart>);
+}  // namespace wort::test
