@@ -1,9 +1,15 @@
 #include "index/fastfair/fastfair_node.h"
 
+#include "pm/check.h"
+
 namespace wort::fastfair {
 
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
                  bool unfenced) {
+  WORT_DCHECK(end == nr.end() && end < nr.slots && pos <= end);  // room for one more record
+  WORT_DCHECK(key != kEmpty);  // kEmpty would end the node at pos
+  // A second dead slot would break "at most one" (only the Witcher bug 4 fault keeps one).
+  WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
   const bool flipped = set_direction(nr, true);
   LineWriter lw;
@@ -61,6 +67,8 @@ void shift_left_buggy(Record* r, unsigned dead, unsigned end) {
 }  // namespace
 
 void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
+  WORT_DCHECK(end == nr.end() && pos < end && !nr.dead(pos, end));  // a live record
+  WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
   const std::uint64_t next = pos + 1 < end ? r[pos + 1].key : kEmpty;
   if (set_direction(nr, false))

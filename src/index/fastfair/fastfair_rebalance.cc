@@ -16,6 +16,7 @@
 // left with one child is replaced by it (one commit of the anchor's root word).
 #include "index/fastfair/fastfair_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -26,6 +27,9 @@ using namespace fastfair;
 // end are written first (invisible: the end is the first kEmpty key), then the first
 // slot's key makes them all live.
 void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfenced) {
+  WORT_DCHECK(n >= 1 && nr.end() + n <= slots_);
+  // Appended records sort after the node's last key (the right node of a pair).
+  WORT_DCHECK(nr.end() == 0 || kr_.compare_words(nr.last_key(), recs[0].key) < 0);
   Record* r = nr.rec();
   const unsigned end = nr.end();
   for (unsigned i = 1; i < n; ++i) {
@@ -155,6 +159,10 @@ void FastFairTree::detach(NodeRef p, unsigned rj) {
 }
 
 void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
+  // r is l's chain neighbour and p's record rj; a right node never has a leftmost child
+  // (it would be lost: only a record can hold r's first child).
+  WORT_DCHECK(l.n->h.sibling == off_of(r.n) && l.n->h.level == r.n->h.level);
+  WORT_DCHECK(rj < p.end() && p.rec()[rj].ptr == off_of(r.n) && r.n->h.leftmost == 0);
   detach(p, rj);
   if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
@@ -166,6 +174,9 @@ void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
 // The left node keeps t = total/2 records, the fresh right node takes the rest.
 void FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r,
                                std::uint64_t fresh, std::uint64_t sep_block) {
+  WORT_DCHECK(l.n->h.sibling == off_of(r.n) && l.n->h.level == r.n->h.level);
+  WORT_DCHECK(rj < p.end() && p.rec()[rj].ptr == off_of(r.n) && r.n->h.leftmost == 0);
+  WORT_DCHECK(fresh != 0 && fresh % 64 == 0);
   const unsigned nl = l.end(), nr = r.end(), total = nl + nr, t = total / 2;
   std::vector<Record> all(l.rec(), l.rec() + nl);
   all.insert(all.end(), r.rec(), r.rec() + nr);

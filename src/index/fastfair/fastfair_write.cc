@@ -10,6 +10,7 @@
 #include "index/common/anchor.h"
 #include "index/fastfair/fastfair_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -23,6 +24,7 @@ constexpr unsigned kMaxRestarts = 4 * kMaxLevels;
 // --- blocks -----------------------------------------------------------------------------
 
 Status FastFairTree::make_key_word(Key k, std::uint64_t* word) {
+  WORT_DCHECK(k.size() <= kMaxKeyLength);  // put() rejects longer keys
   const SearchKey s = SearchKey::of(k);
   if (s.inl) {
     *word = s.word;
@@ -58,6 +60,7 @@ Status FastFairTree::reserve_key_copy(std::uint64_t word, std::uint64_t* block) 
 }
 
 std::uint64_t FastFairTree::fill_key_copy(std::uint64_t word, std::uint64_t block) {
+  WORT_DCHECK(is_indirect(word) && block != 0 && block % 16 == 0);  // reserve_key_copy's block
   std::byte scratch[8];
   const Key k = kr_.bytes(word, scratch);
   KeyBlock b{};
@@ -71,6 +74,8 @@ std::uint64_t FastFairTree::fill_key_copy(std::uint64_t word, std::uint64_t bloc
 std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
                                        std::uint64_t leftmost, std::uint64_t sibling,
                                        const Record* recs, unsigned n) {
+  WORT_DCHECK(off != 0 && off % 64 == 0);  // a node block: a record never straddles a line
+  WORT_DCHECK(n <= slots_ && level < kMaxLevels);
   Node* nd = node(off);
   NodeHeader h{};
   h.leftmost = leftmost;
@@ -258,6 +263,8 @@ void FastFairTree::release(Reserve& res) {
 // fenced; the link store is written back; the cut (pm::publish: its fence orders the link)
 // commits. Returns the separator word (the sibling's first key).
 std::uint64_t FastFairTree::split(NodeRef nr, std::uint64_t boff, std::uint64_t* sep) {
+  WORT_DCHECK(nr.end() == slots_ && nr.find_dead(slots_) < 0);  // full, compacted by plan()
+  WORT_DCHECK(boff != 0 && boff % 64 == 0 && boff != off_of(nr.n));
   const unsigned m = slots_ / 2;
   Record* r = nr.rec();
   fresh_node(boff, nr.n->h.level, 0, nr.n->h.sibling, &r[m], slots_ - m);
@@ -279,6 +286,8 @@ std::uint64_t FastFairTree::split(NodeRef nr, std::uint64_t boff, std::uint64_t*
 // in-place root split left an orphan two-node list if it crashed before the new root).
 void FastFairTree::split_root(NodeRef nr, Reserve& res, std::uint64_t sep_copy,
                               std::uint64_t* a1, std::uint64_t* b, std::uint64_t* sep) {
+  WORT_DCHECK(off_of(nr.n) == anchor_->root && nr.end() == slots_);
+  WORT_DCHECK(res.next_node + 3 <= res.nodes.size());  // plan() reserved three nodes
   const unsigned m = slots_ / 2;
   const std::uint8_t level = nr.n->h.level;
   *a1 = res.nodes[res.next_node++];
@@ -306,11 +315,14 @@ unsigned word_position(NodeRef nr, const KeyReader& kr, std::uint64_t key, unsig
 void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key,
                              std::uint64_t ptr, const SearchKey* s, bool unfenced,
                              Reserve& res) {
+  WORT_DCHECK(level <= path.height && key != kEmpty);
   std::size_t sep_i = 0;
   auto put_into = [&](std::uint64_t off, bool unf) {
     NodeRef t = ref(off);
     const unsigned end = t.end();
     const unsigned pos = s ? t.lower_bound(*s, kr_, end) : word_position(t, kr_, key, end);
+    // The user's key is not in the leaf already (put() found no live record for it).
+    WORT_DCHECK(!s || pos == end || kr_.compare(*s, t.rec()[pos].key) < 0);
     fast_insert(t, end, pos, key, ptr, unf);
   };
   for (;;) {
@@ -328,6 +340,7 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
       put_into(kr_.compare_words(key, sep) < 0 ? a1 : b, false);
       return;
     }
+    WORT_DCHECK(res.next_node < res.nodes.size() && sep_i < res.seps.size());
     const std::uint64_t boff = res.nodes[res.next_node++];
     if (split(nr, boff, &sep) == 0) return;  // faults::stop_after_link (tests)
     put_into(kr_.compare_words(key, sep) < 0 ? path.at[level] : boff, false);
