@@ -1,7 +1,8 @@
 #include "index/fptree/fptree_inner.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "pm/check.h"
 
 namespace wort::fptree_index {
 
@@ -114,8 +115,11 @@ std::uint64_t InnerTree::previous_leaf(const Path& path) const noexcept {
 }
 
 void InnerTree::insert_after(const Path& path, std::string sep, std::uint64_t right) {
-  assert(!path.empty() && path.back().first->leaf_level);
+  WORT_DCHECK(!path.empty() && path.back().first->leaf_level);
   auto [n, i] = path.back();
+  WORT_DCHECK(i < n->leaves.size() && right != 0);
+  // The split leaf's median lies strictly inside the leaf's range [keys[i-1], keys[i]).
+  WORT_DCHECK((i == 0 || n->keys[i - 1] < sep) && (i == n->keys.size() || sep < n->keys[i]));
   n->keys.insert(n->keys.begin() + static_cast<std::ptrdiff_t>(i), std::move(sep));
   n->leaves.insert(n->leaves.begin() + static_cast<std::ptrdiff_t>(i) + 1, right);
   sync_heads(n);
@@ -163,6 +167,8 @@ void InnerTree::split_up(Path path) {
 }
 
 void InnerTree::erase(const Path& path) {
+  WORT_DCHECK(!path.empty() && path.back().first->leaf_level &&
+              path.back().second < path.back().first->leaves.size());
   Path p = path;
   erase_at(p);
 }

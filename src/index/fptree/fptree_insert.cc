@@ -13,6 +13,7 @@
 
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -31,6 +32,7 @@ bool in_bitmap_line(std::uint32_t off, std::uint32_t len) { return off + len <= 
 // An 8-byte key is its own key word (inline bit set); any other length goes to a new key
 // block, written back here and fenced by the commit's pm::publish.
 Status FPTree::make_key_word(Key k, std::uint64_t* word, bool* inline_key) {
+  WORT_DCHECK(k.size() <= kMaxKeyLength);  // put() rejects longer keys
   if (k.size() == 8) {
     std::memcpy(word, k.data(), 8);
     *inline_key = true;
@@ -57,6 +59,11 @@ void FPTree::drop_key_word(std::uint64_t word, bool inline_key) noexcept {
 // bitmap's line; no fence. Returns whether it flushed anything.
 bool FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_key, Value v,
                         std::uint8_t fp) noexcept {
+  // A free slot of this leaf (its bit clear: the bitmap commit that follows makes it live).
+  WORT_DCHECK(s >= 0 && static_cast<std::uint32_t>(s) < l.geometry().capacity);
+  WORT_DCHECK(((l.bitmap() >> s) & 1) == 0);
+  // A key block is a 16-aligned block of the pool, never offset 0.
+  WORT_DCHECK(inline_key || (key_word != 0 && key_word % 16 == 0));
   bool flushed = false;
   const LeafGeometry& g = l.geometry();
   Slot* slot = l.slot(s);
@@ -137,6 +144,8 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
 
 // The first key of an empty tree: a new leaf holding it, published by the anchor's head.
 Status FPTree::put_first_leaf(Key k, Value v, std::uint64_t word, bool inl) {
+  WORT_DCHECK(inner_.empty() && anchor_->head == 0);  // the tree is empty
+  WORT_DCHECK(inl == (k.size() == 8));
   std::uint64_t off = 0;
   if (Status s = pool_.allocator().allocate(geo_.bytes, &off); s != Status::ok) {
     drop_key_word(word, inl);

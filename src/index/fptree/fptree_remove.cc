@@ -12,6 +12,7 @@
 // commit is durable (the allocator's contract).
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -35,8 +36,12 @@ Status FPTree::remove(Key k) {
 }
 
 Status FPTree::remove_last_key(LeafRef l, const Path& path) {
+  WORT_DCHECK(l.count() == 1);
+  WORT_DCHECK(!path.empty() && path.back().first->leaf_level &&
+              path.back().first->leaves[path.back().second] == l.offset());
   const std::uint64_t prev = inner_.previous_leaf(path);
   std::uint64_t* link = prev != 0 ? leaf(prev).next_word() : &anchor_->head;
+  WORT_DCHECK(*link == l.offset());  // the previous leaf (or the head) names l
   pm::commit(link, l.next());  // the commit: the leaf leaves the list
   inner_.erase(path);
   pool_.allocator().free(l.offset());

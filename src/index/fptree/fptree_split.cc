@@ -28,6 +28,7 @@
 
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -37,6 +38,7 @@ using namespace fptree_index;
 // Writes N as C's upper half (step 2, without the fence); returns the separator, N's
 // smallest key. Precondition: C is full.
 std::string FPTree::split_copy(LeafRef cur, LeafRef nu) const {
+  WORT_DCHECK(cur.full() && nu.offset() != cur.offset() && nu.offset() % 64 == 0);
   const std::vector<int> order = sorted_slots(cur);
   std::uint64_t upper = 0;
   for (std::size_t i = order.size() / 2; i < order.size(); ++i)
@@ -53,6 +55,9 @@ std::string FPTree::split_copy(LeafRef cur, LeafRef nu) const {
 
 // Step 3 without the fence: C keeps the lower half and links N.
 void FPTree::split_link(LeafRef cur, LeafRef nu) const {
+  // N holds the upper half (step 2 is durable): a non-empty subset of the slots.
+  WORT_DCHECK(nu.offset() != cur.offset() && nu.bitmap() != 0);
+  WORT_DCHECK((nu.bitmap() & ~geo_.mask()) == 0);
   pm::store(cur.bitmap_word(), geo_.mask() & ~nu.bitmap());
   pm::store(cur.next_word(), nu.offset());
   pm::flush(cur.bitmap_word(), geo_.next_off + 8);  // lines of bitmap .. next
@@ -66,6 +71,11 @@ void FPTree::reset_log() const noexcept {
 }
 
 Status FPTree::split_leaf(LeafRef l, const Path& path, std::uint64_t* right, std::string* sep) {
+  WORT_DCHECK(l.full());
+  WORT_DCHECK(anchor_->log.cur == 0 && anchor_->log.nu == 0);  // one split at a time
+  // `path` ends at l (insert_after adds the new leaf right of it).
+  WORT_DCHECK(!path.empty() && path.back().first->leaf_level &&
+              path.back().first->leaves[path.back().second] == l.offset());
   std::uint64_t nu = 0;
   if (Status s = pool_.allocator().allocate(geo_.bytes, &nu); s != Status::ok) return s;
   pm::store(&anchor_->log.cur, l.offset());
