@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::wbtree {
@@ -100,7 +101,8 @@ unsigned route(const std::byte* base, const Node* n, const View& v, const Probe&
 
 void init_node(Node* n, std::uint32_t level, std::uint32_t capacity, const Entry* sorted,
                unsigned count) noexcept {
-  assert(count <= capacity && capacity <= kMaxCapacity);
+  WORT_DCHECK(count <= capacity && capacity <= kMaxCapacity);
+  WORT_DCHECK(reinterpret_cast<std::uintptr_t>(n) % 64 == 0);  // fresh node block
   Node h{};
   h.level = level;
   h.capacity = capacity;
@@ -113,10 +115,14 @@ void init_node(Node* n, std::uint32_t level, std::uint32_t capacity, const Entry
 }
 
 void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept {
-  assert(v.n < n->capacity && at <= v.n);
+  // v is n's current view, with room for one more entry.
+  WORT_DCHECK(v.n == count_of(n) && v.n < n->capacity && at <= v.n);
+  // A long key's block is a 16-aligned pool block; an inner entry names a 64-aligned node.
+  WORT_DCHECK(e.meta <= kMaxInline || (e.meta != 0 && e.meta % 16 == 0));
+  WORT_DCHECK(n->level == 0 || (e.value != 0 && e.value % 64 == 0));
   const std::uint64_t used = n->bitmap & ~kSlotsValid;
   const unsigned pos = static_cast<unsigned>(__builtin_ctzll(~used));
-  assert(pos < n->capacity);
+  WORT_DCHECK(pos < n->capacity);
   Entry* dst = &n->entries()[pos];  // invisible until its bit is set
   pm::store(&dst->prefix, e.prefix);
   pm::store(&dst->meta, e.meta);
@@ -134,7 +140,8 @@ void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish ho
 }
 
 void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept {
-  assert(at < v.n);
+  // A node never loses its last entry: unlink_chain unlinks the node instead.
+  WORT_DCHECK(v.n == count_of(n) && at < v.n && v.n >= 2);
   const std::uint64_t used = n->bitmap & ~kSlotsValid;
   const unsigned pos = v.pos[at];
   if (invalidate_slots(n)) pm::fence();  // nothing to order if the bit was already clear
@@ -147,7 +154,7 @@ void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept {
 }
 
 void truncate_entries(Node* n, const View& v, unsigned keep) noexcept {
-  assert(keep <= v.n);
+  WORT_DCHECK(v.n == count_of(n) && keep <= v.n);
   std::uint64_t bits = n->bitmap & ~kSlotsValid;
   for (unsigned i = keep; i < v.n; ++i) bits &= ~(1ull << v.pos[i]);
   pm::store_persist(&n->bitmap, bits);  // the dropped entries vanish; slot array invalid

@@ -2,10 +2,9 @@
 // highest node whose subtree holds only that key (one commit: its parent's bitmap, or the
 // anchor's root word), then frees the unlinked chain. Nodes are never merged or borrowed
 // from (as in the FPTree paper's trees, which free only empty leaves).
-#include <cassert>
-
 #include "index/wbtree/wbtree_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -37,6 +36,9 @@ Status WbTree::remove(Key k) {
 // Unlinks path.node[top] (whose subtree holds one key) with one commit, then frees it and
 // everything below it on the path, with the key blocks their entries own.
 void WbTree::unlink_chain(const Path& path, unsigned top) {
+  // path.node[top]'s subtree holds one key: every node from it down has one entry.
+  WORT_DCHECK(top < path.depth && count_of(node(path.node[top])) == 1);
+  WORT_DCHECK(top == 0 || count_of(node(path.node[top - 1])) >= 2);
   if (top == 0) {
     pm::commit(&anchor_->root, std::uint64_t{0});  // the commit: the tree is empty
   } else {
@@ -44,7 +46,7 @@ void WbTree::unlink_chain(const Path& path, unsigned top) {
     const View pv = sorted_view(base(), parent);
     unsigned at = 0;
     while (at < pv.n && parent->entries()[pv.pos[at]].value != path.node[top]) ++at;
-    assert(at < pv.n);
+    WORT_DCHECK(at < pv.n);  // the parent names the unlinked node
     const Entry gone = parent->entries()[pv.pos[at]];
     remove_entry(parent, pv, at, Finish::commit);  // the commit: the parent's bitmap
     free_entry_key(gone);

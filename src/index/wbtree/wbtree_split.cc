@@ -10,12 +10,12 @@
 //   5. log cleared                                         (persisted)
 // A crash before 2 leaves S unreachable (the trace frees it); from 2 on, open() redoes 3
 // (if P lacks S) and 4 (idempotent: entries of N that S holds) and clears the log.
-#include <cassert>
 #include <array>
 #include <cstring>
 
 #include "index/wbtree/wbtree_tree.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -23,6 +23,10 @@ namespace wort {
 using namespace wbtree;
 
 Status WbTree::grow_root() {
+  // A full root (put grows the tree only when every node of its path is full), no split
+  // in flight.
+  WORT_DCHECK(anchor_->root != 0 && count_of(node(anchor_->root)) == node(anchor_->root)->capacity);
+  WORT_DCHECK(anchor_->log.sibling == 0);
   const std::uint64_t old = anchor_->root;
   std::uint64_t off = 0;
   if (Status s = pool_.allocator().allocate(node_bytes(anchor_->inner_capacity), &off); s != Status::ok)
@@ -42,6 +46,7 @@ Status WbTree::separator_for(const Entry& first, std::uint64_t s_off, Entry* e) 
 }
 
 void WbTree::attach_sibling(Node* p, const Entry& sep) {
+  WORT_DCHECK(p->level >= 1 && sep.value != 0 && sep.value % 64 == 0);  // a node, into an inner node
   std::array<std::byte, 8> buf;
   const Probe probe(entry_key(base(), sep, buf));
   const View pv = sorted_view(base(), p);
@@ -76,7 +81,10 @@ void WbTree::clear_log() {
 Status WbTree::split(std::uint64_t n_off, std::uint64_t p_off) {
   Node* n = node(n_off);
   Node* p = node(p_off);
-  assert(count_of(n) == n->capacity && count_of(p) < p->capacity);
+  WORT_DCHECK(count_of(n) == n->capacity && count_of(p) < p->capacity);
+  WORT_DCHECK(n_off != p_off && p->level == n->level + 1);  // p is n's parent
+  // One split at a time: the micro-log is clear (a stopped test split reopens first).
+  WORT_DCHECK(anchor_->log.node == 0 && anchor_->log.parent == 0 && anchor_->log.sibling == 0);
   const View nv = sorted_view(base(), n);
   const unsigned keep = nv.n / 2;
   // Everything the split allocates, before anything is written: out of space changes nothing.

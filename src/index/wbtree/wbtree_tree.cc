@@ -7,6 +7,7 @@
 #include "index/common/anchor.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -93,6 +94,7 @@ std::optional<Value> WbTree::lookup(Key k) const {
 }
 
 Status WbTree::make_entry(const Probe& p, Value v, Entry* e) {
+  WORT_DCHECK(p.key.size() <= kMaxKeyLength);  // put() rejects longer keys
   e->prefix = p.prefix;
   e->value = v;
   if (p.key.size() <= kMaxInline) {
@@ -116,6 +118,7 @@ void WbTree::free_entry_key(const Entry& e) {
 }
 
 Status WbTree::insert_into_empty_tree(const Probe& p, Value v) {
+  WORT_DCHECK(anchor_->root == 0);
   std::uint64_t off = 0;
   if (Status s = pool_.allocator().allocate(node_bytes(anchor_->leaf_capacity), &off); s != Status::ok)
     return s;
