@@ -5,6 +5,8 @@
 #include <cassert>
 #include <chrono>
 
+#include "pm/check.h"
+
 namespace wort::nvtree {
 
 void Inner::configure(unsigned pln_capacity, unsigned fanout, unsigned fill) noexcept {
@@ -120,6 +122,7 @@ std::uint64_t Inner::predecessor(Pos pos) const noexcept {
 
 void Inner::replace(Pos pos, std::uint64_t left, std::uint32_t left_live, std::uint64_t right,
                     std::uint32_t right_live, const Sep& sep) {
+  WORT_DCHECK(pos.pln < plns_.size() && pos.idx < plns_[pos.pln].leaf.size() && left != 0);
   Pln& p = plns_[pos.pln];
   p.leaf[pos.idx] = left;
   p.live[pos.idx] = left_live;
@@ -131,6 +134,7 @@ void Inner::replace(Pos pos, std::uint64_t left, std::uint32_t left_live, std::u
 }
 
 void Inner::erase(Pos pos) {
+  WORT_DCHECK(pos.pln < plns_.size() && pos.idx < plns_[pos.pln].leaf.size());
   Pln& p = plns_[pos.pln];
   // The first separator is a lower bound only: the next leaf inherits it.
   if (pos.idx + 1 < p.sep.size() && pos.idx == 0) p.sep[1] = p.sep[0];

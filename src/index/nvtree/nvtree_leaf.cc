@@ -1,8 +1,8 @@
 #include "index/nvtree/nvtree_leaf.h"
 
 #include <algorithm>
-#include <cassert>
 
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::nvtree {
@@ -32,7 +32,9 @@ void live_sorted(const std::byte* base, const Leaf* l, std::vector<Entry>& out) 
 
 void init_leaf(Leaf* l, std::uint32_t capacity, std::uint64_t next, const Entry* e,
                std::size_t n) noexcept {
-  assert(n <= capacity);
+  WORT_DCHECK(n <= capacity);
+  // A 64-aligned leaf block; `next` is the end (0) or another leaf.
+  WORT_DCHECK(reinterpret_cast<std::uintptr_t>(l) % 64 == 0 && next % 64 == 0);
   Leaf h{};
   h.count = n;
   h.next = next;
@@ -44,7 +46,12 @@ void init_leaf(Leaf* l, std::uint32_t capacity, std::uint64_t next, const Entry*
 
 void append_and_commit(Leaf* l, const Entry* e, std::size_t n) noexcept {
   const std::uint64_t c = l->count;
-  assert(c + n <= l->capacity);
+  WORT_DCHECK((n == 1 || n == 2) && c + n <= l->capacity);
+  // Two entries are an update: a delete, then the insert of the same key form.
+  WORT_DCHECK(n == 1 || (is_delete(e[0]) && !is_delete(e[1]) && e[0].prefix == e[1].prefix &&
+                         key_meta(e[0]) == key_meta(e[1])));
+  // A long key's form names its 16-aligned key block.
+  WORT_DCHECK(key_meta(e[n - 1]) <= kMaxInline || key_meta(e[n - 1]) % 16 == 0);
   Entry* dst = l->entries() + c;  // beyond count: invisible until the count store
   for (std::size_t i = 0; i < n; ++i) {
     pm::store(&dst[i].prefix, e[i].prefix);

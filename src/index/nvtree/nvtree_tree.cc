@@ -1,7 +1,6 @@
 #include "index/nvtree/nvtree_tree.h"
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
 #include <string>
 
@@ -9,6 +8,7 @@
 #include "index/nvtree/nvtree_leaf.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort {
@@ -121,6 +121,8 @@ std::optional<Value> NvTree::lookup(Key k) const {
 // The key form's meta for a new insert entry: the key block an older entry of this key in
 // this leaf already has, or a new one (written and flushed; the commit's fence orders it).
 Status NvTree::key_meta_for(const Probe& p, const Leaf* l, int latest, std::uint64_t* meta) {
+  WORT_DCHECK(p.key.size() <= kMaxKeyLength);  // put() rejects longer keys
+  WORT_DCHECK(latest < 0 || (l != nullptr && static_cast<std::uint64_t>(latest) < l->count));
   if (p.key.size() <= kMaxInline) {
     *meta = p.key.size();
     return Status::ok;
@@ -142,6 +144,7 @@ Status NvTree::key_meta_for(const Probe& p, const Leaf* l, int latest, std::uint
 }
 
 Status NvTree::insert_first_leaf(const Probe& p, Value v) {
+  WORT_DCHECK(anchor_->head == 0);  // the list is empty
   std::uint64_t off = 0;
   if (Status s = pool_.allocator().allocate(leaf_bytes(anchor_->leaf_capacity), &off); s != Status::ok)
     return s;
@@ -211,6 +214,9 @@ Status NvTree::unlink_leaf(Inner::Pos pos) {
   const std::uint64_t off = inner_.leaf_at(pos);
   const Leaf* l = leaf(off);
   const std::uint64_t pred = inner_.predecessor(pos);
+  // The removed key is the leaf's last live one, and the link store's word names the leaf.
+  WORT_DCHECK(inner_.live_at(pos) == 1);
+  WORT_DCHECK(*(pred ? &leaf(pred)->next : &anchor_->head) == off);
   pm::commit(pred ? &leaf(pred)->next : &anchor_->head, l->next);
   free_dead_key_blocks(l, {});
   pool_.allocator().free(off);
@@ -247,7 +253,9 @@ Status NvTree::split_leaf(Inner::Pos pos, const Probe* drop) {
   const Leaf* old = leaf(old_off);
   std::vector<Entry> live;
   live_sorted(base(), old, live);
-  assert(live.size() == inner_.live_at(pos));
+  WORT_DCHECK(live.size() == inner_.live_at(pos));  // the PLN's live count is the leaf's
+  // No room for the append that asked (a remove's one entry, an update's two).
+  WORT_DCHECK(old->count + (drop ? 1 : 2) > old->capacity);
   if (drop) {  // a remove in a full leaf: compact without its key, in one new leaf
     std::erase_if(live, [&](const Entry& e) { return compare(base(), e, *drop) == 0; });
   }
@@ -266,6 +274,7 @@ Status NvTree::split_leaf(Inner::Pos pos, const Probe* drop) {
   init_leaf(leaf(l1), cap, two ? l2 : old->next, live.data(), left_n);
   const std::uint64_t pred = inner_.predecessor(pos);
   std::uint64_t* link = pred ? &leaf(pred)->next : &anchor_->head;
+  WORT_DCHECK(*link == old_off && l1 != 0 && l1 % 64 == 0);  // the link names the old leaf
   if (drop) {
     pm::publish(link, l1);  // the remove's commit: the compacted leaf lacks the key
   } else {
