@@ -12,6 +12,7 @@
 #include "index/roart/roart_tree.h"
 #include "index/roart/roart_lock.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -307,6 +308,7 @@ Status Roart::split_array(WriteLocks& l, ChildSlot slot, LeafArray* a, unsigned 
 
 //! The key ends at this node: its eok reference (commit: eok, in place).
 Status Roart::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
+  WORT_DCHECK(k.size() == n->level && lock_held(n->lock.get(), gen_));  // k ends at n
   if (const Ref e = n->eok; e != kNull) {
     Leaf* l = leaf(e);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
@@ -351,6 +353,9 @@ Status Roart::add_child(WriteLocks& l, ChildSlot slot, NodeBase* n, std::uint8_t
 //! fence after each step (4).
 Status Roart::split_prefix(ChildSlot slot, NodeBase* n, unsigned depth, unsigned mismatch,
                            Key k, Value v) {
+  // k leaves n's (consistent, locked) compressed path inside it.
+  WORT_DCHECK(lock_held(n->lock.get(), gen_) && slot.get() == pool_.offset_of(n));
+  WORT_DCHECK(mismatch < n->prefix.get().len && depth + n->prefix.get().len == n->level);
   const bool mo = (flags_ & kNoMinimalOrder) == 0;
   const Key w = leaf_key(any_leaf(slot.get()));
   const unsigned cut = depth + mismatch;  // the new node branches here

@@ -2,6 +2,7 @@
 
 #include "index/common/radix_key.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -61,6 +62,7 @@ std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept {
 }
 
 Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept {
+  WORT_DCHECK(k.size() <= kMaxRoartKey);  // put() rejects longer keys (level is 16-bit)
   if (Status s = pool.allocator().allocate(leaf_bytes(k.size()), off); s != Status::ok) return s;
   Leaf* l = pool.at<Leaf>(*off);
   const Leaf head{{v}, static_cast<std::uint32_t>(k.size()), 0};

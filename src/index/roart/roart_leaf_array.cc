@@ -1,8 +1,9 @@
 #include "index/roart/roart_leaf_array.h"
 
 #include <bit>
-#include <cassert>
 
+#include "index/roart/roart_lock.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -30,7 +31,8 @@ bool valid_array_cap(unsigned cap) noexcept {
 
 void build_array(LeafArray* dst, unsigned cap, const ArrayItem* items, unsigned n,
                  std::uint64_t gen) noexcept {
-  assert(valid_array_cap(cap) && n <= cap);
+  WORT_DCHECK(valid_array_cap(cap) && n <= cap);
+  WORT_DCHECK(dst != nullptr && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0);
   LeafArray img{};
   img.type = NodeType::leaf_array;
   img.cap = static_cast<std::uint8_t>(cap);
@@ -78,6 +80,10 @@ void set_bitmap(LeafArray* a, std::uint64_t bits, NodeFlags f) noexcept {
 }  // namespace
 
 bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags f) noexcept {
+  WORT_DCHECK(a->type == NodeType::leaf_array && valid_array_cap(a->cap));
+  // A leaf block: non-null, 16-aligned, within the slot's 48 bits.
+  WORT_DCHECK(leaf != 0 && leaf % 16 == 0 && leaf <= kRefMask);
+  WORT_DCHECK(lock_held(a->lock.get(), a->generation.get()));  // the writer holds the array
   const unsigned i = static_cast<unsigned>(std::countr_zero(~a->bitmap));
   if (i >= a->cap) return false;  // full (bits at and above cap are never set)
   set_bitmap(a, a->bitmap | (std::uint64_t{1} << i), f);
@@ -86,6 +92,8 @@ bool add_to_array(LeafArray* a, std::uint16_t fp, std::uint64_t leaf, NodeFlags 
 }
 
 void remove_from_array(LeafArray* a, unsigned i, NodeFlags f) noexcept {
+  WORT_DCHECK(i < a->cap && a->slot[i].get() != 0 && ((a->bitmap.get() >> i) & 1) != 0);
+  WORT_DCHECK(lock_held(a->lock.get(), a->generation.get()));
   if (f.selective_persist) {
     pm::commit_nt(&a->slot[i].raw, LeafSlot{0});
     pm::store_volatile(&a->bitmap.raw, a->bitmap & ~(std::uint64_t{1} << i));

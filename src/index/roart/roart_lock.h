@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "index/roart/roart_layout.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -61,6 +62,7 @@ class WriteLocks {
 
   //! Takes w's lock; false (not held) if its block is obsolete: the write restarts.
   bool lock(Shared<std::uint64_t>* w) noexcept {
+    WORT_DCHECK(n_ < 3);  // owner, node, array: a fourth lock is a new write path's bug
     if (!lock_word(w, gen_)) return false;
     w_[n_] = w;
     obsolete_[n_++] = false;

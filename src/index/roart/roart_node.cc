@@ -1,12 +1,13 @@
 #include "index/roart/roart_node.h"
 
-#include <cassert>
 #include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
+#include "index/roart/roart_lock.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -90,7 +91,7 @@ int free_slot(NodeBase* n) noexcept {
 }  // namespace
 
 void Children::insert(std::uint8_t b, Ref r) noexcept {
-  assert(n < 256);
+  WORT_DCHECK(n < 256);
   unsigned i = n;
   while (i > 0 && byte[i - 1] > b) {
     byte[i] = byte[i - 1];
@@ -160,7 +161,10 @@ NodeType type_for(unsigned n) noexcept {
 
 void build_node(void* dst, NodeType t, std::uint32_t level, const PrefixWord& prefix, Ref eok,
                 const Children& c, std::uint64_t gen) noexcept {
-  assert(is_inner_type(t) && c.n <= node_capacity(t));
+  WORT_DCHECK(is_inner_type(t) && c.n <= node_capacity(t));
+  // References carry a 4-bit tag: blocks are 16-aligned. An eok is a leaf or nothing.
+  WORT_DCHECK(dst != nullptr && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0);
+  WORT_DCHECK(eok == kNull || is_leaf(eok));
   alignas(64) std::byte img[sizeof(Node256)] = {};
   auto* n = reinterpret_cast<NodeBase*>(img);
   n->prefix.raw = prefix;
@@ -276,6 +280,9 @@ unsigned count_entries(const NodeBase* n) noexcept {
 }
 
 bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcept {
+  WORT_DCHECK(is_inner_type(n->type) && r != kNull && (r & ~kRefMask) == 0);
+  WORT_DCHECK(find_child(n, b).word == nullptr);  // b is new here (add_child looked, locked)
+  WORT_DCHECK(lock_held(n->lock.get(), n->generation.get()));  // the writer holds n
   if (n->type == NodeType::n256) {
     Shared<Ref>* c = &reinterpret_cast<Node256*>(n)->child[b];
     meta_store(&n->count, static_cast<std::uint16_t>(n->count + 1), f);
@@ -296,6 +303,10 @@ bool add_child_in_place(NodeBase* n, std::uint8_t b, Ref r, NodeFlags f) noexcep
 }
 
 void remove_child_in_place(NodeBase* n, ChildSlot s, std::uint8_t b, NodeFlags f) noexcept {
+  // s is n's used slot for b: a Zentry, or N256's plain reference.
+  WORT_DCHECK(s.word != nullptr && s.get() != kNull && s.zentry == (n->type != NodeType::n256));
+  WORT_DCHECK(find_child(n, b).word == s.word && n->count > 0);
+  WORT_DCHECK(lock_held(n->lock.get(), n->generation.get()));
   if (f.selective_persist) {
     pm::commit_nt(s.word, std::uint64_t{0});  // then the volatile metadata
     pm::store_volatile(&n->count.raw, static_cast<std::uint16_t>(n->count - 1));

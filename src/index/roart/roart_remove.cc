@@ -10,6 +10,7 @@
 #include "index/roart/roart_tree.h"
 #include "index/roart/roart_lock.h"
 #include "pm/allocator.h"
+#include "pm/check.h"
 #include "pm/persist.h"
 
 namespace wort::roart {
@@ -225,6 +226,9 @@ Status Roart::remove_eok(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned de
 //! Holding n's lock keeps every writer off the survivor (a write at a child of n locks n as
 //! the owner of its slot), so its prefix word is ours to change.
 Status Roart::merge(WriteLocks& l, ChildSlot slot, NodeBase* n, unsigned depth, Ref survivor) {
+  // slot names n, whose lock is held; the survivor is another block.
+  WORT_DCHECK(ref_offset(slot.get()) == pool_.offset_of(n) && is_node(slot.get()));
+  WORT_DCHECK(lock_held(n->lock.get(), gen_) && survivor != kNull && survivor != slot.get());
   if (is_node(survivor)) {
     // The survivor's prefix word and the parent's slot under the commit's one fence: each
     // may become durable without the other, and either alone leaves a prefix word the
