@@ -236,6 +236,31 @@ TEST(RunnerTest, SameSeedSameCountersDifferentThreadsSameWork) {
   EXPECT_EQ(b[0].phase("search")->misses(), 0u);
 }
 
+// --threads N: each phase keeps every worker's operations and wall time; they add up to
+// the phase's operations, and each worker's throughput is its own ops over its own time.
+TEST(RunnerTest, PerThreadOperationsAddUpToThePhase) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::sparse};
+  o.threads = 2;
+  ASSERT_TRUE(validate(o).ok());
+  const auto r = run_all(o, nullptr);
+  ASSERT_EQ(r.size(), 1u);
+  for (const char* name : {"insert", "search"}) {
+    const PhaseResult* p = r[0].phase(name);
+    ASSERT_NE(p, nullptr) << name;
+    ASSERT_EQ(p->thread_ops.size(), 2u) << name;
+    ASSERT_EQ(p->thread_seconds.size(), 2u) << name;
+    EXPECT_EQ(p->thread_ops[0] + p->thread_ops[1], p->ops) << name;
+    for (std::size_t t = 0; t < 2; ++t) {
+      EXPECT_GT(p->thread_ops[t], 0u) << name << " thread " << t;
+      EXPECT_GT(p->thread_seconds[t], 0.0) << name << " thread " << t;
+      EXPECT_LE(p->thread_seconds[t], p->seconds * 1.01 + 1e-3) << name << " thread " << t;
+      EXPECT_DOUBLE_EQ(p->thread_throughput(t),
+                       static_cast<double>(p->thread_ops[t]) / p->thread_seconds[t]);
+    }
+  }
+}
+
 TEST(RunnerTest, MixRunsTheRatios) {
   BenchOptions o = small_options();
   o.dists = {KeyDist::varbytes};
