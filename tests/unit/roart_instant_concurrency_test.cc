@@ -26,55 +26,17 @@
 
 #include "index/roart/roart_tree.h"
 #include "pm/allocator.h"
+#include "unit/roart_instant_support.h"
 #include "support/keygen.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 namespace {
 
+using namespace roart_instant;
+
 using roart::Roart;
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path dir;
-  explicit TempDir(const std::string& name) {
-    const char* shm = "/dev/shm";
-    dir = (fs::exists(shm) ? fs::path(shm) : fs::temp_directory_path()) /
-          ("roart_instant_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string pool() const { return (dir / "pool").string(); }
-};
-
-std::unique_ptr<Pool> create_pool(const std::string& path, std::uint64_t size) {
-  PoolOptions o;
-  o.size = size;
-  o.kind = std::string(Roart::kKind);
-  auto p = Pool::create(path, o);
-  EXPECT_TRUE(p) << p.error().message;
-  return p ? std::move(*p) : nullptr;
-}
-
-pm::AuditReport audit(Pool& pool, const Roart& t) {
-  return pool.allocator().audit([&](pm::BlockVisitor v) { return t.visit_blocks(v); });
-}
-
-//! A pool holding keys[0..n) (value i), plus `leaked` blocks allocated and never linked (what
-//! a crash between an allocation and its commit leaves): the trace must reclaim them.
-void build(const std::string& path, const std::vector<std::string>& keys, std::size_t n,
-           unsigned leaked, std::uint64_t size = 64ull << 20) {
-  auto pool = create_pool(path, size);
-  ASSERT_TRUE(pool);
-  auto t = Roart::create(*pool, IndexOptions{});
-  ASSERT_TRUE(t);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ((*t)->insert(as_key(keys[i]), i), Status::ok);
-  for (unsigned i = 0; i < leaked; ++i) {
-    std::uint64_t off;
-    ASSERT_EQ(pool->allocator().allocate(64 + 64 * (i % 4), &off), Status::ok);
-  }
-}
 
 //! The scenario below; returns whether everything checked out (for the broken variant).
 bool held_scenario(bool expect_ok);
