@@ -80,6 +80,20 @@ struct MixedBatch {
 MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
                        std::size_t ops_n);
 
+//! The checks of a run with crashsim::Options::trace_create (a crash point at every fence of
+//! Index::create, and the COMMIT_COUNT table's create row): correct, creation traced, and no
+//! finding but the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc; see
+//! tests/crash/pool_crash_test.cc).
+inline void expect_clean_creation(const crashsim::Report& r) {
+  EXPECT_TRUE(r.correct()) << r.summary();
+  for (const auto& f : r.findings)
+    EXPECT_TRUE(f.kind == "REDUNDANT_FLUSH" && f.detail.find("60 of 64") != std::string::npos &&
+                f.detail.find("creation") != std::string::npos)
+        << r.summary();
+  EXPECT_GT(r.crash_points, 4u) << "creation was not traced";
+  EXPECT_GT(r.images, 0u);
+}
+
 }  // namespace wort::test
 
 #define EXPECT_CLEAN(report)                                    \
