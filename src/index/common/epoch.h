@@ -19,7 +19,7 @@
 // root, and the allocator's trace at the next open frees them.
 //
 // Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
-// without epochs and no list is kept.
+// without epochs and no list is kept. Used by the ART engine (WOART, ART+CoW) and ROART.
 #pragma once
 
 #include <atomic>
@@ -111,6 +111,32 @@ class EpochReclaimer {
 
   //! Blocks retired and not yet freed.
   std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+
+  //! Waits until every thread pinned when it is called has unpinned (a grace period): an
+  //! operation running then has finished and retired what it unlinked. The caller must not
+  //! be pinned. (ROART's instant restart: its background trace, then the retired list.)
+  void synchronize() noexcept {
+    // Advance past every epoch pinned so far (a pin announces the global it read before its
+    // reads of the tree), then wait for each word to unpin or to hold a newer epoch: such a
+    // thread pinned after this call began.
+    const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i)
+      for (const auto* w : {&slots_[i].epoch, &slots_[i].outer})
+        for (;;) {
+          const std::uint64_t e = w->load(std::memory_order_seq_cst);
+          if (e == 0 || e >= now) break;
+          std::this_thread::yield();
+        }
+  }
+
+  //! Calls f(offset) for each block retired and not yet freed (under the latch that frees
+  //! them: none is freed meanwhile). f must not call into this reclaimer.
+  template <class F>
+  void for_each_retired(F&& f) {
+    Latch l(*this);
+    for (const auto& r : retired_) f(r.second);
+  }
 
  private:
   //! Some thread is pinned (seq_cst loads: see retire).

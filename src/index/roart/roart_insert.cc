@@ -23,7 +23,7 @@ namespace wort::roart {
 //! it restarts from the root.
 Status Roart::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxRoartKey) return Status::invalid_argument;
-  Epochs::Guard g(epochs_);
+  OpPin g(epochs_);
   Status s = Status::ok;
   while (!put_once(k, v, overwrite, &s)) {
   }

@@ -27,7 +27,7 @@ NodeType shrunk_type(NodeType t, unsigned remaining) {
 //! owner (a shrink or merge replaces the node in the owner's slot) and an array the key is
 //! in; checked, and decided again under them; a restart if anything changed.
 Status Roart::remove(Key k) {
-  Epochs::Guard g(epochs_);
+  OpPin g(epochs_);
   Status s = Status::ok;
   while (!remove_once(k, &s)) {
   }

@@ -101,7 +101,7 @@ Result<void> Roart::trace_live(BlockVisitorFn v, const std::atomic<bool>* hold) 
 //! fields), checks blocks of the traced chunks before it reads them (Allocator::holds:
 //! their chunk kinds do not change while the trace runs), and expands each block once.
 Result<void> Roart::trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) const {
-  Epochs::Guard g(epochs_);  // for the whole walk: nothing unlinked meanwhile is freed
+  OpPin g(epochs_);  // for the whole walk: nothing unlinked meanwhile is freed
   const pm::Allocator& al = pool_.allocator();
   const std::uint64_t boundary = al.trace_boundary();
   std::vector<std::uint64_t> seen((pool_.size() / 16 + 63) / 64, 0);

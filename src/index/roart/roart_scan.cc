@@ -135,7 +135,7 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
 }
 
 std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
-  Epochs::Guard g(epochs_);
+  ScanPin g(epochs_);  // the visitor may call back into the tree
   const Ref root = anchor_->root;
   if (max == 0 || root == kNull) return 0;
   ScanState st;
@@ -147,7 +147,7 @@ std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
 }
 
 std::size_t Roart::range(Key lo, Key hi, Visitor v) const {
-  Epochs::Guard g(epochs_);
+  ScanPin g(epochs_);  // the visitor may call back into the tree
   const Ref root = anchor_->root;
   if (root == kNull || compare_keys(lo, hi) >= 0) return 0;
   ScanState st;

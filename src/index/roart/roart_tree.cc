@@ -16,7 +16,7 @@ Roart::Roart(Pool& pool, Anchor* anchor)
       anchor_(anchor),
       flags_(anchor->flags),
       gen_(pool.generation()),
-      epochs_(pool.allocator()) {}
+      epochs_(&free_to_allocator, &pool.allocator()) {}
 
 //! Frees what is still retired (no operation may be running).
 Roart::~Roart() {
@@ -77,11 +77,15 @@ void Roart::rebuild_latched(LeafArray* a) const {
 }
 
 //! The fingerprints filter (SSE2 over the slots, not the bitmap: readers need no metadata);
-//! a candidate slot is re-read whole before its leaf is compared.
-int Roart::find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const {
+//! a candidate slot is re-read whole before its leaf is compared, and that one read is the
+//! leaf returned in *match: a lock-free reader must not read the slot again (a writer may
+//! have removed the key and put another key's leaf there meanwhile).
+int Roart::find_in_array(const LeafArray* a, Key k, std::uint16_t fp, const Leaf** match) const {
   return scan_fingerprints(a, fp, [&](unsigned i) {
     const LeafSlot s = a->slot[i].get();
-    return s != 0 && slot_fp(s) == fp && leaf_matches(slot_leaf_ptr(s), k);
+    if (s == 0 || slot_fp(s) != fp || !leaf_matches(slot_leaf_ptr(s), k)) return false;
+    if (match != nullptr) *match = slot_leaf_ptr(s);
+    return true;
   });
 }
 
@@ -123,8 +127,8 @@ const Leaf* Roart::find_leaf(Key k) const {
     if (is_leaf(r)) return leaf_matches(leaf(r), k) ? leaf(r) : nullptr;
     if (is_array(r)) {
       const LeafArray* a = touch_array(r);
-      const int i = find_in_array(a, k, fingerprint(k));
-      return i < 0 ? nullptr : slot_leaf_ptr(a->slot[i].get());
+      const Leaf* match = nullptr;
+      return find_in_array(a, k, fingerprint(k), &match) < 0 ? nullptr : match;
     }
     NodeBase* n = touch(r);
     // One load of the prefix word, taken apart in a register: {len:16 | bytes[6]:48}.
@@ -157,7 +161,7 @@ const Leaf* Roart::find_leaf(Key k) const {
 }
 
 std::optional<Value> Roart::lookup(Key k) const {
-  Epochs::Guard g(epochs_);
+  OpPin g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return std::nullopt;
   return l->value.get();
@@ -165,7 +169,7 @@ std::optional<Value> Roart::lookup(Key k) const {
 
 //! No lock: the value word is the leaf's only mutable word and its commit is one store.
 Status Roart::update(Key k, Value v) {
-  Epochs::Guard g(epochs_);
+  OpPin g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
   commit_value(pool_, const_cast<Leaf*>(l), v);

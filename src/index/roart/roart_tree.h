@@ -118,7 +118,8 @@ class Roart {
   }
   void rebuild_latched(NodeBase* n) const;
   void rebuild_latched(LeafArray* a) const;
-  int find_in_array(const LeafArray* a, Key k, std::uint16_t fp) const;
+  int find_in_array(const LeafArray* a, Key k, std::uint16_t fp,
+                    const Leaf** match = nullptr) const;
   const Leaf* any_leaf(Ref r) const;
   bool prefix_consistent(const NodeBase* n, unsigned depth) const {
     return depth + n->prefix.get().len == n->level;
