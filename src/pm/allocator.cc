@@ -188,6 +188,8 @@ struct Allocator::Impl {
   Reach reach(std::uint64_t off, VisitedSet& seen, const char** why) const;
   void check_free(std::uint64_t off) const;
   bool free_frozen(std::uint64_t off, const ChunkInfo& ci);
+  template <class Live>
+  void decide_frozen(Live live);
   //! The chunk after c's span: the walk over span heads (uncarved chunks, span 0, count one).
   std::uint64_t next_head(std::uint64_t c) const {
     return c + std::max<std::uint64_t>(chunks[c].span, 1);
@@ -503,6 +505,32 @@ bool Allocator::Impl::free_frozen(std::uint64_t off, const ChunkInfo& ci) {
   return true;
 }
 
+//! The trace's decision over every frozen chunk (under mu): a block for which
+//! live(chunk, block index, offset) holds stays allocated (its request size unknown), the
+//! rest go to the free lists; then the chunk unfreezes — with release, so a free() that
+//! reads it unfrozen without mu sees the decision.
+template <class Live>
+void Allocator::Impl::decide_frozen(Live live) {
+  for (std::uint64_t c = 0; c < count; c = next_head(c)) {
+    ChunkInfo& ci = chunks[c];
+    if (!ci.frozen.load(std::memory_order_relaxed)) continue;
+    if (ci.kind == ChunkKind::small) {
+      const std::uint32_t size = classes.size(ci.cls);
+      auto& list = global_free[ci.cls];
+      for (std::uint32_t i = classes.blocks_per_chunk(ci.cls); i-- > 0;) {
+        const std::uint64_t off = chunk_offset(c) + std::uint64_t{i} * size;
+        if (live(c, i, off)) ci.requested[i].store(size, std::memory_order_relaxed);
+        else list.push_back(off);
+      }
+    } else if (live(c, 0, chunk_offset(c))) {
+      ci.large_requested.store(ci.span << chunk_shift, std::memory_order_relaxed);
+    } else {
+      free_spans.emplace(ci.span, c);
+    }
+    ci.frozen.store(false, std::memory_order_release);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 
 Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
@@ -621,25 +649,7 @@ Result<void> Allocator::recover(BlockWalker walk) {
   if (!trace_pending()) return {};
 
   std::lock_guard lock(m.mu);
-  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
-    ChunkInfo& ci = m.chunks[c];
-    if (!ci.frozen.load(std::memory_order_relaxed)) continue;
-    if (ci.kind == ChunkKind::small) {
-      const std::uint32_t size = m.classes.size(ci.cls);
-      auto& list = m.global_free[ci.cls];
-      for (std::uint32_t i = m.classes.blocks_per_chunk(ci.cls); i-- > 0;) {
-        if (seen.test(c, i))
-          ci.requested[i].store(size, std::memory_order_relaxed);  // request size unknown
-        else
-          list.push_back(m.chunk_offset(c) + std::uint64_t{i} * size);
-      }
-    } else if (seen.test(c, 0)) {
-      ci.large_requested.store(ci.span << m.chunk_shift, std::memory_order_relaxed);
-    } else {
-      m.free_spans.emplace(ci.span, c);
-    }
-    ci.frozen.store(false, std::memory_order_release);
-  }
+  m.decide_frozen([&](std::uint64_t c, std::uint64_t block, std::uint64_t) { return seen.test(c, block); });
   m.trace_pending.store(false, std::memory_order_release);
   return {};
 }
@@ -694,27 +704,7 @@ Result<void> Allocator::recover_concurrent(BlockWalker walk) {
     return seen.test(c, block) &&
            !std::binary_search(m.freed_while_tracing.begin(), m.freed_while_tracing.end(), off);
   };
-  for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
-    ChunkInfo& ci = m.chunks[c];
-    if (!ci.frozen.load(std::memory_order_relaxed)) continue;
-    if (ci.kind == ChunkKind::small) {
-      const std::uint32_t size = m.classes.size(ci.cls);
-      auto& list = m.global_free[ci.cls];
-      for (std::uint32_t i = m.classes.blocks_per_chunk(ci.cls); i-- > 0;) {
-        const std::uint64_t off = m.chunk_offset(c) + std::uint64_t{i} * size;
-        if (live(c, i, off))
-          ci.requested[i].store(size, std::memory_order_relaxed);  // request size unknown
-        else
-          list.push_back(off);
-      }
-    } else if (live(c, 0, m.chunk_offset(c))) {
-      ci.large_requested.store(ci.span << m.chunk_shift, std::memory_order_relaxed);
-    } else {
-      m.free_spans.emplace(ci.span, c);
-    }
-    // Release: a free() that reads it unfrozen without mu sees the decision above.
-    ci.frozen.store(false, std::memory_order_release);
-  }
+  m.decide_frozen(live);
   m.freed_while_tracing = {};
   m.concurrent_trace = false;
   m.trace_pending.store(false, std::memory_order_release);
