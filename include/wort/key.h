@@ -32,9 +32,14 @@ inline std::array<std::byte, 8> u64_key(std::uint64_t k) noexcept {
   return out;
 }
 
-//! Inverse of u64_key (key must be exactly 8 bytes).
+//! Inverse of u64_key (for a key of exactly 8 bytes; a shorter one reads as its bytes,
+//! most significant first, in the low bytes of the result).
 inline std::uint64_t key_u64(Key k) noexcept {
   std::uint64_t v = 0;
+  if (k.size() == 8) {  // one load and a byte swap
+    std::memcpy(&v, k.data(), 8);
+    return __builtin_bswap64(v);
+  }
   for (std::byte b : k) v = (v << 8) | static_cast<std::uint8_t>(b);
   return v;
 }

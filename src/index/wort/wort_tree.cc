@@ -80,13 +80,17 @@ inline std::size_t hide_value(std::size_t v) noexcept {
 
 //! The bytes of a key of at most 8 bytes, the first one most significant, zero padded.
 inline std::uint64_t key_word(Key k) noexcept {
-  std::uint64_t w = 0;
-  if (k.size() == 8) {  // the common case: one load and a byte swap
-    std::memcpy(&w, k.data(), 8);
-    return __builtin_bswap64(w);
-  }
-  for (std::byte b : k) w = (w << 8) | static_cast<std::uint8_t>(b);
-  return k.empty() ? 0 : w << (64 - 8 * k.size());
+  return k.empty() ? 0 : key_u64(k) << (64 - 8 * k.size());
+}
+
+//! The value of the leaf that child word w names if its key is k (the one comparison that
+//! decides an optimistic descent), else nullopt; w = 0 (an empty slot) also gives nullopt.
+inline std::optional<Value> value_if_key(const Blocks& blocks, std::uint64_t w, Key k) noexcept {
+  if (w == 0) return std::nullopt;
+  const LeafHeader* l = blocks.leaf(w);
+  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
+    return std::nullopt;
+  return l->value;
 }
 
 }  // namespace
@@ -121,11 +125,7 @@ std::optional<Value> WortTree::lookup_short(Key k) const {
     expect = following;
     rest = rest_next;
   }
-  if (w == 0) return std::nullopt;
-  const LeafHeader* l = blocks_.leaf(w);
-  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
-    return std::nullopt;
-  return l->value;
+  return value_if_key(blocks_, w, k);
 }
 
 // Optimistic: the stored prefix partial keys are skipped, not compared; only the branch
@@ -147,11 +147,7 @@ std::optional<Value> WortTree::lookup(Key k) const {
       w = n->end_child;
     }
   }
-  if (w == 0) return std::nullopt;
-  const LeafHeader* l = blocks_.leaf(w);
-  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
-    return std::nullopt;
-  return l->value;
+  return value_if_key(blocks_, w, k);
 }
 
 Result<void> WortTree::visit_blocks(BlockVisitorFn v) const {
