@@ -61,16 +61,7 @@ TEST(RoartInstantRestart, BrokenTraceThatSkipsNewBlocksIsCaught) {
 }
 
 bool held_scenario(bool expect_ok) {
-  bool ok = true;
-  auto check = [&](bool c, const std::string& what) {
-    if (!c && ok && !expect_ok)
-      std::printf("[roart instant] broken variant caught: %s\n", what.c_str());
-    if (!c) ok = false;
-    if (expect_ok) {
-      EXPECT_TRUE(c) << what;
-    }
-    return c;
-  };
+  ScenarioChecks check(expect_ok);
   TempDir d("held");
   const auto keys = make_keys(Gen::random_u64, 30000, 3);
   build(d.pool(), keys, 20000, 40);
@@ -108,8 +99,8 @@ bool held_scenario(bool expect_ok) {
   EXPECT_FALSE((*pool)->allocator().trace_pending());
   const auto a = audit(**pool, r);
   // (not past a failed audit: live blocks on the free lists would be reused under the tree)
-  if (!check(a.ok(), a.describe())) return ok;
-  if (!check(r.verify().ok(), "verify after the trace")) return ok;
+  if (!check(a.ok(), a.describe())) return check.ok();
+  if (!check(r.verify().ok(), "verify after the trace")) return check.ok();
   std::size_t n = 0;
   bool same = true;
   r.scan(Key{}, SIZE_MAX, [&](Key k, Value v) {
@@ -123,9 +114,9 @@ bool held_scenario(bool expect_ok) {
   for (std::size_t i = 0; i < 20000; ++i) (void)r.remove(as_key(keys[i]));
   for (std::size_t i = 0; i < 20000; ++i) (void)r.upsert(as_key(keys[i]), 5);
   for (std::size_t i = 0; i < 20000; ++i) check(r.lookup(as_key(keys[i])) == Value{5}, "reuse");
-  if (!check(r.verify().ok(), "verify after reuse")) return ok;
+  if (!check(r.verify().ok(), "verify after reuse")) return check.ok();
   check(audit(**pool, r).ok(), "audit after reuse");
-  return ok;
+  return check.ok();
 }
 
 //! The scenario below; returns whether everything checked out (for the broken variant).
@@ -165,16 +156,7 @@ TEST(RoartInstantRestart, BrokenTraceThatSkipsRetiredBlocksIsCaught) {
 }
 
 bool retired_scenario(bool expect_ok) {
-  bool ok = true;
-  auto check = [&](bool c, const std::string& what) {
-    if (!c && ok && !expect_ok)
-      std::printf("[roart instant] broken variant caught: %s\n", what.c_str());
-    if (!c) ok = false;
-    if (expect_ok) {
-      EXPECT_TRUE(c) << what;
-    }
-    return c;
-  };
+  ScenarioChecks check(expect_ok);
   TempDir d("retired");
   const auto keys = make_keys(Gen::random_u64, 40000, 11);
   build(d.pool(), keys, 20000, 0);
@@ -218,10 +200,10 @@ bool retired_scenario(bool expect_ok) {
              (it == ref.end() ? std::nullopt : std::optional<Value>(it->second));
   }
   check(wrong == 0, std::to_string(wrong) + " keys with a wrong answer after reuse");
-  if (!check(r.verify().ok(), "verify after reuse")) return ok;
+  if (!check(r.verify().ok(), "verify after reuse")) return check.ok();
   const auto a = audit(**pool, r);
   check(a.ok(), a.describe());
-  return ok;
+  return check.ok();
 }
 
 // open() is unchanged: the checked walk and the trace before it returns.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -60,5 +61,27 @@ inline void build(const std::string& path, const std::vector<std::string>& keys,
     ASSERT_EQ(pool->allocator().allocate(64 + 64 * (i % 4), &off), Status::ok);
   }
 }
+
+//! The checks of a scenario run two ways: as a test (each must hold: EXPECT_TRUE) or on a
+//! broken variant (the first one that fails is printed as what caught it; ok() says whether
+//! all held, which the broken variant's test expects to be false).
+class ScenarioChecks {
+ public:
+  explicit ScenarioChecks(bool expect_ok) : expect_ok_(expect_ok) {}
+  bool operator()(bool c, const std::string& what) {
+    if (!c && ok_ && !expect_ok_)
+      std::printf("[roart instant] broken variant caught: %s\n", what.c_str());
+    if (!c) ok_ = false;
+    if (expect_ok_) {
+      EXPECT_TRUE(c) << what;
+    }
+    return c;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool expect_ok_;
+  bool ok_ = true;
+};
 
 }  // namespace wort::test::roart_instant
