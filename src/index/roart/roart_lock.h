@@ -1,51 +1,33 @@
 // roart/roart_lock.h — writers' lock words (ROWEX, §3.4.1): one V word in every inner node
-// and leaf array, and one in DRAM for the anchor's root slot.
-//
-//   63                                            2      1        0
-//   +----------------------------------------------+----------+--------+
-//   |       pool generation of the last holder      | obsolete | locked |
-//   +----------------------------------------------+----------+--------+
-//
-// A word tagged with an older generation is free and not obsolete: whatever a crash left in
-// the pool, a restart (which bumps the generation) never sees a lock held. `obsolete` is set
-// by the writer that unlinked the block (a grown / shrunk / split / merged-away node or
-// array) as it unlocks; a writer that then gets the lock restarts from the root. Readers
-// never look at the lock: they are lock-free.
+// and leaf array, and one in DRAM for the anchor's root slot. The word is the kit's
+// generation-tagged lock (src/index/common/gen_lock.h): a restart, which bumps the pool
+// generation, never sees one held. `obsolete` is set by the writer that unlinked the block
+// (a grown / shrunk / split / merged-away node or array) as it unlocks; a writer that then
+// gets the lock restarts from the root. Readers never look at the lock: they are lock-free.
 #pragma once
 
 #include <cstdint>
 
+#include "index/common/gen_lock.h"
 #include "index/roart/roart_layout.h"
 #include "pm/check.h"
-#include "pm/persist.h"
 
 namespace wort::roart {
 
-inline constexpr std::uint64_t kLocked = 1, kObsolete = 2;
-
 //! True if `w` is held in generation `gen`.
 inline bool lock_held(std::uint64_t w, std::uint64_t gen) noexcept {
-  return (w >> 2) == gen && (w & kLocked) != 0;
+  return kit::gen_lock_held(w, gen);
 }
 
 //! Takes the lock (spinning while another writer holds it). False, without the lock, if the
 //! block is obsolete (unlinked): the caller restarts.
 inline bool lock_word(Shared<std::uint64_t>* w, std::uint64_t gen) noexcept {
-  for (;;) {
-    const std::uint64_t v = w->get();
-    const bool current = (v >> 2) == gen;
-    if (current && (v & kObsolete) != 0) return false;
-    if (current && (v & kLocked) != 0) {
-      __builtin_ia32_pause();
-      continue;
-    }
-    if (pm::cas_volatile(&w->raw, v, gen << 2 | kLocked)) return true;
-  }
+  return kit::gen_lock(&w->raw, gen);
 }
 
 //! Releases the lock; `obsolete` marks the block unlinked for good.
 inline void unlock_word(Shared<std::uint64_t>* w, std::uint64_t gen, bool obsolete) noexcept {
-  pm::store_volatile_release(&w->raw, gen << 2 | (obsolete ? kObsolete : 0));
+  kit::gen_unlock(&w->raw, gen, obsolete);
 }
 
 //! The locks one write holds (at most three: the owner of the slot it changes, the node or
