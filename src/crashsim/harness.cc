@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "crashsim/isolate.h"
 #include "crashsim/oracles.h"
@@ -46,6 +47,7 @@ std::string Report::summary() const {
   os << ops << " ops, " << crash_points << " crash points, " << images << " images, "
      << seconds << " s";
   if (seconds > 0) os << " (" << static_cast<std::uint64_t>(images / seconds) << " images/s)";
+  if (read_checks) os << ", " << read_checks << " reads of a new state checked";
   os << ", " << findings.size() << " findings";
   if (suppressed) os << " (+" << suppressed << " duplicates)";
   if (!findings.empty()) {
@@ -207,6 +209,7 @@ class Run {
   void explore_create(const Recorder& rec);
   void run_traced_ops();
   void check_live();
+  void probe_read();
 
   Expect expect() const;
   void on_point(bool at_ack);
@@ -245,7 +248,8 @@ class Run {
 
   Simulator sim_, nested_;
   ExtentTracker track1_, track2_;
-  ImageBuffer img1_, img2_;
+  ImageBuffer img1_, img2_, img_read_;  // img_read_: the durable image at a read point
+  bool op_seen_durable_ = false;         // the in-flight op's effect was read and durable
 
   std::size_t op_ = 0;
   bool in_flight_ = false;
@@ -370,6 +374,7 @@ void Run::install_handlers() {
   sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
   nested_.set_compare_limit([] { return std::size_t{0}; });  // the image's written extent
+  if (o_.dirty_reads && !rp_.active) sim_.set_read_handler([this] { probe_read(); });
   if (o_.lints && o_.lints_after_crash && !rp_.active)
     nested_.set_lint_handler(
         [this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
@@ -384,8 +389,10 @@ void Run::run_traced_ops() {
   for (op_ = 0; op_ < ops_.size(); ++op_) {
     const KvOp& op = ops_[op_];
     after_v_ = value_after(ref_, op);
+    op_seen_durable_ = false;
     in_flight_ = true;
     const Status got = apply_op(*index_, op);
+    if (o_.dirty_reads) sim_.read_now();  // returned, not yet acknowledged: a last read
     in_flight_ = false;
     const std::size_t commits = sim_.commits_in_op();
     const Status want = apply_to_reference(ref_, op);
@@ -403,6 +410,68 @@ void Run::run_traced_ops() {
   if (rp_.active && rep_.crash_points == 0 && rep_.error.empty())
     rep_.error = "replay: crash point " + std::to_string(rp_.point) + " never came (the run had " +
                  std::to_string(point_) + ")";
+}
+
+//! A read point inside the in-flight operation (Options::dirty_reads): another thread looks
+//! the key up in the live index, as a lock-free reader running now could. If it sees the
+//! operation's effect, the image with nothing beyond the durable state (every dirty line cut
+//! at its durable point) is recovered on that thread (no tracer there) and must show it too.
+//! Once it does, the rest of the operation is not probed (what is durable stays durable).
+void Run::probe_read() {
+  if (!in_flight_ || op_seen_durable_) return;
+  const KvOp& op = ops_[op_];
+  const auto it = ref_.find(op.key);
+  const std::optional<Value> before =
+      it == ref_.end() ? std::nullopt : std::optional<Value>(it->second);
+  if (before == after_v_) return;  // the operation changes nothing a reader could see
+  if (img_read_.size == 0) img_read_.allocate(pool_->size());
+  std::optional<Value> seen, durable;
+  std::string error;
+  std::thread reader([&] {
+    seen = index_->lookup(as_key(op.key));
+    if (seen != after_v_) return;
+    const Px86Model& model = sim_.model();
+    const std::vector<std::uint32_t> nothing_extra(model.choice_limits().size(), 0);
+    const std::size_t n = std::max(model.extent(), img_read_.dirty_end);
+    if (!model.build_image(nothing_extra, img_read_.data(), n)) {
+      error = "could not build the durable image";
+      return;
+    }
+    img_read_.dirty_end = img_read_.size;  // recovery may write anywhere: rebuild it all next time
+    auto p = Pool::attach(img_read_.span(), f_.kind);
+    if (!p) {
+      error = "the durable image does not attach: " + p.error().message;
+      return;
+    }
+    auto ix = f_.open(**p);
+    if (!ix) {
+      error = "the durable image does not open: " + ix.error().message;
+      return;
+    }
+    durable = (*ix)->lookup(as_key(op.key));
+  });
+  reader.join();
+  auto show = [](const std::optional<Value>& v) {
+    return v ? "value " + std::to_string(*v) : std::string("absent");
+  };
+  const std::string what = describe(op) + " (op " + std::to_string(op_) + ")";
+  if (seen != before && seen != after_v_) {
+    add_finding("TORN_READ", "op" + std::to_string(op_),
+                what + ": a concurrent lookup of its key saw " + show(seen) + ", neither " +
+                    show(before) + " before it nor " + show(after_v_) + " after",
+                "");
+    return;
+  }
+  if (seen != after_v_) return;
+  ++rep_.read_checks;
+  if (!error.empty() || durable != after_v_) {
+    add_finding("DIRTY_READ", "op" + std::to_string(op_),
+                what + ": a concurrent lookup of its key saw " + show(seen) +
+                    " before that was durable: the image holding only the durable state " +
+                    (error.empty() ? "recovers " + show(durable) : "fails: " + error),
+                "");
+  }
+  op_seen_durable_ = true;
 }
 
 //! The traced run itself, after the last operation: contents, verify, audit.

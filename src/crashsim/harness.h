@@ -17,6 +17,12 @@
 //   SECOND_CRASH   a crash during recovery, recovered again, fails any of the above
 //   RECOVERY_HUNG  an image's recovery + checks exceeded the time or memory budget
 //   RECOVERY_CRASHED the process died of a signal while recovering or checking an image
+//   DIRTY_READ     (opt-in, Options::dirty_reads) a reader on another thread, looking up the
+//                  in-flight key at a point inside the operation, saw its effect (the new
+//                  value, or the key gone) before it was durable: the image holding only what
+//                  is durable at that point recovers the old state (Simulator: read points)
+//   TORN_READ      (with dirty_reads) that reader saw a value that is neither the key's
+//                  value before the operation nor after it
 //   LIVE           the traced run itself disagreed with the reference (a wrong Status or
 //                  lookup before any crash), or its final verify()/audit failed
 // and, on every traced operation without enumeration, the lints:
@@ -100,6 +106,12 @@ struct Options {
   //! create returns, an image may fail to attach or open (no pool or no index yet: not a
   //! finding) or must open as an empty index; at its return it must open. Setup follows.
   bool trace_create = false;
+  //! DIRTY_READ / TORN_READ: at every event of every traced operation, another thread looks
+  //! up the in-flight key (as a concurrent lock-free reader would); if it sees the new
+  //! state, the image with nothing beyond the durable state is recovered and must show it
+  //! too. Only for an index whose readers never wait for a writer (the writer is stopped
+  //! mid-operation while the reader runs).
+  bool dirty_reads = false;
   //! Bounds (crashsim/isolate.h): the run happens in a forked child; an image whose recovery
   //! and checks take longer than image_seconds, or need more than memory_budget_mb of new
   //! address space, is a RECOVERY_HUNG finding; a signal inside one is RECOVERY_CRASHED.
@@ -118,6 +130,9 @@ struct Report {
   std::uint64_t ops = 0;            //!< traced operations
   std::uint64_t crash_points = 0;   //!< points at which images were built
   std::uint64_t images = 0;         //!< crash images recovered and checked (second crashes included)
+  //! Options::dirty_reads: read points at which the concurrent reader saw the in-flight
+  //! operation's new state, so its durability was checked (at most one per operation).
+  std::uint64_t read_checks = 0;
   double seconds = 0;
   std::vector<Finding> findings;    //!< de-duplicated by (kind, crash site); capped
   std::uint64_t failed_images = 0;  //!< images with at least one correctness finding

@@ -150,7 +150,7 @@ void stream_report(int fd, const Report& r) {
   if (fd < 0) return;
   std::ostringstream os;
   os << "S\t" << r.ops << "\t" << r.crash_points << "\t" << r.images << "\t" << r.failed_images
-     << "\t" << r.suppressed << "\t" << escape(r.error) << "\n";
+     << "\t" << r.suppressed << "\t" << r.read_checks << "\t" << escape(r.error) << "\n";
   write_all(fd, os.str());
 }
 
@@ -202,13 +202,14 @@ Report run_isolated(const Options& o, const std::function<Report(int fd)>& body)
         const auto f = split_tabs(buf.substr(0, nl));
         if (f[0] == "F" && f.size() == 4) {
           rep.findings.push_back(Finding{f[1], f[2], f[3]});
-        } else if (f[0] == "S" && f.size() == 7) {
+        } else if (f[0] == "S" && f.size() == 8) {
           rep.ops = std::stoull(f[1]);
           rep.crash_points = std::stoull(f[2]);
           rep.images = std::stoull(f[3]);
           rep.failed_images = std::stoull(f[4]);
           rep.suppressed = std::stoull(f[5]);
-          rep.error = f[6];
+          rep.read_checks = std::stoull(f[6]);
+          rep.error = f[7];
           ended = true;
         }
       }

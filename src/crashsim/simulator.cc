@@ -45,6 +45,7 @@ void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent) {
   commits_ = 0;
   skip_commit_store_ = after_commit_ = false;
   after_commit_stores_.clear();
+  pending_nt_.clear();
 }
 
 bool Simulator::offset_of(const void* p, std::size_t* off) const noexcept {
@@ -58,6 +59,7 @@ bool Simulator::offset_of(const void* p, std::size_t* off) const noexcept {
 void Simulator::on_store(void* dst, const void* src, std::size_t len) {
   std::size_t off;
   if (!offset_of(dst, &off)) return;
+  read_point();
   model_.store(off, src, len);
   // The commit's own store(s): into its word, before its fence.
   const bool into_commit = skip_commit_store_ && off >= commit_off_ && off + len <= commit_end_;
@@ -69,6 +71,7 @@ void Simulator::on_store(void* dst, const void* src, std::size_t len) {
 void Simulator::on_commit(void* dst, std::size_t len, bool shares_fence) {
   std::size_t off;
   if (!offset_of(dst, &off)) return;
+  read_point();
   ++commits_;
   skip_commit_store_ = true;
   commit_off_ = off;
@@ -136,17 +139,27 @@ void Simulator::on_assume_durable(void* p, std::size_t len) {
 
 void Simulator::on_volatile_store(void* dst, const void* src, std::size_t len) {
   std::size_t off;
-  if (offset_of(dst, &off)) model_.store(off, src, len, /*needs_flush=*/false);
+  if (!offset_of(dst, &off)) return;
+  read_point();
+  model_.store(off, src, len, /*needs_flush=*/false);
 }
 
 void Simulator::on_nt_store(void* dst, std::uint64_t value) {
   std::size_t off;
-  if (offset_of(dst, &off)) model_.nt_store(off, value);
+  if (!offset_of(dst, &off)) return;
+  read_point();
+  if (on_read_ && off + 8 <= size_) {  // called before the store: memory holds the old bytes
+    std::uint64_t old;
+    std::memcpy(&old, base_ + off, 8);
+    pending_nt_.emplace_back(off, old);
+  }
+  model_.nt_store(off, value);
 }
 
 void Simulator::on_flush(const void* addr, std::size_t len) {
   std::size_t off;
   if (!offset_of(addr, &off)) return;
+  read_point();
   const auto r = model_.flush(off, len);
   if (r.redundant_lines > 0 && on_lint_) {
     const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
@@ -165,13 +178,16 @@ void Simulator::on_fence() {
     if (model_.unfenced_lines() == 0)
       lint(Lint::redundant_fence, 0, site, "fence with no flushed line and no nt-store to order");
   }
+  read_point();
   crash_point(false);
   model_.fence();
+  pending_nt_.clear();  // durable now, hence visible
   skip_commit_store_ = false;  // the commit's fence ends its store(s)
 }
 
 void Simulator::acknowledge() {
   if (base_ == nullptr) return;
+  read_point();
   if (on_lint_) {
     if (!replaying_) check_untracked();
     if (!after_commit_stores_.empty()) {
@@ -204,6 +220,20 @@ void Simulator::crash_point(bool at_ack) {
   exploring_ = true;
   on_point_(at_ack);
   exploring_ = false;
+}
+
+void Simulator::read_point() {
+  if (!on_read_ || reading_ || exploring_ || base_ == nullptr) return;
+  reading_ = true;
+  std::vector<std::uint64_t> now(pending_nt_.size());
+  for (std::size_t i = pending_nt_.size(); i-- > 0;) {  // newest first: the oldest bytes win
+    std::memcpy(&now[i], base_ + pending_nt_[i].first, 8);
+    std::memcpy(base_ + pending_nt_[i].first, &pending_nt_[i].second, 8);
+  }
+  on_read_();
+  for (std::size_t i = 0; i < pending_nt_.size(); ++i)
+    std::memcpy(base_ + pending_nt_[i].first, &now[i], 8);
+  reading_ = false;
 }
 
 void Simulator::check_untracked() {

@@ -24,6 +24,14 @@
 //                          already held its bytes, but a store there still waits for its
 //                          write-back: the bytes are not durable)
 //
+// Read points (opt-in, set_read_handler): at every event of the watched run, before it
+// applies, and at each acknowledgement, the handler is called with pool memory as another
+// thread could read it at that moment: every earlier store applied (x86-TSO: a store is
+// visible to other cores before it is written back), but a non-temporal store not yet
+// fenced hidden (its old bytes put back for the call): a movnti reaches other cores only
+// through the memory controller, that is when it is durable. The harness's DIRTY_READ
+// oracle looks up the in-flight key there from another thread.
+//
 // Allocated and freed blocks (Tracer::on_alloc / on_free): their bytes are what the
 // allocator guarantees, kFreshBlocks below, the one switch: today unspecified, so the
 // simulator fills them with junk in memory, in the shadow and in the durable image: each
@@ -83,6 +91,11 @@ class Simulator final : public pm::Tracer {
   //! `extent` on must be zero (a hint that saves copying; pass size if unsure).
   void watch(std::byte* base, std::size_t size, std::size_t extent);
   void set_point_handler(PointHandler h) { on_point_ = std::move(h); }
+  //! Called at each read point (see above); none by default.
+  using ReadHandler = std::function<void()>;
+  void set_read_handler(ReadHandler h) { on_read_ = std::move(h); }
+  //! A read point now (the harness: when an operation returns, before its acknowledgement).
+  void read_now() { read_point(); }
   //! Without a handler no lint runs (the nested simulator of a recovery).
   void set_lint_handler(LintHandler h) { on_lint_ = std::move(h); }
   //! Bytes of the range the UNTRACKED_STORE lint compares (at least the written extent);
@@ -119,6 +132,7 @@ class Simulator final : public pm::Tracer {
  private:
   bool offset_of(const void* p, std::size_t* off) const noexcept;
   void crash_point(bool at_ack);
+  void read_point();
   void check_untracked();
   void lint(Lint l, std::size_t offset, std::uintptr_t site, const std::string& detail) {
     if (on_lint_) on_lint_(l, offset, site, detail);
@@ -131,6 +145,10 @@ class Simulator final : public pm::Tracer {
   bool exploring_ = false;
   PointHandler on_point_;
   LintHandler on_lint_;
+  ReadHandler on_read_;
+  bool reading_ = false;
+  //! Non-temporal stores since the last fence: (offset, the bytes they replaced).
+  std::vector<std::pair<std::size_t, std::uint64_t>> pending_nt_;
   std::function<std::size_t()> compare_limit_fn_;
   bool crash_points_ = true;
   bool replaying_ = false;
