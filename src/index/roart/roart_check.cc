@@ -145,7 +145,9 @@ Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& p
   for (unsigned i = 1; i < c.n; ++i)
     if (c.byte[i] == c.byte[i - 1]) return bad("a key byte twice in a node");
   if (n->generation == gen_) {
-    if (n->count != c.n) return bad("volatile count != entries");
+    if (n->count != c.n)
+      return bad("volatile count " + std::to_string(n->count) + " != " + std::to_string(c.n) +
+                 " entries (" + node_name(n->type) + " at level " + std::to_string(level) + ")");
     if (n->type == NodeType::n16 || n->type == NodeType::n48 || n->type == NodeType::n4) {
       const auto* e = reinterpret_cast<const Shared<Zentry>*>(
           reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) -
