@@ -1,5 +1,5 @@
-// kill -9 of a process with several writer threads, for the concurrent WOART and ART+CoW
-// (issue 13, Proof): a forked child creates a file pool and runs kWriters threads, each
+// kill -9 of a process with several writer threads, for the concurrent WOART and ART+CoW,
+// and WORT (issue 13, Proof): a forked child creates a file pool and runs kWriters threads, each
 // applying its own deterministic stream of upserts and removes over its own keys (key i
 // belongs to thread i % kWriters) while a reader thread looks up and scans, and
 // acknowledging every completed operation through one pipe as (thread, operation number)
@@ -27,6 +27,7 @@
 
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "index/wort/wort_tree.h"
 #include "support/pmart_trees.h"
 #include "wort/pool.h"
 
@@ -174,7 +175,9 @@ void reopen_and_check(const std::vector<std::string>& keys, const std::string& p
 
 template <class Tree>
 class PmartThreadsKill : public ::testing::Test {};
-TYPED_TEST_SUITE(PmartThreadsKill, PmartTrees, KindName);
+//! The engine's two trees and WORT (same protocol, same checks).
+using ThreadsKillTrees = ::testing::Types<woart::Woart, artcow::ArtCow, WortTree>;
+TYPED_TEST_SUITE(PmartThreadsKill, ThreadsKillTrees, KindName);
 
 TYPED_TEST(PmartThreadsKill, AcknowledgedWritesOfEveryWriterThreadSurviveKill9) {
   const auto keys = make_keys(Gen::random_bytes, kKeys, 23);

@@ -1,8 +1,9 @@
 // WORT insert, upsert and update (paper §3.2 and Algorithm 1, SplitCmp).
 //
 // Every path writes its new blocks first (pm::copy into unpublished memory), writes them
-// back, fences, and only then stores the one child word that publishes them (the commit),
-// which it writes back and fences.
+// back, fences, and only then stores the one child word that publishes them (the commit):
+// non-temporal and fenced (pm::publish_nt / pm::commit_nt), so a lock-free reader cannot
+// read the word before it is durable. The caller holds the tree's writer lock.
 #include <algorithm>
 #include <cstring>
 
@@ -14,6 +15,11 @@
 namespace wort {
 
 using namespace wort_index;
+
+namespace wort_index {
+std::atomic<WindowHook> g_header_window_hook{nullptr};
+void* g_header_window_ctx = nullptr;
+}  // namespace wort_index
 
 namespace {
 
@@ -68,8 +74,10 @@ Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Va
   LeafHeader* l = blocks_.leaf(*slot);
   if (same_key(l, k)) {
     if (mode == PutMode::insert) return Status::exists;
-    // Upsert/update commit: the leaf's value word, one 8-byte store.
-    kit::commit_value(pool_, &l->value, v);
+    // Upsert/update commit: the leaf's value word, one 8-byte non-temporal store (a pool
+    // whose values name blocks: the value's block was written back before, fence first).
+    if (!pool_.values_are_blocks()) pm::commit_nt(&l->value, v);
+    else pm::publish_nt(&l->value, v);
     return Status::ok;
   }
   if (mode == PutMode::update) return Status::not_found;
@@ -82,7 +90,7 @@ Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k, Value v) {
   std::uint64_t leaf = 0;
   if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
   flush_leaf(blocks_.leaf(leaf));
-  pm::publish(slot, leaf);
+  pm::publish_nt(slot, leaf);
   return Status::ok;
 }
 
@@ -110,7 +118,7 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Val
     return s;
   }
   flush_leaf(blocks_.leaf(leaf));
-  pm::publish(slot, node);
+  pm::publish_nt(slot, node);
   return Status::ok;
 }
 
@@ -138,10 +146,15 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
     return s;
   }
   const std::uint64_t shortened = make_header(b + 1, h.prefix_len - matched - 1, below);
+  // From here until the commit, a reader that reaches n through the old parent's slot sees
+  // a header whose depth disagrees with that place (the crash state RecoverHeader knows):
+  // lookups use only the branch position, unchanged; scans compare against a key below.
   pm::store(&n->header, shortened);
   flush_leaf(blocks_.leaf(leaf));
   pm::flush(&n->header, sizeof n->header);
-  pm::publish(slot, parent);
+  if (WindowHook hook = g_header_window_hook.load(std::memory_order_relaxed)) [[unlikely]]
+    hook(g_header_window_ctx);
+  pm::publish_nt(slot, parent);
   return Status::ok;
 }
 

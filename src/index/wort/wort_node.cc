@@ -21,7 +21,7 @@ std::uint64_t Blocks::leftmost_leaf(std::uint64_t word) const noexcept {
   while (word != 0 && !is_leaf(word)) {
     const Node* n = node(word);
     std::uint64_t next = 0;
-    for (unsigned i = 0; i < kOrderedSlots && next == 0; ++i) next = *ordered_slot(n, i);
+    for (unsigned i = 0; i < kOrderedSlots && next == 0; ++i) next = load(ordered_slot(n, i));
     word = next;
   }
   return word;

@@ -47,6 +47,14 @@ inline HeaderFields decode_header(std::uint64_t w) noexcept {
 //! inserted, which has at least depth + prefix_len partial keys).
 std::uint64_t make_header(std::uint32_t depth, std::uint32_t prefix_len, Key source) noexcept;
 
+//! One atomic acquire load of a pool word a writer may change under a lock-free reader (a
+//! child word, a node header, a leaf's value): a plain load on x86. The acquire pairs with
+//! the release of the commit that published the word (under TSan, where pm::commit_nt is a
+//! release store), so the reader sees the block the word names as it was written.
+inline std::uint64_t load(const std::uint64_t* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
 inline bool is_leaf(std::uint64_t word) noexcept { return (word & kLeafTag) != 0; }
 inline std::uint64_t block_of(std::uint64_t word) noexcept { return word & ~kLeafTag; }
 
@@ -63,7 +71,9 @@ class Blocks {
   std::uint64_t word_of(const Node* n) const noexcept {
     return static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(n) - base_);
   }
-  //! Word of the leftmost (smallest-key) leaf below a non-empty child word.
+  //! Word of the leftmost (smallest-key) leaf below a non-empty child word (each child word
+  //! read with one atomic load: readers call it too; 0 only below a node with no children,
+  //! which a reachable node never is).
   std::uint64_t leftmost_leaf(std::uint64_t word) const noexcept;
 
  private:

@@ -13,8 +13,10 @@
 // each half alone leaves C reached at a depth its header disagrees with, which readers
 // tolerate and RecoverHeader repairs exactly as for an interrupted split (C's keys, hence
 // its branch position, are the same either way). So both are written back under one fence.
-// The removed leaf and holder are freed only after the commit is durable; if a crash comes
-// first, they are unreachable and the allocator's trace at open frees them.
+// The removed leaf and holder are retired only after the commit is durable (freed once no
+// lock-free reader can hold them: at once when none is pinned); if a crash comes first,
+// they are unreachable and the allocator's trace at open frees them. Every commit is
+// non-temporal (no reader sees it before it is durable); the caller holds the writer lock.
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -30,7 +32,7 @@ struct WortTree::RemovePath {
   std::uint32_t holder_depth = 0;        //!< depth `holder` is reached at
 };
 
-Status WortTree::remove(Key k) {
+Status WortTree::remove_key(Key k) {
   if (k.size() > kMaxKeyLength) return Status::not_found;
   RemovePath path;
   path.slot = &anchor_->root;
@@ -60,18 +62,19 @@ Status WortTree::remove(Key k) {
 Status WortTree::unlink_leaf(const RemovePath& path) {
   const std::uint64_t leaf = *path.slot;
   if (path.holder == nullptr || child_count(path.holder) > 2) {
-    pm::commit(path.slot, std::uint64_t{0});
-    pool_.allocator().free(block_of(leaf));
+    pm::commit_nt(path.slot, std::uint64_t{0});
+    epochs_.retire(block_of(leaf));
     return Status::ok;
   }
   std::uint64_t survivor = 0;
   for (unsigned i = 0; i < kOrderedSlots && survivor == 0; ++i) {
     const std::uint64_t* s = ordered_slot(path.holder, i);
-    if (s != path.slot) survivor = *s;
+    if (s != path.slot) survivor = *s;  // under the writer lock: nothing changes it
   }
   merge_into_parent(path, survivor);
-  pool_.allocator().free(block_of(leaf));
-  pool_.allocator().free(pool_.offset_of(path.holder));
+  // holder keeps its slots (a reader inside it still finds what it held), leaf its key.
+  epochs_.retire(block_of(leaf));
+  epochs_.retire(pool_.offset_of(path.holder));
   return Status::ok;
 }
 
@@ -84,11 +87,14 @@ void WortTree::merge_into_parent(const RemovePath& path, std::uint64_t survivor)
     pm::store(&c->header, make_header(path.holder_depth, branch - path.holder_depth, below));
     pm::flush(&c->header, sizeof c->header);
     // Either store alone leaves a header whose depth disagrees with its place and an
-    // unchanged branch position, which RecoverHeader repairs: one fence for both.
-    pm::commit_sharing_fence(path.holder_slot, survivor);
+    // unchanged branch position, which RecoverHeader repairs and readers detect (a reader
+    // in holder sees C's new header at C's old place): one fence for both.
+    if (WindowHook hook = g_header_window_hook.load(std::memory_order_relaxed)) [[unlikely]]
+      hook(g_header_window_ctx);
+    pm::commit_nt_sharing_fence(path.holder_slot, survivor);
     return;
   }
-  pm::commit(path.holder_slot, survivor);
+  pm::commit_nt(path.holder_slot, survivor);
 }
 
 }  // namespace wort
