@@ -7,8 +7,8 @@
 //
 // The broken variant: the toy hash commits with regular stores (pm::commit / pm::publish:
 // store, then write-back and fence — visible before durable), so the oracle must find dirty
-// reads there. The indexes whose readers take no lock — WOART, ART+CoW (the ART engine) and
-// ROART — commit with pm::commit_nt / publish_nt and must show none, on every operation
+// reads there. The indexes whose readers take no lock — WORT, WOART, ART+CoW (the ART engine)
+// and ROART — commit with pm::commit_nt / publish_nt and must show none, on every operation
 // path their crash tests cover (grow, shrink, splits, merges, end-of-key slots, leaf arrays).
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@
 
 #include "crashsim/harness.h"
 #include "index/roart/roart_tree.h"
+#include "index/wort/wort_tree.h"
 #include "support/crash_ops.h"
 #include "support/keygen.h"
 #include "support/pmart_trees.h"
@@ -90,6 +91,8 @@ TEST(DirtyReadOracle, NoneInTheArtEngineTrees) {
   expect_no_dirty_reads(crashsim::factory_of<woart::Woart>());
   expect_no_dirty_reads(crashsim::factory_of<artcow::ArtCow>());
 }
+
+TEST(DirtyReadOracle, NoneInWort) { expect_no_dirty_reads(crashsim::factory_of<WortTree>()); }
 
 TEST(DirtyReadOracle, NoneInRoart) { expect_no_dirty_reads(crashsim::factory_of<roart::Roart>()); }
 
