@@ -29,15 +29,19 @@ std::size_t route(const Node& n, Key k) noexcept {
   std::size_t cnt = n.count();
   if (cnt == 0) return 0;
   if (cnt > n.cap) cnt = n.cap;
+  // The arrays' addresses never change: hoisted, so the atomic loads in the loop do not
+  // make the compiler reload them each round.
+  const std::atomic<std::uint64_t>* heads = n.heads.get();
+  const std::atomic<const std::string*>* keys = n.keys.get();
   std::size_t lo = 0, hi = cnt - 1;
   while (lo < hi) {
     const std::size_t mid = (lo + hi) / 2;
-    const std::uint64_t h = n.heads[mid].load(std::memory_order_relaxed);
+    const std::uint64_t h = heads[mid].load(std::memory_order_relaxed);
     bool less;
     if (kh != h) {
       less = kh < h;
     } else {
-      const std::string* s = n.keys[mid].load(std::memory_order_relaxed);
+      const std::string* s = keys[mid].load(std::memory_order_acquire);
       if (s == nullptr) return lo;  // torn by a writer: the validation fails
       less = kv < std::string_view(*s);
     }
@@ -81,7 +85,7 @@ void InnerTree::free_tagged(std::uint64_t tagged) noexcept {
 void InnerTree::destroy(Node* n) noexcept {
   if (n == nullptr) return;
   const std::size_t c = n->count();
-  for (std::size_t i = 0; i + 1 < c; ++i) delete n->keys[i].load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i + 1 < c; ++i) delete n->keys[i].load(std::memory_order_acquire);
   if (!n->leaf_level)
     for (std::size_t i = 0; i < c; ++i) destroy(n->kid(i));
   delete n;
@@ -116,13 +120,13 @@ void InnerTree::retire_sep(const std::string* s) noexcept {
 
 void InnerTree::set_key(Node* n, std::size_t i, const std::string* s) noexcept {
   n->heads[i].store(head(*s), std::memory_order_relaxed);
-  n->keys[i].store(s, std::memory_order_relaxed);
+  n->keys[i].store(s, std::memory_order_release);
 }
 
 void InnerTree::reset_to(std::uint64_t leaf) {
   WORT_DCHECK(empty());
   Node* n = new_node(true);
-  n->kids[0].store(leaf, std::memory_order_relaxed);
+  n->kids[0].store(leaf, std::memory_order_release);
   n->n.store(1, std::memory_order_relaxed);
   height_.store(1, std::memory_order_relaxed);
   root_.store(n, std::memory_order_release);
@@ -140,7 +144,7 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
     const std::size_t end = std::min<std::size_t>(leaves.size(), i + fanout_);
     for (std::size_t j = i; j < end; ++j) {
       if (j > i) set_key(n, j - i - 1, new std::string(std::move(leaves[j].second)));
-      n->kids[j - i].store(leaves[j].first, std::memory_order_relaxed);
+      n->kids[j - i].store(leaves[j].first, std::memory_order_release);
     }
     n->n.store(static_cast<std::uint32_t>(end - i), std::memory_order_relaxed);
     level.emplace_back(n, std::move(leaves[i].second));
@@ -154,7 +158,7 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
       for (std::size_t j = i; j < end; ++j) {
         if (j > i) set_key(n, j - i - 1, new std::string(std::move(level[j].second)));
         n->kids[j - i].store(reinterpret_cast<std::uint64_t>(level[j].first),
-                             std::memory_order_relaxed);
+                             std::memory_order_release);
       }
       n->n.store(static_cast<std::uint32_t>(end - i), std::memory_order_relaxed);
       up.emplace_back(n, std::move(level[i].second));
@@ -177,7 +181,7 @@ restart:
   if (!read_version(n, &nv) || root_.load(std::memory_order_acquire) != n) goto restart;
   for (;;) {
     const std::size_t i = route(*n, k);
-    const std::uint64_t c = n->kids[i].load(std::memory_order_relaxed);
+    const std::uint64_t c = n->kids[i].load(std::memory_order_acquire);
     if (n->leaf_level) {
       *leaf = c;
       *node = n;
@@ -232,13 +236,13 @@ void InnerTree::insert_after(const Path& path, std::string sep, std::uint64_t ri
   const std::string* s = new std::string(std::move(sep));
   begin_write(n);
   for (std::size_t j = cnt - 1; j > i; --j) {
-    n->keys[j].store(n->keys[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    n->keys[j].store(n->keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);
     n->heads[j].store(n->heads[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   set_key(n, i, s);
   for (std::size_t j = cnt; j > i + 1; --j)
-    n->kids[j].store(n->kids[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
-  n->kids[i + 1].store(right, std::memory_order_relaxed);
+    n->kids[j].store(n->kids[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+  n->kids[i + 1].store(right, std::memory_order_release);
   n->n.store(static_cast<std::uint32_t>(cnt + 1), std::memory_order_relaxed);
   end_write(n);
   if (cnt + 1 > fanout_) split_up(path);
@@ -254,16 +258,16 @@ void InnerTree::split_up(Path path) {
     Node* right = new_node(n->leaf_level);
     const std::size_t cnt = n->count();
     const std::size_t h = cnt / 2;  // children kept on the left
-    const std::string* up = n->keys[h - 1].load(std::memory_order_relaxed);
+    const std::string* up = n->keys[h - 1].load(std::memory_order_acquire);
     for (std::size_t j = h; j + 1 < cnt; ++j) set_key(right, j - h, &n->key(j));
     for (std::size_t j = h; j < cnt; ++j)
-      right->kids[j - h].store(n->leaf(j), std::memory_order_relaxed);
+      right->kids[j - h].store(n->leaf(j), std::memory_order_release);
     right->n.store(static_cast<std::uint32_t>(cnt - h), std::memory_order_relaxed);
     if (path.empty()) {  // n is the root
       Node* root = new_node(false);
       set_key(root, 0, up);
-      root->kids[0].store(reinterpret_cast<std::uint64_t>(n), std::memory_order_relaxed);
-      root->kids[1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_relaxed);
+      root->kids[0].store(reinterpret_cast<std::uint64_t>(n), std::memory_order_release);
+      root->kids[1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_release);
       root->n.store(2, std::memory_order_relaxed);
       begin_write(n);
       n->n.store(static_cast<std::uint32_t>(h), std::memory_order_relaxed);
@@ -278,13 +282,13 @@ void InnerTree::split_up(Path path) {
     n->n.store(static_cast<std::uint32_t>(h), std::memory_order_relaxed);
     begin_write(p);
     for (std::size_t j = pc - 1; j > i; --j) {
-      p->keys[j].store(p->keys[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      p->keys[j].store(p->keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);
       p->heads[j].store(p->heads[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     set_key(p, i, up);
     for (std::size_t j = pc; j > i + 1; --j)
-      p->kids[j].store(p->kids[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
-    p->kids[i + 1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_relaxed);
+      p->kids[j].store(p->kids[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+    p->kids[i + 1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_release);
     p->n.store(static_cast<std::uint32_t>(pc + 1), std::memory_order_relaxed);
     end_write(p);
     end_write(n);
@@ -309,14 +313,14 @@ void InnerTree::erase_at(Path& path) {
     begin_write(n);
     if (cnt > 1) {
       const std::size_t k = i == 0 ? 0 : i - 1;
-      retire_sep(n->keys[k].load(std::memory_order_relaxed));
+      retire_sep(n->keys[k].load(std::memory_order_acquire));
       for (std::size_t j = k; j + 2 < cnt; ++j) {
-        n->keys[j].store(n->keys[j + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+        n->keys[j].store(n->keys[j + 1].load(std::memory_order_acquire), std::memory_order_release);
         n->heads[j].store(n->heads[j + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
       }
     }
     for (std::size_t j = i; j + 1 < cnt; ++j)
-      n->kids[j].store(n->kids[j + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      n->kids[j].store(n->kids[j + 1].load(std::memory_order_acquire), std::memory_order_release);
     n->n.store(static_cast<std::uint32_t>(cnt - 1), std::memory_order_relaxed);
     if (cnt > 1) {
       end_write(n);

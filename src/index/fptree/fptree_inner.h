@@ -78,11 +78,11 @@ class InnerTree {
 
     std::size_t count() const noexcept { return n.load(std::memory_order_relaxed); }
     std::uint64_t leaf(std::size_t i) const noexcept {
-      return kids[i].load(std::memory_order_relaxed);
+      return kids[i].load(std::memory_order_acquire);
     }
     Node* kid(std::size_t i) const noexcept { return reinterpret_cast<Node*>(leaf(i)); }
     const std::string& key(std::size_t i) const noexcept {
-      return *keys[i].load(std::memory_order_relaxed);
+      return *keys[i].load(std::memory_order_acquire);
     }
   };
   //! Root-to-leaf positions: (node, child index) per level, root first.

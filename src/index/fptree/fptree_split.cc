@@ -44,8 +44,11 @@ std::string FPTree::split_copy(LeafRef cur, LeafRef nu, std::uint64_t lock_word)
   std::uint64_t upper = 0;
   for (std::size_t i = order.size() / 2; i < order.size(); ++i)
     upper |= std::uint64_t{1} << order[i];
+  // C's bytes but its lock word, which other writers may be trying (cas) meanwhile.
   std::vector<std::byte> image(geo_.bytes);
-  std::memcpy(image.data(), pool_.at<std::byte>(cur.offset()), geo_.bytes);
+  const std::byte* c = pool_.at<std::byte>(cur.offset());
+  std::memcpy(image.data(), c, geo_.lock_off);
+  std::memcpy(image.data() + geo_.lock_off + 8, c + geo_.lock_off + 8, geo_.bytes - geo_.lock_off - 8);
   std::memcpy(image.data() + LeafGeometry::kBitmapOff, &upper, 8);
   std::memcpy(image.data() + geo_.lock_off, &lock_word, 8);
   pm::copy(pool_.at<std::byte>(nu.offset()), image.data(), geo_.bytes);

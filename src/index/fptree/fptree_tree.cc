@@ -71,7 +71,7 @@ void FPTree::leaf_end(std::uint64_t off) const noexcept {
   stripe(off).fetch_add(kSectionDone - 1, std::memory_order_release);
 }
 
-std::uint64_t FPTree::leaf_version(std::uint64_t off) const noexcept {
+std::uint64_t FPTree::leaf_version_wait(std::uint64_t off) const noexcept {
   const std::atomic<std::uint64_t>& w = stripe(off);
   for (unsigned spins = 0;; ++spins) {
     const std::uint64_t v = w.load(std::memory_order_acquire);

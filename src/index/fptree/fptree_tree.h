@@ -91,7 +91,13 @@ class FPTree {
   void leaf_begin(std::uint64_t off) const noexcept;
   void leaf_end(std::uint64_t off) const noexcept;
   //! The leaf's version once no writer is inside it (spins; yields after a while).
-  std::uint64_t leaf_version(std::uint64_t off) const noexcept;
+  std::uint64_t leaf_version(std::uint64_t off) const noexcept {
+    const std::uint64_t v = stripe(off).load(std::memory_order_acquire);
+    if ((v & kActiveMask) == 0) [[likely]]
+      return v;
+    return leaf_version_wait(off);
+  }
+  [[gnu::noinline]] std::uint64_t leaf_version_wait(std::uint64_t off) const noexcept;
   //! True if no writer entered the leaf since leaf_version returned v.
   bool leaf_unchanged(std::uint64_t off, std::uint64_t v) const noexcept {
     fptree_index::seq_acquire_fence();
