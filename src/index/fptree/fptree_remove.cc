@@ -1,4 +1,4 @@
-// FPTree remove (paper Alg. 5, single-threaded; App. C Alg. 15 for key blocks).
+// FPTree remove (paper Alg. 5; App. C Alg. 15 for key blocks).
 //
 //   the leaf keeps other keys:  clear the key's bit              commit: the leaf's bitmap
 //   it is the leaf's last key:  unlink the leaf from the list    commit: the previous leaf's
