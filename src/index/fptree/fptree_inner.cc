@@ -8,6 +8,8 @@ namespace wort::fptree_index {
 
 namespace {
 
+using Node = InnerTree::Node;
+
 //! First 8 bytes of k as a big-endian integer, zero-padded. If head(a) < head(b) then
 //! a < b in byte-string order (the first differing byte decides, and a zero pad in a
 //! against a real byte in b means a is a prefix of b); equal heads decide nothing.
@@ -18,15 +20,31 @@ std::uint64_t head(std::string_view k) noexcept {
   return h;
 }
 
-//! Child index whose range holds k: the number of separators <= k.
-std::size_t route(const InnerTree::Node& n, Key k) noexcept {
+//! Child index whose range holds k: the number of separators <= k. Safe on a node a writer
+//! is changing (the reader validates afterwards): the count is clamped to the capacity and
+//! a separator slot not written yet (null) ends the search.
+std::size_t route(const Node& n, Key k) noexcept {
   const std::string_view kv = as_string(k);
   const std::uint64_t kh = head(kv);
-  std::size_t lo = 0, hi = n.keys.size();
+  std::size_t cnt = n.count();
+  if (cnt == 0) return 0;
+  if (cnt > n.cap) cnt = n.cap;
+  // The arrays' addresses never change: hoisted, so the atomic loads in the loop do not
+  // make the compiler reload them each round.
+  const std::atomic<std::uint64_t>* heads = n.heads.get();
+  const std::atomic<const std::string*>* keys = n.keys.get();
+  std::size_t lo = 0, hi = cnt - 1;
   while (lo < hi) {
     const std::size_t mid = (lo + hi) / 2;
-    const std::uint64_t h = n.heads[mid];
-    const bool less = kh != h ? kh < h : kv < std::string_view(n.keys[mid]);
+    const std::uint64_t h = heads[mid].load(std::memory_order_relaxed);
+    bool less;
+    if (kh != h) {
+      less = kh < h;
+    } else {
+      const std::string* s = keys[mid].load(std::memory_order_acquire);
+      if (s == nullptr) return lo;  // torn by a writer: the validation fails
+      less = kv < std::string_view(*s);
+    }
     if (less)
       hi = mid;
     else
@@ -35,70 +53,164 @@ std::size_t route(const InnerTree::Node& n, Key k) noexcept {
   return lo;
 }
 
+//! The version of n once no writer is inside it; false if n is obsolete (out of the tree).
+bool read_version(const Node* n, std::uint64_t* v) noexcept {
+  for (;;) {
+    const std::uint64_t x = n->version.load(std::memory_order_acquire);
+    if ((x & InnerTree::kObsolete) != 0) return false;
+    if ((x & InnerTree::kWriting) == 0) {
+      *v = x;
+      return true;
+    }
+    __builtin_ia32_pause();
+  }
+}
+
 }  // namespace
 
-void InnerTree::sync_heads(Node* n) {
-  n->heads.resize(n->keys.size());
-  for (std::size_t i = 0; i < n->keys.size(); ++i) n->heads[i] = head(n->keys[i]);
+InnerTree::Node::Node(bool leaf, std::uint32_t c)
+    : leaf_level(leaf),
+      cap(c),
+      keys(std::make_unique<std::atomic<const std::string*>[]>(c)),
+      heads(std::make_unique<std::atomic<std::uint64_t>[]>(c)),
+      kids(std::make_unique<std::atomic<std::uint64_t>[]>(c)) {}
+
+void InnerTree::free_tagged(std::uint64_t tagged) noexcept {
+  if ((tagged & 3) == kTagNode)
+    delete reinterpret_cast<Node*>(tagged & ~std::uint64_t{3});
+  else
+    delete reinterpret_cast<const std::string*>(tagged & ~std::uint64_t{3});
+}
+
+void InnerTree::destroy(Node* n) noexcept {
+  if (n == nullptr) return;
+  const std::size_t c = n->count();
+  for (std::size_t i = 0; i + 1 < c; ++i) delete n->keys[i].load(std::memory_order_acquire);
+  if (!n->leaf_level)
+    for (std::size_t i = 0; i < c; ++i) destroy(n->kid(i));
+  delete n;
+}
+
+InnerTree::~InnerTree() { destroy(root_.load(std::memory_order_relaxed)); }
+
+void InnerTree::begin_write(Node* n) noexcept {
+  n->version.fetch_add(kWriting, std::memory_order_relaxed);
+  seq_release_fence();
+}
+
+void InnerTree::end_write(Node* n) noexcept {
+  n->version.fetch_add(kVersionStep - kWriting, std::memory_order_release);
+}
+
+void InnerTree::retire_node(Node* n) noexcept {
+  const std::uint64_t v = n->version.load(std::memory_order_relaxed);
+  n->version.store(((v | kObsolete) & ~kWriting) + kVersionStep, std::memory_order_release);
+  if (retire_ != nullptr)
+    retire_(retire_ctx_, reinterpret_cast<std::uint64_t>(n) | kTagNode);
+  else
+    delete n;
+}
+
+void InnerTree::retire_sep(const std::string* s) noexcept {
+  if (retire_ != nullptr)
+    retire_(retire_ctx_, reinterpret_cast<std::uint64_t>(s) | kTagSep);
+  else
+    delete s;
+}
+
+void InnerTree::set_key(Node* n, std::size_t i, const std::string* s) noexcept {
+  n->heads[i].store(head(*s), std::memory_order_relaxed);
+  n->keys[i].store(s, std::memory_order_release);
 }
 
 void InnerTree::reset_to(std::uint64_t leaf) {
-  root_ = std::make_unique<Node>();
-  root_->leaves.push_back(leaf);
-  height_ = 1;
+  WORT_DCHECK(empty());
+  Node* n = new_node(true);
+  n->kids[0].store(leaf, std::memory_order_release);
+  n->n.store(1, std::memory_order_relaxed);
+  height_.store(1, std::memory_order_relaxed);
+  root_.store(n, std::memory_order_release);
 }
 
 void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves) {
-  root_.reset();
-  height_ = 0;
+  destroy(root_.exchange(nullptr));
+  height_.store(0, std::memory_order_relaxed);
   if (leaves.empty()) return;
   // One level at a time: groups of `fanout_` children, the group's first smallest key goes
   // up as the separator in front of it.
-  std::vector<std::pair<std::unique_ptr<Node>, std::string>> level;
+  std::vector<std::pair<Node*, std::string>> level;
   for (std::size_t i = 0; i < leaves.size(); i += fanout_) {
-    auto n = std::make_unique<Node>();
+    Node* n = new_node(true);
     const std::size_t end = std::min<std::size_t>(leaves.size(), i + fanout_);
     for (std::size_t j = i; j < end; ++j) {
-      if (j > i) n->keys.push_back(std::move(leaves[j].second));
-      n->leaves.push_back(leaves[j].first);
+      if (j > i) set_key(n, j - i - 1, new std::string(std::move(leaves[j].second)));
+      n->kids[j - i].store(leaves[j].first, std::memory_order_release);
     }
-    sync_heads(n.get());
-    level.emplace_back(std::move(n), std::move(leaves[i].second));
+    n->n.store(static_cast<std::uint32_t>(end - i), std::memory_order_relaxed);
+    level.emplace_back(n, std::move(leaves[i].second));
   }
-  height_ = 1;
+  std::uint32_t height = 1;
   while (level.size() > 1) {
-    std::vector<std::pair<std::unique_ptr<Node>, std::string>> up;
+    std::vector<std::pair<Node*, std::string>> up;
     for (std::size_t i = 0; i < level.size(); i += fanout_) {
-      auto n = std::make_unique<Node>();
-      n->leaf_level = false;
+      Node* n = new_node(false);
       const std::size_t end = std::min<std::size_t>(level.size(), i + fanout_);
       for (std::size_t j = i; j < end; ++j) {
-        if (j > i) n->keys.push_back(std::move(level[j].second));
-        n->kids.push_back(std::move(level[j].first));
+        if (j > i) set_key(n, j - i - 1, new std::string(std::move(level[j].second)));
+        n->kids[j - i].store(reinterpret_cast<std::uint64_t>(level[j].first),
+                             std::memory_order_release);
       }
-      sync_heads(n.get());
-      up.emplace_back(std::move(n), std::move(level[i].second));
+      n->n.store(static_cast<std::uint32_t>(end - i), std::memory_order_relaxed);
+      up.emplace_back(n, std::move(level[i].second));
     }
     level = std::move(up);
-    ++height_;
+    ++height;
   }
-  root_ = std::move(level.front().first);
+  height_.store(height, std::memory_order_relaxed);
+  root_.store(level.front().first, std::memory_order_release);
+}
+
+bool InnerTree::find_optimistic(Key k, std::uint64_t* leaf, const Node** node,
+                                std::uint64_t* v) const {
+restart:
+  const Node* n = root_.load(std::memory_order_acquire);
+  if (n == nullptr) return false;
+  std::uint64_t nv;
+  // A root that was replaced (grown or collapsed) is rewritten before the swap: check the
+  // root pointer after the version (optimistic lock coupling's root check).
+  if (!read_version(n, &nv) || root_.load(std::memory_order_acquire) != n) goto restart;
+  for (;;) {
+    const std::size_t i = route(*n, k);
+    const std::uint64_t c = n->kids[i].load(std::memory_order_acquire);
+    if (n->leaf_level) {
+      *leaf = c;
+      *node = n;
+      *v = nv;
+      return true;
+    }
+    if (!validate(n, nv)) goto restart;  // c is a child of n as n was at nv
+    const Node* ch = reinterpret_cast<const Node*>(c);
+    std::uint64_t cv;
+    if (!read_version(ch, &cv) || !validate(n, nv)) goto restart;
+    n = ch;
+    nv = cv;
+  }
 }
 
 std::uint64_t InnerTree::find(Key k) const noexcept {
-  const Node* n = root_.get();
-  while (!n->leaf_level) n = n->kids[route(*n, k)].get();
-  return n->leaves[route(*n, k)];
+  const Node* n = root_.load(std::memory_order_acquire);
+  while (!n->leaf_level) n = n->kid(route(*n, k));
+  return n->leaf(route(*n, k));
 }
 
 std::uint64_t InnerTree::find(Key k, Path* path) const {
   path->clear();
-  Node* n = root_.get();
+  Node* n = root_.load(std::memory_order_acquire);
   for (;;) {
     const std::size_t i = route(*n, k);
     path->emplace_back(n, i);
-    if (n->leaf_level) return n->leaves[i];
-    n = n->kids[i].get();
+    if (n->leaf_level) return n->leaf(i);
+    n = n->kid(i);
   }
 }
 
@@ -106,10 +218,10 @@ std::uint64_t InnerTree::previous_leaf(const Path& path) const noexcept {
   for (std::size_t lvl = path.size(); lvl-- > 0;) {
     const auto [n, i] = path[lvl];
     if (i == 0) continue;
-    if (n->leaf_level) return n->leaves[i - 1];
-    const Node* m = n->kids[i - 1].get();
-    while (!m->leaf_level) m = m->kids.back().get();
-    return m->leaves.back();
+    if (n->leaf_level) return n->leaf(i - 1);
+    const Node* m = n->kid(i - 1);
+    while (!m->leaf_level) m = m->kid(m->count() - 1);
+    return m->leaf(m->count() - 1);
   }
   return 0;
 }
@@ -117,127 +229,159 @@ std::uint64_t InnerTree::previous_leaf(const Path& path) const noexcept {
 void InnerTree::insert_after(const Path& path, std::string sep, std::uint64_t right) {
   WORT_DCHECK(!path.empty() && path.back().first->leaf_level);
   auto [n, i] = path.back();
-  WORT_DCHECK(i < n->leaves.size() && right != 0);
+  const std::size_t cnt = n->count();
+  WORT_DCHECK(i < cnt && right != 0 && cnt <= fanout_);
   // The split leaf's median lies strictly inside the leaf's range [keys[i-1], keys[i]).
-  WORT_DCHECK((i == 0 || n->keys[i - 1] < sep) && (i == n->keys.size() || sep < n->keys[i]));
-  n->keys.insert(n->keys.begin() + static_cast<std::ptrdiff_t>(i), std::move(sep));
-  n->leaves.insert(n->leaves.begin() + static_cast<std::ptrdiff_t>(i) + 1, right);
-  sync_heads(n);
-  if (n->count() > fanout_) split_up(path);
+  WORT_DCHECK((i == 0 || n->key(i - 1) < sep) && (i + 1 == cnt || sep < n->key(i)));
+  const std::string* s = new std::string(std::move(sep));
+  begin_write(n);
+  for (std::size_t j = cnt - 1; j > i; --j) {
+    n->keys[j].store(n->keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+    n->heads[j].store(n->heads[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  set_key(n, i, s);
+  for (std::size_t j = cnt; j > i + 1; --j)
+    n->kids[j].store(n->kids[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+  n->kids[i + 1].store(right, std::memory_order_release);
+  n->n.store(static_cast<std::uint32_t>(cnt + 1), std::memory_order_relaxed);
+  end_write(n);
+  if (cnt + 1 > fanout_) split_up(path);
 }
 
-// Splits overfull nodes from the bottom of `path` up, growing a new root if needed.
+// Splits overfull nodes from the bottom of `path` up, growing a new root if needed. The
+// new right node is filled before it is reachable; the node and its parent are changed
+// inside begin_write/end_write (readers there restart).
 void InnerTree::split_up(Path path) {
   while (!path.empty() && path.back().first->count() > fanout_) {
     Node* n = path.back().first;
     path.pop_back();
-    auto right = std::make_unique<Node>();
-    right->leaf_level = n->leaf_level;
-    const std::size_t h = n->count() / 2;  // children kept on the left
-    std::string up = std::move(n->keys[h - 1]);
-    right->keys.assign(std::make_move_iterator(n->keys.begin() + static_cast<std::ptrdiff_t>(h)),
-                       std::make_move_iterator(n->keys.end()));
-    n->keys.resize(h - 1);
-    if (n->leaf_level) {
-      right->leaves.assign(n->leaves.begin() + static_cast<std::ptrdiff_t>(h), n->leaves.end());
-      n->leaves.resize(h);
-    } else {
-      right->kids.assign(std::make_move_iterator(n->kids.begin() + static_cast<std::ptrdiff_t>(h)),
-                         std::make_move_iterator(n->kids.end()));
-      n->kids.resize(h);
-    }
-    sync_heads(n);
-    sync_heads(right.get());
+    Node* right = new_node(n->leaf_level);
+    const std::size_t cnt = n->count();
+    const std::size_t h = cnt / 2;  // children kept on the left
+    const std::string* up = n->keys[h - 1].load(std::memory_order_acquire);
+    for (std::size_t j = h; j + 1 < cnt; ++j) set_key(right, j - h, &n->key(j));
+    for (std::size_t j = h; j < cnt; ++j)
+      right->kids[j - h].store(n->leaf(j), std::memory_order_release);
+    right->n.store(static_cast<std::uint32_t>(cnt - h), std::memory_order_relaxed);
     if (path.empty()) {  // n is the root
-      auto root = std::make_unique<Node>();
-      root->leaf_level = false;
-      root->keys.push_back(std::move(up));
-      root->kids.push_back(std::move(root_));
-      root->kids.push_back(std::move(right));
-      sync_heads(root.get());
-      root_ = std::move(root);
-      ++height_;
+      Node* root = new_node(false);
+      set_key(root, 0, up);
+      root->kids[0].store(reinterpret_cast<std::uint64_t>(n), std::memory_order_release);
+      root->kids[1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_release);
+      root->n.store(2, std::memory_order_relaxed);
+      begin_write(n);
+      n->n.store(static_cast<std::uint32_t>(h), std::memory_order_relaxed);
+      root_.store(root, std::memory_order_release);
+      height_.fetch_add(1, std::memory_order_relaxed);
+      end_write(n);
       return;
     }
     auto [p, i] = path.back();
-    p->keys.insert(p->keys.begin() + static_cast<std::ptrdiff_t>(i), std::move(up));
-    p->kids.insert(p->kids.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(right));
-    sync_heads(p);
+    const std::size_t pc = p->count();
+    begin_write(n);
+    n->n.store(static_cast<std::uint32_t>(h), std::memory_order_relaxed);
+    begin_write(p);
+    for (std::size_t j = pc - 1; j > i; --j) {
+      p->keys[j].store(p->keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+      p->heads[j].store(p->heads[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+    set_key(p, i, up);
+    for (std::size_t j = pc; j > i + 1; --j)
+      p->kids[j].store(p->kids[j - 1].load(std::memory_order_acquire), std::memory_order_release);
+    p->kids[i + 1].store(reinterpret_cast<std::uint64_t>(right), std::memory_order_release);
+    p->n.store(static_cast<std::uint32_t>(pc + 1), std::memory_order_relaxed);
+    end_write(p);
+    end_write(n);
   }
 }
 
 void InnerTree::erase(const Path& path) {
   WORT_DCHECK(!path.empty() && path.back().first->leaf_level &&
-              path.back().second < path.back().first->leaves.size());
+              path.back().second < path.back().first->count());
   Path p = path;
   erase_at(p);
 }
 
 // Removes child i of the node at the bottom of `path` and the separator next to it; a node
 // left with no child is removed from its parent the same way; a root with one inner child
-// collapses into it.
+// collapses into it. Removed nodes and separators are retired.
 void InnerTree::erase_at(Path& path) {
   while (!path.empty()) {
     auto [n, i] = path.back();
     path.pop_back();
-    if (!n->keys.empty()) {
+    const std::size_t cnt = n->count();
+    begin_write(n);
+    if (cnt > 1) {
       const std::size_t k = i == 0 ? 0 : i - 1;
-      n->keys.erase(n->keys.begin() + static_cast<std::ptrdiff_t>(k));
+      retire_sep(n->keys[k].load(std::memory_order_acquire));
+      for (std::size_t j = k; j + 2 < cnt; ++j) {
+        n->keys[j].store(n->keys[j + 1].load(std::memory_order_acquire), std::memory_order_release);
+        n->heads[j].store(n->heads[j + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      }
     }
-    if (n->leaf_level)
-      n->leaves.erase(n->leaves.begin() + static_cast<std::ptrdiff_t>(i));
-    else
-      n->kids.erase(n->kids.begin() + static_cast<std::ptrdiff_t>(i));
-    sync_heads(n);
-    if (n->count() > 0) break;
+    for (std::size_t j = i; j + 1 < cnt; ++j)
+      n->kids[j].store(n->kids[j + 1].load(std::memory_order_acquire), std::memory_order_release);
+    n->n.store(static_cast<std::uint32_t>(cnt - 1), std::memory_order_relaxed);
+    if (cnt > 1) {
+      end_write(n);
+      break;
+    }
     if (path.empty()) {  // the root is empty: so is the tree
-      root_.reset();
-      height_ = 0;
+      root_.store(nullptr, std::memory_order_release);
+      height_.store(0, std::memory_order_relaxed);
+      retire_node(n);
       return;
     }
+    retire_node(n);
   }
-  while (root_ && !root_->leaf_level && root_->count() == 1) {
-    std::unique_ptr<Node> only = std::move(root_->kids.front());
-    root_ = std::move(only);
-    --height_;
+  for (;;) {
+    Node* r = root_.load(std::memory_order_relaxed);
+    if (r == nullptr || r->leaf_level || r->count() != 1) break;
+    begin_write(r);
+    root_.store(r->kid(0), std::memory_order_release);
+    height_.fetch_sub(1, std::memory_order_relaxed);
+    retire_node(r);
   }
 }
 
 Result<void> InnerTree::for_each_leaf(
     const std::function<void(std::uint64_t, const std::string*, const std::string*)>& f) const {
-  if (!root_) return {};
+  const Node* root = root_.load(std::memory_order_acquire);
+  if (root == nullptr) return {};
   struct Item {
     const Node* n;
     const std::string* lo;
     const std::string* hi;
     std::uint32_t depth;
   };
-  std::vector<Item> stack{{root_.get(), nullptr, nullptr, 1}};
+  std::vector<Item> stack{{root, nullptr, nullptr, 1}};
   auto bad = [](const std::string& why) { return Error{Status::corrupt, "fptree inner: " + why}; };
   while (!stack.empty()) {
     const Item it = stack.back();
     stack.pop_back();
     const Node* n = it.n;
-    if (n->count() == 0 || n->count() > fanout_) return bad("node with " + std::to_string(n->count()) + " children");
-    if (n->keys.size() + 1 != n->count()) return bad("separator count != children - 1");
-    if (n->heads.size() != n->keys.size()) return bad("separator heads out of step");
-    for (std::size_t i = 0; i < n->keys.size(); ++i)
-      if (n->heads[i] != head(n->keys[i])) return bad("separator head differs from its key");
-    for (std::size_t i = 0; i < n->keys.size(); ++i) {
-      if (i > 0 && !(n->keys[i - 1] < n->keys[i])) return bad("separators out of order");
-      if (it.lo && n->keys[i] < *it.lo) return bad("separator below the node's range");
-      if (it.hi && !(n->keys[i] < *it.hi)) return bad("separator above the node's range");
+    const std::size_t cnt = n->count();
+    if (cnt == 0 || cnt > fanout_) return bad("node with " + std::to_string(cnt) + " children");
+    if ((n->version.load() & (kWriting | kObsolete)) != 0) return bad("node locked or obsolete");
+    for (std::size_t i = 0; i + 1 < cnt; ++i) {
+      if (n->keys[i].load() == nullptr) return bad("separator missing");
+      if (n->heads[i].load() != head(n->key(i))) return bad("separator head differs from its key");
     }
-    if (n->leaf_level != (it.depth == height_)) return bad("leaves at different depths");
-    for (std::size_t i = n->count(); i-- > 0;) {
-      const std::string* lo = i == 0 ? it.lo : &n->keys[i - 1];
-      const std::string* hi = i + 1 == n->count() ? it.hi : &n->keys[i];
+    for (std::size_t i = 0; i + 1 < cnt; ++i) {
+      if (i > 0 && !(n->key(i - 1) < n->key(i))) return bad("separators out of order");
+      if (it.lo && n->key(i) < *it.lo) return bad("separator below the node's range");
+      if (it.hi && !(n->key(i) < *it.hi)) return bad("separator above the node's range");
+    }
+    if (n->leaf_level != (it.depth == height())) return bad("leaves at different depths");
+    for (std::size_t i = cnt; i-- > 0;) {
+      const std::string* lo = i == 0 ? it.lo : &n->key(i - 1);
+      const std::string* hi = i + 1 == cnt ? it.hi : &n->key(i);
       if (n->leaf_level) continue;
-      stack.push_back({n->kids[i].get(), lo, hi, it.depth + 1});
+      stack.push_back({n->kid(i), lo, hi, it.depth + 1});
     }
     if (n->leaf_level) {
-      for (std::size_t i = 0; i < n->count(); ++i)
-        f(n->leaves[i], i == 0 ? it.lo : &n->keys[i - 1], i + 1 == n->count() ? it.hi : &n->keys[i]);
+      for (std::size_t i = 0; i < cnt; ++i)
+        f(n->leaf(i), i == 0 ? it.lo : &n->key(i - 1), i + 1 == cnt ? it.hi : &n->key(i));
     }
   }
   return {};
@@ -246,12 +390,13 @@ Result<void> InnerTree::for_each_leaf(
 std::uint64_t InnerTree::node_count() const noexcept {
   std::uint64_t c = 0;
   std::vector<const Node*> stack;
-  if (root_) stack.push_back(root_.get());
+  if (const Node* r = root_.load(std::memory_order_acquire)) stack.push_back(r);
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
     ++c;
-    for (const auto& k : n->kids) stack.push_back(k.get());
+    if (!n->leaf_level)
+      for (std::size_t i = 0; i < n->count(); ++i) stack.push_back(n->kid(i));
   }
   return c;
 }
@@ -259,17 +404,18 @@ std::uint64_t InnerTree::node_count() const noexcept {
 std::uint64_t InnerTree::dram_bytes() const noexcept {
   std::uint64_t b = 0;
   std::vector<const Node*> stack;
-  if (root_) stack.push_back(root_.get());
+  if (const Node* r = root_.load(std::memory_order_acquire)) stack.push_back(r);
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
-    b += sizeof(Node) + n->keys.capacity() * sizeof(std::string) +
-         n->leaves.capacity() * sizeof(std::uint64_t) +
-         n->heads.capacity() * sizeof(std::uint64_t) +
-         n->kids.capacity() * sizeof(std::unique_ptr<Node>);
-    for (const auto& k : n->keys)
+    b += sizeof(Node) + std::uint64_t{n->cap} * 3 * sizeof(std::uint64_t);
+    for (std::size_t i = 0; i + 1 < n->count(); ++i) {
+      const std::string& k = n->key(i);
+      b += sizeof(std::string);
       if (k.capacity() > 15) b += k.capacity() + 1;  // beyond the small-string buffer
-    for (const auto& k : n->kids) stack.push_back(k.get());
+    }
+    if (!n->leaf_level)
+      for (std::size_t i = 0; i < n->count(); ++i) stack.push_back(n->kid(i));
   }
   return b;
 }

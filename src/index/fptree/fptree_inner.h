@@ -14,8 +14,24 @@
 // the leaf's smallest key at rebuild), so keys removed later leave the routing valid.
 // Nodes never merge (DRAM, the paper does not merge either): a node that loses its last
 // child is removed from its parent and a root with one inner child collapses.
+//
+// Concurrency (the TSX substitute of paper §4.4, README "Concurrency"): readers traverse
+// optimistically with a version per node, as optimistic lock coupling does —
+//
+//   v = read_version(n)          spins while a writer is inside n; restart if n is obsolete
+//   i = route(n, k); c = kid(i)  every field an atomic (relaxed) load, the count clamped
+//   validate(n, v)               before c is followed (or, at the leaf level, after the
+//                                leaf's own version is read: FPTree::find_leaf)
+//
+// Writers of inner nodes (a leaf split's parent update, an unlinked leaf's erase, a root
+// change) hold the tree's one structure lock (FPTree::smo_, the role of the paper's TSX
+// transaction) and bracket every change of a node with begin_write/end_write, which make
+// its version odd and then bump it. Node arrays have a fixed capacity (fanout + 1 children),
+// so a reader never reads a freed array; a node or separator a writer takes out of the tree
+// is handed to `retire` (FPTree: the epoch reclaimer) and freed once no reader can hold it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -29,32 +45,87 @@
 
 namespace wort::fptree_index {
 
+//! Seqlock fences: no-ops on x86 (TSO) but for the compiler; under ThreadSanitizer, which
+//! does not model atomic_thread_fence, nothing (every racing access is atomic there).
+inline void seq_acquire_fence() noexcept {
+#if !defined(__SANITIZE_THREAD__)
+  std::atomic_thread_fence(std::memory_order_acquire);
+#endif
+}
+inline void seq_release_fence() noexcept {
+#if !defined(__SANITIZE_THREAD__)
+  std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
 class InnerTree {
  public:
+  static constexpr std::uint64_t kWriting = 1, kObsolete = 2, kVersionStep = 4;
+
   struct Node {
-    bool leaf_level = true;                   //!< children are pool leaf offsets
-    std::vector<std::string> keys;            //!< count() - 1 separators, ascending
-    std::vector<std::uint64_t> heads;         //!< first 8 bytes of each key, big-endian,
-                                              //!< zero-padded: the binary search compares
-                                              //!< these and the strings only on a tie
-    std::vector<std::uint64_t> leaves;        //!< leaf_level: leaf offsets
-    std::vector<std::unique_ptr<Node>> kids;  //!< otherwise: child nodes
-    std::size_t count() const noexcept { return leaf_level ? leaves.size() : kids.size(); }
+    Node(bool leaf, std::uint32_t cap);
+    std::atomic<std::uint64_t> version{0};  //!< bit 0 a writer is inside, bit 1 obsolete
+    const bool leaf_level;                  //!< children are pool leaf offsets
+    const std::uint32_t cap;                //!< children it can hold (fanout + 1)
+    std::atomic<std::uint32_t> n{0};        //!< children
+    //! count() - 1 separators, ascending (immutable strings, owned by this slot)
+    std::unique_ptr<std::atomic<const std::string*>[]> keys;
+    //! first 8 bytes of each key, big-endian, zero-padded: the binary search compares
+    //! these and the strings only on a tie
+    std::unique_ptr<std::atomic<std::uint64_t>[]> heads;
+    //! leaf_level: leaf offsets; otherwise Node*
+    std::unique_ptr<std::atomic<std::uint64_t>[]> kids;
+
+    std::size_t count() const noexcept { return n.load(std::memory_order_relaxed); }
+    std::uint64_t leaf(std::size_t i) const noexcept {
+      return kids[i].load(std::memory_order_acquire);
+    }
+    Node* kid(std::size_t i) const noexcept { return reinterpret_cast<Node*>(leaf(i)); }
+    const std::string& key(std::size_t i) const noexcept {
+      return *keys[i].load(std::memory_order_acquire);
+    }
   };
   //! Root-to-leaf positions: (node, child index) per level, root first.
   using Path = std::vector<std::pair<Node*, std::size_t>>;
+  //! Called with a node (tag 1) or a separator (tag 2) pointer, or'ed with its tag, that
+  //! a writer took out of the tree.
+  using RetireFn = void (*)(void* ctx, std::uint64_t tagged);
+  static constexpr std::uint64_t kTagNode = 1, kTagSep = 2;
+  //! Frees a tagged pointer given to RetireFn.
+  static void free_tagged(std::uint64_t tagged) noexcept;
 
   explicit InnerTree(std::uint32_t fanout) noexcept : fanout_(fanout) {}
+  ~InnerTree();
+  InnerTree(const InnerTree&) = delete;
+  InnerTree& operator=(const InnerTree&) = delete;
 
-  bool empty() const noexcept { return root_ == nullptr; }
+  void set_retire(RetireFn fn, void* ctx) noexcept {
+    retire_ = fn;
+    retire_ctx_ = ctx;
+  }
+
+  bool empty() const noexcept { return root_.load(std::memory_order_acquire) == nullptr; }
   //! Levels of inner nodes (0 for an empty tree).
-  std::uint32_t height() const noexcept { return height_; }
+  std::uint32_t height() const noexcept { return height_.load(std::memory_order_relaxed); }
   std::uint32_t fanout() const noexcept { return fanout_; }
 
-  //! Replaces the tree by one over `leaves` (offset, smallest key), in list order.
+  //! Replaces the tree by one over `leaves` (offset, smallest key), in list order. Not
+  //! concurrent (open).
   void build(std::vector<std::pair<std::uint64_t, std::string>> leaves);
-  //! Makes a tree of one leaf.
+  //! Makes a tree of one leaf (the tree was empty; structure lock held).
   void reset_to(std::uint64_t leaf);
+
+  //! Optimistic descent for `k`: the leaf, and the leaf-level node and its version, which
+  //! the caller validates after it has read the leaf's own version (lock coupling into the
+  //! leaf). Returns false if the tree is empty. Restarts internally on a failed validation.
+  bool find_optimistic(Key k, std::uint64_t* leaf, const Node** node, std::uint64_t* v) const;
+  //! True if n still has version v (after an acquire fence: the reads before it are done).
+  static bool validate(const Node* n, std::uint64_t v) noexcept {
+    seq_acquire_fence();
+    return n->version.load(std::memory_order_relaxed) == v;
+  }
+
+  //! Writers holding the structure lock (or single-threaded): plain descent.
   //! The leaf whose range holds `k` (precondition: !empty()).
   std::uint64_t find(Key k) const noexcept;
   //! The same, with the path to it.
@@ -68,22 +139,31 @@ class InnerTree {
 
   //! Calls f(leaf, lo, hi) for every leaf in order with its bounds (nullptr = unbounded).
   //! Fails with corrupt if a node is empty, overfull, unsorted, or leaves sit at
-  //! different depths.
+  //! different depths. Quiescent tree only.
   Result<void> for_each_leaf(
       const std::function<void(std::uint64_t, const std::string*, const std::string*)>& f) const;
 
   std::uint64_t node_count() const noexcept;
-  //! DRAM the nodes hold: node objects, vectors' capacity, heap-allocated key bytes.
+  //! DRAM the nodes hold: node objects, their arrays, separator strings.
   std::uint64_t dram_bytes() const noexcept;
 
  private:
-  static void sync_heads(Node* n);
+  Node* new_node(bool leaf) const { return new Node(leaf, fanout_ + 1); }
+  static void begin_write(Node* n) noexcept;
+  static void end_write(Node* n) noexcept;
+  //! Marks n obsolete (readers restart) and retires it; n is out of the tree.
+  void retire_node(Node* n) noexcept;
+  void retire_sep(const std::string* s) noexcept;
+  static void set_key(Node* n, std::size_t i, const std::string* s) noexcept;
+  static void destroy(Node* n) noexcept;
   void split_up(Path path);
   void erase_at(Path& path);
 
-  std::unique_ptr<Node> root_;
-  std::uint32_t height_ = 0;
+  std::atomic<Node*> root_{nullptr};
+  std::atomic<std::uint32_t> height_{0};
   std::uint32_t fanout_;
+  RetireFn retire_ = nullptr;
+  void* retire_ctx_ = nullptr;
 };
 
 }  // namespace wort::fptree_index

@@ -92,18 +92,38 @@ bool FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_ke
 
 Status FPTree::put(Key k, Value v, PutMode mode) {
   if (k.size() > kMaxKeyLength) return Status::invalid_argument;
+  kit::EpochReclaimer::Pin pin(epochs_);  // the leaf may be unlinked under us: never freed
+  return put_pinned(k, v, mode);
+}
+
+// Under the leaf's lock (Alg. 2 / 8, concurrent form): the leaf was routed to optimistically
+// and is still k's leaf once locked (lock_leaf). A full leaf is split under the structure
+// lock (the micro-log, then the parent update as a second step after the commit, as the
+// paper's second transaction); readers of the leaf (and of the new one) wait for the
+// writer's section, which ends after the commit is durable.
+Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   const std::uint8_t fp = fp_of(k);
-  if (inner_.empty()) {
+  std::uint64_t off = 0;
+  while (!lock_leaf(k, &off)) {  // an empty tree: the first leaf, under the structure lock
     if (mode == PutMode::update) return Status::not_found;
+    smo_lock();
+    if (!inner_.empty()) {
+      smo_unlock();
+      continue;
+    }
     std::uint64_t word = 0;
     bool inl = false;
-    if (Status s = make_key_word(k, &word, &inl); s != Status::ok) return s;
-    return put_first_leaf(k, v, word, inl);
+    Status s = make_key_word(k, &word, &inl);
+    if (s == Status::ok) s = put_first_leaf(k, v, word, inl);
+    smo_unlock();
+    return s;
   }
-  LeafRef l = leaf(inner_.find(k, &path_));
+  LeafRef l = leaf(off);
   const int old = l.find(k, fp);
-  if (old != kNoSlot && mode == PutMode::insert) return Status::exists;
-  if (old == kNoSlot && mode == PutMode::update) return Status::not_found;
+  if ((old != kNoSlot && mode == PutMode::insert) || (old == kNoSlot && mode == PutMode::update)) {
+    unlock_leaf(off);
+    return old != kNoSlot ? Status::exists : Status::not_found;
+  }
   // Alg. 16: an update reuses the key word (and key block) of the slot it replaces.
   std::uint64_t word = 0;
   bool inl = false;
@@ -112,20 +132,26 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
     word = l.slot(old)->key;
     inl = l.is_inline(old);
   } else if (Status s = make_key_word(k, &word, &inl); s != Status::ok) {
+    unlock_leaf(off);
     return s;
   } else {
     wrote_back_since_fence = !inl;
   }
+  std::uint64_t right = 0;
+  std::string sep;
   if (l.full()) {
-    std::uint64_t right = 0;
-    std::string sep;
-    if (Status s = split_leaf(l, path_, &right, &sep); s != Status::ok) {
+    smo_lock();
+    if (Status s = split_leaf(l, &right, &sep); s != Status::ok) {
+      smo_unlock();
+      unlock_leaf(off);
       if (old == kNoSlot) drop_key_word(word, inl);
       return s;
     }
     // Slots keep their index in both halves; k belongs right of the separator or left.
     if (compare_keys(k, as_key(sep)) >= 0) l = leaf(right);
     wrote_back_since_fence = true;
+  } else {
+    leaf_begin(off);
   }
   const int s = l.first_free();
   const bool flushed = write_slot(l, s, word, inl, v, fp);
@@ -139,6 +165,23 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
     pm::publish(l.bitmap_word(), bits);
   else
     pm::commit(l.bitmap_word(), bits);
+  if (right != 0) {
+    // The second step: the parent learns of the new leaf (readers routed to the old leaf
+    // for a key now in the new one fail their validation of the parent, or wait).
+    Path path;
+    const std::uint64_t at = inner_.find(as_key(sep), &path);
+    (void)at;
+    WORT_DCHECK(at == off);
+    inner_.insert_after(path, std::move(sep), right);
+    leaf_end(right);
+    leaf_end(off);
+    unlock_leaf(right);
+    unlock_leaf(off);
+    smo_unlock();
+    return Status::ok;
+  }
+  leaf_end(off);
+  unlock_leaf(off);
   return Status::ok;
 }
 

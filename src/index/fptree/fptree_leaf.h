@@ -55,6 +55,35 @@ class LeafRef {
   //! Slots whose fingerprint equals fp (bit i), among the first `capacity` bytes.
   std::uint64_t fingerprint_hits(std::uint8_t fp) const noexcept;
 
+  // --- lock-free readers (FPTree::lookup, scans): every word a writer may store under
+  // them is read with one relaxed atomic load; the reader validates the leaf's version
+  // afterwards (FPTree::leaf_unchanged) and only then follows a key word.
+  static std::uint64_t load(const std::uint64_t* w) noexcept {
+    return __atomic_load_n(w, __ATOMIC_RELAXED);
+  }
+  //! fingerprint_hits for a reader racing writers: the SSE2 loads (a torn read is caught
+  //! by the validation); under ThreadSanitizer one atomic byte load per slot instead.
+  std::uint64_t fingerprint_hits_sync(std::uint8_t fp) const noexcept {
+#if defined(__SANITIZE_THREAD__)
+    const std::uint8_t* f = fingerprints();
+    std::uint64_t hits = 0;
+    for (std::uint32_t i = 0; i < g_->capacity; ++i)
+      hits |= std::uint64_t{__atomic_load_n(f + i, __ATOMIC_RELAXED) == fp} << i;
+    return hits;
+#else
+    return fingerprint_hits(fp);
+#endif
+  }
+  //! The key in the key block at `off` (a validated key word of this pool).
+  Key block_key(std::uint64_t off) const noexcept {
+    const auto* kb = reinterpret_cast<const KeyBlock*>(base_ + off);
+    return {reinterpret_cast<const std::byte*>(kb + 1), static_cast<std::size_t>(kb->length)};
+  }
+  bool block_key_equals(std::uint64_t off, Key k) const noexcept {
+    const Key s = block_key(off);
+    return s.size() == k.size() && (k.empty() || std::memcmp(s.data(), k.data(), k.size()) == 0);
+  }
+
   //! The valid slot holding `k` (fingerprint `fp`), or kNoSlot.
   int find(Key k, std::uint8_t fp) const noexcept {
     for (std::uint64_t m = fingerprint_hits(fp) & bitmap(); m != 0; m &= m - 1) {

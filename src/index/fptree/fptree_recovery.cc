@@ -3,7 +3,8 @@
 // and after the split log's replay (so every leaf's bitmap is its own). Like a bulk load:
 // one pass over the list collects each leaf's smallest key, then InnerTree::build packs
 // them into full nodes level by level. The paper takes each leaf's largest key instead;
-// either bounds the leaf. The lock word is never read, so there is nothing to reset.
+// either bounds the leaf. The lock words are tagged with the pool generation (gen_lock), so
+// none reads as held after the open: there is nothing to reset.
 #include <utility>
 #include <vector>
 

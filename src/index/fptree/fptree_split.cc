@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "index/common/gen_lock.h"
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "pm/check.h"
@@ -37,17 +38,19 @@ using namespace fptree_index;
 
 // Writes N as C's upper half (step 2, without the fence); returns the separator, N's
 // smallest key. Precondition: C is full.
-std::string FPTree::split_copy(LeafRef cur, LeafRef nu) const {
+std::string FPTree::split_copy(LeafRef cur, LeafRef nu, std::uint64_t lock_word) const {
   WORT_DCHECK(cur.full() && nu.offset() != cur.offset() && nu.offset() % 64 == 0);
   const std::vector<int> order = sorted_slots(cur);
   std::uint64_t upper = 0;
   for (std::size_t i = order.size() / 2; i < order.size(); ++i)
     upper |= std::uint64_t{1} << order[i];
+  // C's bytes but its lock word, which other writers may be trying (cas) meanwhile.
   std::vector<std::byte> image(geo_.bytes);
-  std::memcpy(image.data(), pool_.at<std::byte>(cur.offset()), geo_.bytes);
+  const std::byte* c = pool_.at<std::byte>(cur.offset());
+  std::memcpy(image.data(), c, geo_.lock_off);
+  std::memcpy(image.data() + geo_.lock_off + 8, c + geo_.lock_off + 8, geo_.bytes - geo_.lock_off - 8);
   std::memcpy(image.data() + LeafGeometry::kBitmapOff, &upper, 8);
-  const std::uint64_t zero = 0;
-  std::memcpy(image.data() + geo_.lock_off, &zero, 8);
+  std::memcpy(image.data() + geo_.lock_off, &lock_word, 8);
   pm::copy(pool_.at<std::byte>(nu.offset()), image.data(), geo_.bytes);
   pm::flush(pool_.at<std::byte>(nu.offset()), geo_.bytes);
   return std::string(as_string(cur.key(order[order.size() / 2])));
@@ -70,24 +73,27 @@ void FPTree::reset_log() const noexcept {
   pm::flush(&anchor_->log, sizeof(SplitLog));
 }
 
-Status FPTree::split_leaf(LeafRef l, const Path& path, std::uint64_t* right, std::string* sep) {
+// Concurrent form: the caller holds C's lock and the structure lock (one micro-log per
+// tree: splits are serialised). N is born locked by this writer (its lock word in the
+// image, tagged with this generation; a restart never sees it held). Both leaves' writer
+// sections begin before C changes (step 3), so readers of either wait until the caller's
+// commit and its parent update are done; the caller ends them and unlocks both.
+Status FPTree::split_leaf(LeafRef l, std::uint64_t* right, std::string* sep) {
   WORT_DCHECK(l.full());
   WORT_DCHECK(anchor_->log.cur == 0 && anchor_->log.nu == 0);  // one split at a time
-  // `path` ends at l (insert_after adds the new leaf right of it).
-  WORT_DCHECK(!path.empty() && path.back().first->leaf_level &&
-              path.back().first->leaves[path.back().second] == l.offset());
   std::uint64_t nu = 0;
   if (Status s = pool_.allocator().allocate(geo_.bytes, &nu); s != Status::ok) return s;
   pm::store(&anchor_->log.cur, l.offset());
   pm::store(&anchor_->log.nu, nu);
   pm::flush(&anchor_->log, sizeof(SplitLog));
   const LeafRef n = leaf(nu);
-  *sep = split_copy(l, n);
+  *sep = split_copy(l, n, gen_ << 2 | kit::kGenLocked);
   pm::fence();
+  leaf_begin(l.offset());
+  leaf_begin(nu);
   split_link(l, n);
   pm::fence();
   reset_log();
-  inner_.insert_after(path, *sep, nu);
   *right = nu;
   return Status::ok;
 }
@@ -99,7 +105,7 @@ Result<void> FPTree::replay_split_log() {
   if (log.cur != 0 && log.nu != 0) {
     const LeafRef c = leaf(log.cur), n = leaf(log.nu);
     if (c.full() && c.next() != log.nu) {
-      (void)split_copy(c, n);
+      (void)split_copy(c, n, 0);  // N's lock word free (any older generation is)
       pm::fence();
     }
     split_link(c, n);

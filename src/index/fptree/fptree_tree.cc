@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "index/common/anchor.h"
+#include "index/common/gen_lock.h"
 #include "index/fptree/fptree_hash.h"
 #include "index/fptree/fptree_walk.h"
+#include <cstring>
 #include "index/registry.h"
 
 namespace wort {
@@ -38,7 +41,88 @@ FPTree::FPTree(Pool& pool, Anchor* anchor)
       anchor_(anchor),
       geo_(LeafGeometry::of(anchor->leaf_capacity)),
       hash_(static_cast<HashKind>(anchor->hash_kind)),
-      inner_(anchor->inner_fanout) {}
+      inner_(anchor->inner_fanout),
+      gen_(pool.generation()),
+      stripes_(std::make_unique<std::atomic<std::uint64_t>[]>(std::size_t{1} << kStripeBits)) {
+  inner_.set_retire(&retire_inner, this);
+}
+
+// --- concurrency ----------------------------------------------------------------------
+
+void FPTree::free_retired(void* tree, std::uint64_t x) {
+  if ((x & 3) != 0)
+    InnerTree::free_tagged(x);  // a DRAM inner node or separator
+  else
+    static_cast<FPTree*>(tree)->pool_.allocator().free(x);  // a leaf or key block
+}
+
+void FPTree::retire_inner(void* tree, std::uint64_t tagged) {
+  static_cast<FPTree*>(tree)->epochs_.retire(tagged);
+}
+
+// Seqlock writer side (Boehm): the count of writers inside goes up before any store a
+// reader may see; the release fence orders it before them.
+void FPTree::leaf_begin(std::uint64_t off) const noexcept {
+  stripe(off).fetch_add(1, std::memory_order_relaxed);
+  seq_release_fence();
+}
+
+void FPTree::leaf_end(std::uint64_t off) const noexcept {
+  stripe(off).fetch_add(kSectionDone - 1, std::memory_order_release);
+}
+
+std::uint64_t FPTree::leaf_version_wait(std::uint64_t off) const noexcept {
+  const std::atomic<std::uint64_t>& w = stripe(off);
+  for (unsigned spins = 0;; ++spins) {
+    const std::uint64_t v = w.load(std::memory_order_acquire);
+    if ((v & kActiveMask) == 0 || skip_leaf_validation_) return v;
+    if (spins < 64)
+      __builtin_ia32_pause();
+    else
+      std::this_thread::yield();  // the writer may be off its core (a flush and a fence)
+  }
+}
+
+bool FPTree::reader_leaf(Key k, std::uint64_t* off, std::uint64_t* v) const {
+  for (;;) {
+    const InnerTree::Node* n;
+    std::uint64_t nv;
+    if (!inner_.find_optimistic(k, off, &n, &nv)) return false;
+    *v = leaf_version(*off);
+    if (InnerTree::validate(n, nv)) return true;
+  }
+}
+
+bool FPTree::lock_leaf(Key k, std::uint64_t* off) {
+  for (;;) {
+    const InnerTree::Node* n;
+    std::uint64_t nv;
+    if (!inner_.find_optimistic(k, off, &n, &nv)) return false;
+    if (!InnerTree::validate(n, nv)) continue;  // *off is a leaf of the tree as it was at nv
+    // The caller is pinned: the leaf may be unlinked meanwhile (obsolete: gen_lock says
+    // so), never freed.
+    if (!kit::gen_lock(leaf(*off).lock_word(), gen_)) continue;
+    // Still the leaf for k: a split of it finishes its parent update before it unlocks, an
+    // unlink before it marks the leaf obsolete; either bumped n.
+    if (InnerTree::validate(n, nv)) return true;
+    kit::gen_unlock(leaf(*off).lock_word(), gen_);
+  }
+}
+
+void FPTree::unlock_leaf(std::uint64_t off, bool obsolete) noexcept {
+  kit::gen_unlock(leaf(off).lock_word(), gen_, obsolete);
+}
+
+void FPTree::smo_lock() noexcept {
+  for (unsigned spins = 0; smo_.exchange(true, std::memory_order_acquire); ++spins) {
+    while (smo_.load(std::memory_order_relaxed)) {
+      if (++spins < 64)
+        __builtin_ia32_pause();
+      else
+        std::this_thread::yield();
+    }
+  }
+}
 
 std::uint8_t FPTree::fp_of(Key k) const noexcept { return fingerprint(k, hash_); }
 
@@ -93,13 +177,33 @@ Status FPTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
 Status FPTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
 Status FPTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
 
-// Alg. 1 without the concurrency: route through DRAM, filter by fingerprint, compare keys.
+// Alg. 1: route through DRAM, filter by fingerprint, compare keys. Concurrent form (the
+// paper's Find aborts its transaction when the leaf is locked): the leaf's version is read
+// once no writer is inside it, and every word read from the leaf (bitmap, fingerprints, a
+// slot's key word, inline bit and value) is re-validated against it before the key is
+// compared or the value returned. A writer leaves the leaf only after its commit is
+// durable, so a validated read never returns a value a crash could take back.
 std::optional<Value> FPTree::lookup(Key k) const {
-  if (inner_.empty()) return std::nullopt;
-  const LeafRef l = leaf(inner_.find(k));
-  const int s = l.find(k, fp_of(k));
-  if (s == kNoSlot) return std::nullopt;
-  return l.slot(s)->value;
+  kit::EpochReclaimer::Pin pin(epochs_);
+  const std::uint8_t fp = fp_of(k);
+restart:
+  std::uint64_t off, lv;
+  if (!reader_leaf(k, &off, &lv)) return std::nullopt;
+  const LeafRef l = leaf(off);
+  std::uint64_t m = l.fingerprint_hits_sync(fp) & l.load(l.bitmap_word());
+  for (; m != 0; m &= m - 1) {
+    const int i = std::countr_zero(m);
+    const Slot* s = l.slot(i);
+    const std::uint64_t kw = l.load(&s->key);
+    const Value v = l.load(&s->value);
+    const bool inl = (l.load(l.inline_word()) >> i) & 1;
+    if (!leaf_unchanged(off, lv)) goto restart;
+    // A validated key word: an inline key, or a key block the pin keeps.
+    if (inl ? k.size() == 8 && std::memcmp(&kw, k.data(), 8) == 0 : l.block_key_equals(kw, k))
+      return v;
+  }
+  if (!leaf_unchanged(off, lv)) goto restart;
+  return std::nullopt;
 }
 
 std::vector<int> FPTree::sorted_slots(LeafRef l) const {
@@ -111,38 +215,80 @@ std::vector<int> FPTree::sorted_slots(LeafRef l) const {
   return out;
 }
 
-// Leaves are unsorted: each leaf's live slots are sorted before they are reported.
-std::size_t FPTree::range(Key lo, Key hi, Visitor v) const {
-  if (inner_.empty()) return 0;
+// Leaves are unsorted: each leaf's live entries are copied under its version (validated),
+// sorted, and reported if above the last key reported (or at/above `from`). The next leaf
+// comes from the validated copy; a leaf found unlinked (obsolete) sends the scan back to
+// the inner nodes with the last key reported. Only the epoch pin is held while the
+// visitor runs (it may call back into the tree).
+template <bool kBounded>
+std::size_t FPTree::read_range(Key from, Key hi, std::size_t max, Visitor v) const {
+  kit::EpochReclaimer::NestablePin pin(epochs_);
+  struct Item {
+    std::uint64_t kw;
+    Value v;
+    bool inl;
+  };
+  std::vector<Item> items;
+  std::vector<std::pair<Key, Value>> ents;
+  std::string last;
+  bool have_last = false;
   std::size_t n = 0;
-  for (std::uint64_t off = inner_.find(lo); off != 0;) {
-    const LeafRef l = leaf(off);
-    for (int s : sorted_slots(l)) {
-      const Key k = l.key(s);
-      if (compare_keys(k, lo) < 0) continue;
-      if (compare_keys(k, hi) >= 0) return n;
-      ++n;
-      if (!v(k, l.slot(s)->value)) return n;
+  std::uint64_t off = 0, lv = 0;
+  bool reroute = true;
+  for (;;) {
+    if (reroute) {
+      if (!reader_leaf(have_last ? as_key(last) : from, &off, &lv)) return n;
+      reroute = false;
     }
-    off = l.next();
+    const LeafRef l = leaf(off);
+    items.clear();
+    const std::uint64_t lock = l.load(l.lock_word());
+    const std::uint64_t bm = l.load(l.bitmap_word()) & geo_.mask();
+    const std::uint64_t im = l.load(l.inline_word());
+    const std::uint64_t next = l.load(l.next_word());
+    for (std::uint64_t m = bm; m != 0; m &= m - 1) {
+      const int i = std::countr_zero(m);
+      items.push_back({l.load(&l.slot(i)->key), l.load(&l.slot(i)->value), ((im >> i) & 1) != 0});
+    }
+    if (!leaf_unchanged(off, lv)) {
+      lv = leaf_version(off);
+      continue;
+    }
+    if (kit::gen_lock_obsolete(lock, gen_)) {  // unlinked after we read its predecessor
+      reroute = true;
+      continue;
+    }
+    ents.clear();
+    for (const Item& it : items)
+      ents.emplace_back(it.inl ? Key{reinterpret_cast<const std::byte*>(&it.kw), 8} : l.block_key(it.kw),
+                        it.v);
+    std::sort(ents.begin(), ents.end(),
+              [](const auto& a, const auto& b) { return compare_keys(a.first, b.first) < 0; });
+    const Key* reported = nullptr;
+    for (const auto& [k, val] : ents) {
+      if (have_last ? compare_keys(k, as_key(last)) <= 0 : compare_keys(k, from) < 0) continue;
+      if (kBounded && compare_keys(k, hi) >= 0) return n;
+      ++n;
+      reported = &k;
+      if (!v(k, val) || n == max) return n;
+    }
+    if (reported != nullptr) {
+      last.assign(reinterpret_cast<const char*>(reported->data()), reported->size());
+      have_last = true;
+    }
+    if (next == 0) return n;
+    off = next;
+    lv = leaf_version(off);
   }
-  return n;
+}
+
+std::size_t FPTree::range(Key lo, Key hi, Visitor v) const {
+  return read_range<true>(lo, hi, 0, std::move(v));
 }
 
 std::size_t FPTree::scan(Key from, std::size_t max, Visitor v) const {
-  if (inner_.empty() || max == 0) return 0;
-  std::size_t n = 0;
-  for (std::uint64_t off = inner_.find(from); off != 0;) {
-    const LeafRef l = leaf(off);
-    for (int s : sorted_slots(l)) {
-      const Key k = l.key(s);
-      if (compare_keys(k, from) < 0) continue;
-      ++n;
-      if (!v(k, l.slot(s)->value) || n == max) return n;
-    }
-    off = l.next();
-  }
-  return n;
+  if (max == 0) return 0;
+  return read_range<false>(from, Key{}, max, std::move(v));
 }
 
 Result<void> FPTree::visit_blocks(BlockVisitorFn v) const {
