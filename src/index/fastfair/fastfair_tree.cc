@@ -1,9 +1,15 @@
-// FAST&FAIR: create, open, and the readers (lookup, scan, range). Readers never write:
-// they skip a dead slot, follow a sibling whose first key is <= the search key (Algorithm
-// 3), and a scan skips keys it has already passed (an uncut split's copies).
+// FAST&FAIR: create, open, and the readers (lookup, scan, range). Readers never write and
+// take no lock (§5): they pin the epoch, read each node in the direction of its switch
+// counter with one atomic load per word and read it again when the counter changed
+// (fastfair_node.h), skip a dead slot, follow a sibling whose first key is <= the search
+// key (Algorithm 3), and a scan skips keys it has already passed (an uncut split's copies,
+// a record read twice while it moved).
+#include <sched.h>
+
 #include "index/fastfair/fastfair_tree.h"
 
 #include <cstring>
+#include <vector>
 
 #include "index/common/anchor.h"
 #include "index/registry.h"
@@ -77,14 +83,42 @@ Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
 
 unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
 
-Status FastFairTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
-Status FastFairTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
-Status FastFairTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
+void FastFairTree::free_block(void* pool, std::uint64_t off) {
+  static_cast<Pool*>(pool)->allocator().free(off);
+}
 
+void FastFairTree::lock_contended() noexcept {
+  do {
+    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
+      if (spins < 64) __builtin_ia32_pause();
+      else sched_yield();
+    }
+  } while (writer_.exchange(true, std::memory_order_acquire));
+}
+
+Status FastFairTree::insert(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::insert);
+}
+Status FastFairTree::upsert(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::upsert);
+}
+Status FastFairTree::update(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::update);
+}
+Status FastFairTree::remove(Key k) {
+  WriteLock w(*this);
+  return remove_locked(k);
+}
+
+// Readers and writers alike: one atomic load of the sibling word and of its first key (a
+// writer, under the lock, reads what only it changes; the loads cost it nothing).
 std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) const {
-  const std::uint64_t sib = nr.n->h.sibling;
+  const std::uint64_t sib = ld(&nr.n->h.sibling);
   if (sib == 0) return 0;
-  const std::uint64_t first = ref(sib).first_key();
+  const std::uint64_t first = ld(&node(sib)->rec[0].key);
   if (first == kEmpty || kr_.compare(s, first) < 0) return 0;
   return sib;
 }
@@ -93,12 +127,12 @@ std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) co
 // sibling (only a key at or past a node's last key can belong to the sibling: an uncut
 // split's node still holds the sibling's records itself).
 std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
-  std::uint64_t cur = anchor_->root;
+  std::uint64_t cur = ld(&anchor_->root);
   for (;;) {
     NodeRef nr = ref(cur);
-    if (nr.leaf()) return cur;
+    if (nr.leaf()) return cur;  // a node's level never changes
     bool beyond = false;
-    const std::uint64_t child = nr.route(s, kr_, &beyond);
+    const std::uint64_t child = route_sync(nr.n, slots_, s, kr_, &beyond);
     if (beyond) {
       if (std::uint64_t sib = sibling_to_follow(nr, s)) {
         cur = sib;
@@ -110,13 +144,14 @@ std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
 }
 
 std::optional<Value> FastFairTree::lookup(Key k) const {
+  kit::EpochReclaimer::Pin pin(epochs_);
   const SearchKey s = SearchKey::of(k);
   std::uint64_t cur = leaf_for(s);
   for (;;) {
     NodeRef nr = ref(cur);
-    const int i = nr.find(s, kr_);
-    if (i >= 0) return nr.rec()[i].ptr;
-    if (i == -1) return std::nullopt;
+    const Found f = find_sync(nr.n, slots_, s, kr_);
+    if (f.at >= 0) return f.value;
+    if (f.at == -1) return std::nullopt;
     cur = sibling_to_follow(nr, s);
     if (cur == 0) return std::nullopt;
   }
@@ -124,22 +159,24 @@ std::optional<Value> FastFairTree::lookup(Key k) const {
 
 std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   if (max == 0) return 0;
+  kit::EpochReclaimer::NestablePin pin(epochs_);  // the visitor may call back into the tree
   const SearchKey s = SearchKey::of(from);
   std::size_t n = 0;
   std::uint64_t last = kEmpty;  // the last key word passed to v
-  for (std::uint64_t cur = leaf_for(s); cur != 0; cur = node(cur)->h.sibling) {
-    NodeRef nr = ref(cur);
-    const unsigned end = nr.end();
-    for (unsigned i = 0; i < end; ++i) {
-      if (nr.dead(i, end)) continue;
-      const std::uint64_t k = nr.rec()[i].key;
+  Record recs[slots_for(kMaxNodeSize)];
+  for (std::uint64_t cur = leaf_for(s); cur != 0; cur = ld(&node(cur)->h.sibling)) {
+    // The node's live records, read as one consistent view (fastfair_node.h), then visited.
+    const unsigned m = collect_sync(node(cur), slots_, recs);
+    for (unsigned i = 0; i < m; ++i) {
+      const std::uint64_t k = recs[i].key;
       if (kr_.compare(s, k) > 0) continue;
-      // An uncut split (a crash before the cut) holds copies of its sibling's first keys.
+      // An uncut split (a crash before the cut, or a split under this reader) holds copies
+      // of its sibling's first keys.
       if (last != kEmpty && kr_.compare_words(k, last) <= 0) continue;
       std::byte scratch[8];
       ++n;
       last = k;
-      if (!v(kr_.bytes(k, scratch), nr.rec()[i].ptr) || n == max) return n;
+      if (!v(kr_.bytes(k, scratch), recs[i].ptr) || n == max) return n;
     }
   }
   return n;
