@@ -321,31 +321,38 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
   }
 }
 
-//! Lock-free read of a leaf's live records in key order into out (capacity >= slots);
-//! returns how many. Keys read twice (a record that moved during the read) appear once.
-inline unsigned collect_sync(const Node* n, unsigned slots, Record* out) noexcept {
+//! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
+//! into out (capacity >= slots); returns how many. A record read twice (it moved during
+//! the read) appears once. Left to right, the next slot's key, loaded after this slot's
+//! pointer for the dead check, is the next iteration's key.
+inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* from,
+                             const KeyReader& kr, Record* out) noexcept {
   for (;;) {
     const std::uint8_t c = ld(&n->h.switch_counter);
     unsigned m = 0;
     bool torn = false;
     if ((c & 1u) == 0) {
-      for (unsigned i = 0; i < slots; ++i) {
-        const std::uint64_t k = ld(&n->rec[i].key);
-        if (k == kEmpty) break;
+      std::uint64_t k = ld(&n->rec[0].key);
+      for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
+        if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
+          k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
+          continue;
+        }
         const std::uint64_t v = ld(&n->rec[i].ptr);
         if (ld(&n->rec[i].key) != k) {
           torn = true;
           break;
         }
-        if (i + 1 < slots && ld(&n->rec[i + 1].key) == k) continue;  // dead left copy
-        if (m != 0 && out[m - 1].key == k) continue;
-        out[m++] = Record{k, v};
+        const std::uint64_t next = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
+        if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
+        k = next;  // (next == k: this slot is the dead left copy, the next one is live)
       }
     } else {
       NoProbe np;
       for (unsigned i = detail::end_ltr(n, slots, np); i-- > 0;) {
         const std::uint64_t k = ld(&n->rec[i].key);
         if (k == kEmpty) continue;
+        if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
         const std::uint64_t v = ld(&n->rec[i].ptr);
         if (ld(&n->rec[i].key) != k) {
           torn = true;

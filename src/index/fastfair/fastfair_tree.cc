@@ -166,10 +166,10 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   Record recs[slots_for(kMaxNodeSize)];
   for (std::uint64_t cur = leaf_for(s); cur != 0; cur = ld(&node(cur)->h.sibling)) {
     // The node's live records, read as one consistent view (fastfair_node.h), then visited.
-    const unsigned m = collect_sync(node(cur), slots_, recs);
+    const unsigned m = collect_sync(node(cur), slots_, last == kEmpty ? &s : nullptr, kr_, recs);
     for (unsigned i = 0; i < m; ++i) {
       const std::uint64_t k = recs[i].key;
-      if (kr_.compare(s, k) > 0) continue;
+      if (last == kEmpty && kr_.compare(s, k) > 0) continue;
       // An uncut split (a crash before the cut, or a split under this reader) holds copies
       // of its sibling's first keys.
       if (last != kEmpty && kr_.compare_words(k, last) <= 0) continue;
