@@ -40,7 +40,7 @@ unsigned scale() {
   return 1;  // TSan runs ~10x slower
 #else
   const char* s = std::getenv("WORT_TEST_SCALE");
-  return s != nullptr && std::strcmp(s, "small") == 0 ? 2 : 4;
+  return s != nullptr && std::strcmp(s, "small") == 0 ? 4 : 8;
 #endif
 }
 

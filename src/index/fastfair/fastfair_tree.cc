@@ -163,21 +163,56 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   const SearchKey s = SearchKey::of(from);
   std::size_t n = 0;
   std::uint64_t last = kEmpty;  // the last key word passed to v
+  bool stop = false;
+  // Visits one record unless it is below the start or at/below the last key visited (a
+  // record read twice while it moved; an uncut split's copies of its sibling's first keys).
+  auto visit = [&](std::uint64_t k, std::uint64_t val) {
+    if (last == kEmpty ? kr_.compare(s, k) > 0 : kr_.compare_words(k, last) <= 0) return;
+    std::byte scratch[8];
+    ++n;
+    last = k;
+    if (!v(kr_.bytes(k, scratch), val) || n == max) stop = true;
+  };
   Record recs[slots_for(kMaxNodeSize)];
   for (std::uint64_t cur = leaf_for(s); cur != 0; cur = ld(&node(cur)->h.sibling)) {
-    // The node's live records, read as one consistent view (fastfair_node.h), then visited.
-    const unsigned m = collect_sync(node(cur), slots_, last == kEmpty ? &s : nullptr, kr_, recs);
-    for (unsigned i = 0; i < m; ++i) {
-      const std::uint64_t k = recs[i].key;
-      if (last == kEmpty && kr_.compare(s, k) > 0) continue;
-      // An uncut split (a crash before the cut, or a split under this reader) holds copies
-      // of its sibling's first keys.
-      if (last != kEmpty && kr_.compare_words(k, last) <= 0) continue;
-      std::byte scratch[8];
-      ++n;
-      last = k;
-      if (!v(kr_.bytes(k, scratch), recs[i].ptr) || n == max) return n;
+    const Node* nd = node(cur);
+    for (;;) {
+      const std::uint8_t c = ld(&nd->h.switch_counter);
+      if (c & 1u) {
+        // Right to left: read the node into a buffer (one consistent view), then visit.
+        const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs);
+        for (unsigned i = 0; i < m && !stop; ++i) visit(recs[i].key, recs[i].ptr);
+        break;
+      }
+      // Left to right, visiting as it reads: each record is visited only after the counter
+      // is seen unchanged since the node's read began (so far the read is consistent); if
+      // it changed, the node is read again and the keys already visited are skipped.
+      bool again = false;
+      std::uint64_t k = ld(&nd->rec[0].key);
+      for (unsigned i = 0; i < slots_ && k != kEmpty && !stop; ++i) {
+        if (last == kEmpty && kr_.compare(s, k) > 0) {  // below the start: key only
+          k = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
+          continue;
+        }
+        const std::uint64_t val = ld(&nd->rec[i].ptr);
+        if (ld(&nd->rec[i].key) != k) {
+          again = true;  // torn: the slot changed under the read
+          break;
+        }
+        const std::uint64_t next = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
+        if (next != k) {  // (equal: the dead left copy; the next slot is live)
+          if (ld(&nd->h.switch_counter) != c) {
+            again = true;
+            break;
+          }
+          visit(k, val);
+        }
+        k = next;
+      }
+      if (stop) return n;
+      if (!again && ld(&nd->h.switch_counter) == c) break;  // the node's end, consistently
     }
+    if (stop) return n;
   }
   return n;
 }
