@@ -549,7 +549,9 @@ TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue
     auto setup = [&](FastFairFixture& f) {
       for (std::uint64_t k = 1; k <= 80; ++k) ASSERT_EQ(f.put(k * 10, k), Status::ok);
       ASSERT_EQ(f.tree->height(), 1u);
-      if (odd) ASSERT_EQ(f.del(10), Status::ok);  // the first leaf merges: the root detaches
+      if (odd) {  // the first leaf merges: the root detaches
+        ASSERT_EQ(f.del(10), Status::ok);
+      }
       for (std::uint64_t k = 601; k <= 607; ++k) ASSERT_EQ(f.put(k, k), Status::ok);  // full
     };
     auto op = [&](FastFairFixture& f) { ASSERT_EQ(f.put(608, 608), Status::ok); };  // splits
@@ -557,7 +559,9 @@ TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue
     {
       FastFairFixture f(256, 2u << 20);
       setup(f);
-      if (odd) ASSERT_EQ(f.tree->node_at(f.tree->root())->h.switch_counter & 1u, 1u);
+      if (odd) {
+        ASSERT_EQ(f.tree->node_at(f.tree->root())->h.switch_counter & 1u, 1u);
+      }
       StoreGate g;
       g.open();
       std::thread w([&] {

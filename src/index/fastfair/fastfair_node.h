@@ -2,11 +2,13 @@
 // linear search, inner routing) and the FAST in-place insert and delete (§3, Algorithm 1).
 //
 // FAST insert: records right of the position shift right one by one, right to left, each
-// as "pointer, then key"; the key store of the new record is the commit (pm::commit). A
-// line is written back (and fenced) only when the shift is about to dirty the next line
-// to the left, so lines reach PM in shift order and any crash leaves at most one dead
-// slot. FAST delete: the commit (pm::commit) stores the right neighbour's key word into the
-// deleted slot, which makes it dead; that store is the whole delete. The left shift that
+// as "pointer, then key"; the key store of the new record is the commit (pm::commit_nt,
+// after the line holding the new pointer is written back and fenced: a movnti is not
+// ordered with its own line's write-back). A line is written back (and fenced) only when
+// the shift is about to dirty the next line to the left, so lines reach PM in shift order
+// and any crash leaves at most one dead slot. FAST delete: the commit (pm::commit_nt)
+// stores the right neighbour's key word into the deleted slot, which makes it dead; that
+// store is the whole delete. The left shift that
 // squeezes the dead slot out (left to right, each step "pointer into the left slot, then
 // the next key word into this one", same line rule: the write-back happens before a NEW
 // line is dirtied, Witcher bug 3) is made by the next writer of the node before its own
@@ -47,7 +49,6 @@ class LineWriter {
     if (line_ != 0) {
       pm::flush(reinterpret_cast<const void*>(line_), 64);
       pm::fence();
-      fenced_ = true;
     }
     line_ = line;
   }
@@ -56,14 +57,9 @@ class LineWriter {
     if (line_ != 0) pm::persist(reinterpret_cast<const void*>(line_), 64);
     line_ = 0;
   }
-  //! The last line is left to the caller's commit (which writes it back).
-  void release() noexcept { line_ = 0; }
-  //! Whether touch() has fenced (so a write-back issued before it is ordered).
-  bool fenced() const noexcept { return fenced_; }
 
  private:
   std::uintptr_t line_ = 0;
-  bool fenced_ = false;
 };
 
 struct NodeRef {
@@ -369,12 +365,13 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
 }
 
 //! FAST insert of {key, ptr} at slot pos (<= end < slots, no dead slot). Commit: the key
-//! store (pm::commit; pm::publish when the switch counter's write-back is still unfenced).
-//! `unfenced`: the key word names a key block written back but not yet fenced.
+//! store (pm::commit_nt, after the last line's write-back and fence, which also orders a
+//! key block's or the switch counter's write-back). `unfenced` (a key block written back
+//! but not yet fenced) needs nothing more since that fence is always there.
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
                  bool unfenced);
 //! FAST delete of the live slot pos (< end, no dead slot). Commit: its one record store
-//! (pm::commit, or pm::publish after a switch-counter write-back), which makes the slot
+//! (pm::commit_nt, or pm::publish_nt after a switch-counter write-back), which makes the slot
 //! dead. The node keeps that dead slot until its next writer calls repair_dead.
 void fast_remove(NodeRef nr, unsigned end, unsigned pos);
 //! Removes the node's dead slot (a delete's, or a crashed insert's) by the left shift
