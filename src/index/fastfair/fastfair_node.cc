@@ -5,13 +5,13 @@
 namespace wort::fastfair {
 
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
-                 bool unfenced) {
+                 bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(end == nr.end() && end < nr.slots && pos <= end);  // room for one more record
   WORT_DCHECK(key != kEmpty);  // kEmpty would end the node at pos
   // A second dead slot would break "at most one" (only the Witcher bug 4 fault keeps one).
   WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
-  const bool flipped = set_direction(nr, true);
+  set_direction(nr, true);  // readers read left to right from now
   LineWriter lw;
   // The slot after the new end must read kEmpty before the end moves onto it.
   if (end + 1 < nr.slots && r[end + 1].key != kEmpty) {
@@ -30,7 +30,6 @@ void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std:
   // The commit is non-temporal (no reader sees the key before it is durable), so the line
   // holding the new pointer and the shifted records is written back and fenced first (its
   // fence also orders the key block / switch counter write-back), then the key commits.
-  (void)flipped, (void)unfenced;
   lw.finish();
   pm::commit_nt(&r[pos].key, key);  // commit: the new key becomes live
 }

@@ -26,7 +26,8 @@ using namespace fastfair;
 // Appends n records (n >= 1) after the last one of nr in one commit: the slots past the
 // end are written first (invisible: the end is the first kEmpty key), then the first
 // slot's key makes them all live.
-void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfenced) {
+void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
+                          bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(n >= 1 && nr.end() + n <= slots_);
   // Appended records sort after the node's last key (the right node of a pair).
   WORT_DCHECK(nr.end() == 0 || kr_.compare_words(nr.last_key(), recs[0].key) < 0);
@@ -41,7 +42,6 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfen
   pm::store_release(&r[end].ptr, recs[0].ptr);
   // The commit is non-temporal: everything before it, the first slot's pointer included
   // (same line as the commit word), is written back and fenced first.
-  (void)unfenced;
   pm::flush(&r[end], (n + (sentinel ? 1 : 0)) * sizeof(Record));
   pm::fence();
   pm::commit_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
