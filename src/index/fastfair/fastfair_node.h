@@ -317,6 +317,41 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
   }
 }
 
+//! After a lock-free read of a node ended beyond its keys: the right neighbour to look in
+//! for s, from the node's sibling word loaded before the read (`before`) and after it
+//! (`after`). `after` first: a split's link is visible once its cut is. If `after` starts
+//! above s (or is 0) and `before` differs, `before`: a merge (or a borrow that takes
+//! records) appends the right node's records to this node past the end the read may have
+//! seen, then unlinks the right node — which still holds them (retired, unchanged, kept by
+//! the reader's pin). 0 if neither holds s's range. `node_at` maps an offset to its node.
+template <class NodeAt>
+inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, const SearchKey& s,
+                                 const KeyReader& kr, NodeAt node_at) noexcept {
+  for (const std::uint64_t sib : {after, before}) {
+    if (sib != 0) {
+      const std::uint64_t first = ld(&node_at(sib)->rec[0].key);
+      if (first != kEmpty && kr.compare(s, first) >= 0) return sib;
+    }
+    if (before == after) break;
+  }
+  return 0;
+}
+
+//! A scan's next node after a lock-free read of one: of the sibling words loaded before and
+//! after the read, the one whose first key is smaller (a split's new node precedes the old
+//! sibling; a merged-away right node precedes the node its unlink made the sibling).
+template <class NodeAt>
+inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
+                                   const KeyReader& kr, NodeAt node_at) noexcept {
+  if (before == after || before == 0) return after;
+  if (after == 0) return before;
+  const std::uint64_t fb = ld(&node_at(before)->rec[0].key);
+  const std::uint64_t fa = ld(&node_at(after)->rec[0].key);
+  if (fb == kEmpty) return after;
+  if (fa == kEmpty) return before;
+  return kr.compare_words(fb, fa) < 0 ? before : after;
+}
+
 //! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
 //! into out (capacity >= slots); returns how many. A record read twice (it moved during
 //! the read) appears once. Left to right, the next slot's key, loaded after this slot's

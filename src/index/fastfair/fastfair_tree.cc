@@ -127,14 +127,17 @@ std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) co
 // sibling (only a key at or past a node's last key can belong to the sibling: an uncut
 // split's node still holds the sibling's records itself).
 std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
+  auto node_at = [this](std::uint64_t off) { return node(off); };
   std::uint64_t cur = ld(&anchor_->root);
   for (;;) {
     NodeRef nr = ref(cur);
     if (nr.leaf()) return cur;  // a node's level never changes
+    const std::uint64_t before = ld(&nr.n->h.sibling);
     bool beyond = false;
     const std::uint64_t child = route_sync(nr.n, slots_, s, kr_, &beyond);
     if (beyond) {
-      if (std::uint64_t sib = sibling_to_follow(nr, s)) {
+      if (std::uint64_t sib =
+              sibling_for(before, ld(&nr.n->h.sibling), s, kr_, node_at)) {
         cur = sib;
         continue;
       }
@@ -146,13 +149,15 @@ std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
 std::optional<Value> FastFairTree::lookup(Key k) const {
   kit::EpochReclaimer::Pin pin(epochs_);
   const SearchKey s = SearchKey::of(k);
+  auto node_at = [this](std::uint64_t off) { return node(off); };
   std::uint64_t cur = leaf_for(s);
   for (;;) {
-    NodeRef nr = ref(cur);
-    const Found f = find_sync(nr.n, slots_, s, kr_);
+    const Node* nd = node(cur);
+    const std::uint64_t before = ld(&nd->h.sibling);
+    const Found f = find_sync(nd, slots_, s, kr_);
     if (f.at >= 0) return f.value;
     if (f.at == -1) return std::nullopt;
-    cur = sibling_to_follow(nr, s);
+    cur = sibling_for(before, ld(&nd->h.sibling), s, kr_, node_at);
     if (cur == 0) return std::nullopt;
   }
 }
@@ -174,8 +179,12 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
     if (!v(kr_.bytes(k, scratch), val) || n == max) stop = true;
   };
   Record recs[slots_for(kMaxNodeSize)];
-  for (std::uint64_t cur = leaf_for(s); cur != 0; cur = ld(&node(cur)->h.sibling)) {
+  auto node_at = [this](std::uint64_t off) { return node(off); };
+  std::uint64_t before = 0;
+  for (std::uint64_t cur = leaf_for(s); cur != 0;
+       cur = next_for_scan(before, ld(&node(cur)->h.sibling), kr_, node_at)) {
     const Node* nd = node(cur);
+    before = ld(&nd->h.sibling);
     for (;;) {
       const std::uint8_t c = ld(&nd->h.switch_counter);
       if (c & 1u) {
