@@ -22,9 +22,10 @@
 //            child for keys below rec[0].key. A node made by an inner split has leftmost 0
 //            and keeps the median as rec[0] (its low fence; FAST_FAIR issue #5).
 //   sibling   the right neighbour on the same level (B-link, every level), 0 at the end.
-//   switch    the paper's switch counter: even after an insert, odd after a delete (the
-//             scan direction of lock-free readers, §5). Hint only: never needed for
-//             recovery, written only when the direction changes.
+//   switch    the paper's switch counter: even after an insert, odd after a delete or a
+//             dead slot's left shift (the direction lock-free readers read the node in,
+//             §5; they read it again if it changed meanwhile). Never needed for recovery,
+//             written only when the direction changes.
 //   deleted   reserved for the paper's deleted flag (no node is ever marked: see README).
 //   last_idx  reserved (the paper's last-index hint is not kept: the end is the first
 //             kEmpty key, which a linear search reads anyway).

@@ -5,13 +5,13 @@
 namespace wort::fastfair {
 
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
-                 bool unfenced) {
+                 bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(end == nr.end() && end < nr.slots && pos <= end);  // room for one more record
   WORT_DCHECK(key != kEmpty);  // kEmpty would end the node at pos
   // A second dead slot would break "at most one" (only the Witcher bug 4 fault keeps one).
   WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
-  const bool flipped = set_direction(nr, true);
+  set_direction(nr, true);  // readers read left to right from now
   LineWriter lw;
   // The slot after the new end must read kEmpty before the end moves onto it.
   if (end + 1 < nr.slots && r[end + 1].key != kEmpty) {
@@ -22,16 +22,16 @@ void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std:
   // until its key store, which makes slot i the dead one).
   for (unsigned i = end; i-- > pos;) {
     lw.touch(&r[i + 1]);
-    pm::store(&r[i + 1].ptr, r[i].ptr);
-    pm::store(&r[i + 1].key, r[i].key);
+    pm::store_release(&r[i + 1].ptr, r[i].ptr);
+    pm::store_release(&r[i + 1].key, r[i].key);
   }
   lw.touch(&r[pos]);
-  pm::store(&r[pos].ptr, ptr);  // slot pos is still dead (or past the end)
-  lw.release();
-  if ((flipped || unfenced) && !lw.fenced())
-    pm::publish(&r[pos].key, key);  // orders the key block / switch counter write-back
-  else
-    pm::commit(&r[pos].key, key);  // commit: the new key becomes live
+  pm::store_release(&r[pos].ptr, ptr);  // slot pos is still dead (or past the end)
+  // The commit is non-temporal (no reader sees the key before it is durable), so the line
+  // holding the new pointer and the shifted records is written back and fenced first (its
+  // fence also orders the key block / switch counter write-back), then the key commits.
+  lw.finish();
+  pm::commit_nt(&r[pos].key, key);  // commit: the new key becomes live
 }
 
 namespace {
@@ -46,9 +46,9 @@ void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
   }
   for (unsigned i = dead + 1; i < end; ++i) {
     lw.touch(&r[i - 1]);
-    pm::store(&r[i - 1].ptr, r[i].ptr);
+    pm::store_release(&r[i - 1].ptr, r[i].ptr);
     lw.touch(&r[i]);  // a new line: the previous one is written back first
-    pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+    pm::store_release(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
   }
   lw.finish();
 }
@@ -57,8 +57,8 @@ void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
 // i.e. after the next line has already been dirtied (Witcher bug 3). Tests only.
 void shift_left_buggy(Record* r, unsigned dead, unsigned end) {
   for (unsigned i = dead + 1; i < end; ++i) {
-    pm::store(&r[i - 1].ptr, r[i].ptr);
-    pm::store(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+    pm::store_release(&r[i - 1].ptr, r[i].ptr);
+    pm::store_release(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
     if (reinterpret_cast<std::uintptr_t>(&r[i - 1]) % 64 == 0) pm::persist(&r[i - 1], 64);
   }
   pm::flush(&r[dead], (end - dead) * sizeof(Record));
@@ -72,9 +72,9 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
   Record* r = nr.rec();
   const std::uint64_t next = pos + 1 < end ? r[pos + 1].key : kEmpty;
   if (set_direction(nr, false))
-    pm::publish(&r[pos].key, next);  // orders the switch counter's write-back too
+    pm::publish_nt(&r[pos].key, next);  // orders the switch counter's write-back too
   else
-    pm::commit(&r[pos].key, next);  // commit: slot pos is dead, and that is all
+    pm::commit_nt(&r[pos].key, next);  // commit: slot pos is dead, and that is all
   // No shift here: the dead slot is compacted by the next writer of this node
   // (repair_dead), before that writer's own commit.
 }
@@ -83,6 +83,10 @@ bool repair_dead(NodeRef nr) {
   const unsigned end = nr.end();
   const int d = nr.find_dead(end);
   if (d < 0) return false;
+  // The left shift moves records left: lock-free readers must read this node right to
+  // left. A delete left the counter odd already; a crashed insert's dead slot may sit
+  // under an even one (the write-back is ordered by the shift's fences).
+  set_direction(nr, false);
   LineWriter lw;
   shift_left(nr.rec(), static_cast<unsigned>(d), end, lw);
   return true;

@@ -2,11 +2,13 @@
 // linear search, inner routing) and the FAST in-place insert and delete (§3, Algorithm 1).
 //
 // FAST insert: records right of the position shift right one by one, right to left, each
-// as "pointer, then key"; the key store of the new record is the commit (pm::commit). A
-// line is written back (and fenced) only when the shift is about to dirty the next line
-// to the left, so lines reach PM in shift order and any crash leaves at most one dead
-// slot. FAST delete: the commit (pm::commit) stores the right neighbour's key word into the
-// deleted slot, which makes it dead; that store is the whole delete. The left shift that
+// as "pointer, then key"; the key store of the new record is the commit (pm::commit_nt,
+// after the line holding the new pointer is written back and fenced: a movnti is not
+// ordered with its own line's write-back). A line is written back (and fenced) only when
+// the shift is about to dirty the next line to the left, so lines reach PM in shift order
+// and any crash leaves at most one dead slot. FAST delete: the commit (pm::commit_nt)
+// stores the right neighbour's key word into the deleted slot, which makes it dead; that
+// store is the whole delete. The left shift that
 // squeezes the dead slot out (left to right, each step "pointer into the left slot, then
 // the next key word into this one", same line rule: the write-back happens before a NEW
 // line is dirtied, Witcher bug 3) is made by the next writer of the node before its own
@@ -14,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
@@ -46,7 +49,6 @@ class LineWriter {
     if (line_ != 0) {
       pm::flush(reinterpret_cast<const void*>(line_), 64);
       pm::fence();
-      fenced_ = true;
     }
     line_ = line;
   }
@@ -55,14 +57,9 @@ class LineWriter {
     if (line_ != 0) pm::persist(reinterpret_cast<const void*>(line_), 64);
     line_ = 0;
   }
-  //! The last line is left to the caller's commit (which writes it back).
-  void release() noexcept { line_ = 0; }
-  //! Whether touch() has fenced (so a write-back issued before it is ordered).
-  bool fenced() const noexcept { return fenced_; }
 
  private:
   std::uintptr_t line_ = 0;
-  bool fenced_ = false;
 };
 
 struct NodeRef {
@@ -147,13 +144,269 @@ struct NodeRef {
   }
 };
 
+// --- lock-free readers (§5) ---------------------------------------------------------------
+//
+// Readers take no lock. Every word a writer may change under them is read with one atomic
+// acquire load (ld); writers store the words readers follow with release stores
+// (pm::store_release) and commit with non-temporal stores (pm::commit_nt / publish_nt), so
+// a reader never sees a commit before it is durable. A node is read in the direction its
+// switch counter gives — even (inserts: records move right) left to right, odd (deletes and
+// the left shift that squeezes a dead slot out: records move left) right to left — so a
+// record moving the way the scan goes cannot be passed; the counter is read again after the
+// node and the node is read again if it changed (a writer changed direction meanwhile).
+//
+// A record is read key, pointer, key again: a slot whose key changed between the two key
+// loads is a torn read (read the node again). Left to right, the next slot's key is read
+// after the pointer: equal to this one, this slot is the dead left copy (its pointer may be
+// the left neighbour's, written by the shift before its key) and the live copy is the next
+// slot. Right to left, the first copy met is the right (live) one. FAST_FAIR issue #16: the
+// authors' inner search loaded a record twice and could pair one record's key with
+// another's pointer; here each decision uses the one load of each word.
+
+//! One atomic acquire load of a pool word a writer may change under a reader.
+template <class T>
+inline T ld(const T* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+//! The default reader probe (tests pass one that runs a writer step before each load).
+struct NoProbe {
+  void operator()() const noexcept {}
+};
+
+//! A lock-free leaf search: at >= 0 the slot found (value its value), -1 not in this node
+//! (a larger key met), -2 beyond every key (it may be in the sibling).
+struct Found {
+  int at;
+  std::uint64_t value;
+};
+
+namespace detail {
+enum : int { kTorn = -3 };
+
+template <class Probe>
+inline Found find_ltr(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
+                      Probe& probe) noexcept {
+  for (unsigned i = 0; i < slots; ++i) {
+    probe();
+    const std::uint64_t k = ld(&n->rec[i].key);
+    if (k == kEmpty) return {-2, 0};
+    const int c = kr.compare(s, k);
+    if (c < 0) return {-1, 0};
+    if (c > 0) continue;
+    probe();
+    const std::uint64_t v = ld(&n->rec[i].ptr);
+    probe();
+    if (ld(&n->rec[i].key) != k) return {kTorn, 0};
+    if (i + 1 < slots) {
+      probe();
+      if (ld(&n->rec[i + 1].key) == k) continue;  // the dead left copy: the next slot is live
+    }
+    return {static_cast<int>(i), v};
+  }
+  return {-2, 0};
+}
+
+//! The end seen left to right (the first kEmpty key), for the right-to-left readers.
+template <class Probe>
+inline unsigned end_ltr(const Node* n, unsigned slots, Probe& probe) noexcept {
+  unsigned e = 0;
+  for (; e < slots; ++e) {
+    probe();
+    if (ld(&n->rec[e].key) == kEmpty) break;
+  }
+  return e;
+}
+
+template <class Probe>
+inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
+                      Probe& probe) noexcept {
+  bool met_larger = false;
+  for (unsigned i = end_ltr(n, slots, probe); i-- > 0;) {
+    probe();
+    const std::uint64_t k = ld(&n->rec[i].key);
+    if (k == kEmpty) continue;  // the end moved left (a left shift's last store)
+    const int c = kr.compare(s, k);
+    if (c > 0) return {met_larger ? -1 : -2, 0};
+    met_larger = true;
+    if (c < 0) continue;
+    probe();
+    const std::uint64_t v = ld(&n->rec[i].ptr);
+    probe();
+    if (ld(&n->rec[i].key) != k) return {kTorn, 0};
+    return {static_cast<int>(i), v};
+  }
+  return {met_larger ? -1 : -2, 0};
+}
+}  // namespace detail
+
+//! Lock-free leaf search in the direction of the switch counter, read again until the
+//! counter is the same before and after (kRetry = false: the broken variant without that
+//! retry, kept so a test can show it failing).
+template <bool kRetry = true, class Probe = NoProbe>
+inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
+                       Probe probe = {}) noexcept {
+  for (;;) {
+    probe();
+    const std::uint8_t c = ld(&n->h.switch_counter);
+    const Found f = (c & 1u) ? detail::find_rtl(n, slots, s, kr, probe)
+                             : detail::find_ltr(n, slots, s, kr, probe);
+    if (f.at == detail::kTorn) continue;
+    if constexpr (kRetry) {
+      probe();
+      if (ld(&n->h.switch_counter) != c) continue;
+    }
+    return f;
+  }
+}
+
+//! Lock-free inner routing: the child for `s` (the last live record with key <= s, else
+//! leftmost); *beyond if s is at or past the last key. Same protocol as find_sync.
+template <bool kRetry = true, class Probe = NoProbe>
+inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& s,
+                                const KeyReader& kr, bool* beyond, Probe probe = {}) noexcept {
+  for (;;) {
+    probe();
+    const std::uint8_t c = ld(&n->h.switch_counter);
+    std::uint64_t child = 0;
+    bool torn = false;
+    *beyond = true;
+    if ((c & 1u) == 0) {
+      // Left to right: a dead left copy's pointer is overridden by the live copy after it
+      // (equal keys), whose pointer was stored before its key.
+      for (unsigned i = 0; i < slots; ++i) {
+        probe();
+        const std::uint64_t k = ld(&n->rec[i].key);
+        if (k == kEmpty) break;
+        if (kr.compare(s, k) < 0) {
+          *beyond = false;
+          break;
+        }
+        probe();
+        child = ld(&n->rec[i].ptr);
+      }
+    } else {
+      // Right to left: the first key <= s met is the live record (its pointer read between
+      // two equal loads of its key).
+      bool first = true;
+      for (unsigned i = detail::end_ltr(n, slots, probe); i-- > 0;) {
+        probe();
+        const std::uint64_t k = ld(&n->rec[i].key);
+        if (k == kEmpty) continue;
+        if (kr.compare(s, k) < 0) {
+          first = false;
+          continue;
+        }
+        probe();
+        child = ld(&n->rec[i].ptr);
+        probe();
+        if (ld(&n->rec[i].key) != k) torn = true;
+        *beyond = first;
+        break;
+      }
+      if (child == 0 && !torn) *beyond = first;
+    }
+    if (torn) continue;
+    if constexpr (kRetry) {
+      probe();
+      if (ld(&n->h.switch_counter) != c) continue;
+    }
+    if (child == 0) child = ld(&n->h.leftmost);
+    if (child == 0) child = ld(&n->rec[0].ptr);  // below a split sibling's fence: not reached
+    return child;
+  }
+}
+
+//! After a lock-free read of a node ended beyond its keys: the right neighbour to look in
+//! for s, from the node's sibling word loaded before the read (`before`) and after it
+//! (`after`). `after` first: a split's link is visible once its cut is. If `after` starts
+//! above s (or is 0) and `before` differs, `before`: a merge (or a borrow that takes
+//! records) appends the right node's records to this node past the end the read may have
+//! seen, then unlinks the right node — which still holds them (retired, unchanged, kept by
+//! the reader's pin). 0 if neither holds s's range. `node_at` maps an offset to its node.
+template <class NodeAt>
+inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, const SearchKey& s,
+                                 const KeyReader& kr, NodeAt node_at) noexcept {
+  for (const std::uint64_t sib : {after, before}) {
+    if (sib != 0) {
+      const std::uint64_t first = ld(&node_at(sib)->rec[0].key);
+      if (first != kEmpty && kr.compare(s, first) >= 0) return sib;
+    }
+    if (before == after) break;
+  }
+  return 0;
+}
+
+//! A scan's next node after a lock-free read of one: of the sibling words loaded before and
+//! after the read, the one whose first key is smaller (a split's new node precedes the old
+//! sibling; a merged-away right node precedes the node its unlink made the sibling).
+template <class NodeAt>
+inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
+                                   const KeyReader& kr, NodeAt node_at) noexcept {
+  if (before == after || before == 0) return after;
+  if (after == 0) return before;
+  const std::uint64_t fb = ld(&node_at(before)->rec[0].key);
+  const std::uint64_t fa = ld(&node_at(after)->rec[0].key);
+  if (fb == kEmpty) return after;
+  if (fa == kEmpty) return before;
+  return kr.compare_words(fb, fa) < 0 ? before : after;
+}
+
+//! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
+//! into out (capacity >= slots); returns how many. A record read twice (it moved during
+//! the read) appears once. Left to right, the next slot's key, loaded after this slot's
+//! pointer for the dead check, is the next iteration's key.
+inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* from,
+                             const KeyReader& kr, Record* out) noexcept {
+  for (;;) {
+    const std::uint8_t c = ld(&n->h.switch_counter);
+    unsigned m = 0;
+    bool torn = false;
+    if ((c & 1u) == 0) {
+      std::uint64_t k = ld(&n->rec[0].key);
+      for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
+        if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
+          k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
+          continue;
+        }
+        const std::uint64_t v = ld(&n->rec[i].ptr);
+        if (ld(&n->rec[i].key) != k) {
+          torn = true;
+          break;
+        }
+        const std::uint64_t next = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
+        if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
+        k = next;  // (next == k: this slot is the dead left copy, the next one is live)
+      }
+    } else {
+      NoProbe np;
+      for (unsigned i = detail::end_ltr(n, slots, np); i-- > 0;) {
+        const std::uint64_t k = ld(&n->rec[i].key);
+        if (k == kEmpty) continue;
+        if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
+        const std::uint64_t v = ld(&n->rec[i].ptr);
+        if (ld(&n->rec[i].key) != k) {
+          torn = true;
+          break;
+        }
+        if (m != 0 && out[m - 1].key == k) continue;  // the dead left copy
+        out[m++] = Record{k, v};
+      }
+      for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
+    }
+    if (torn || ld(&n->h.switch_counter) != c) continue;
+    return m;
+  }
+}
+
 //! FAST insert of {key, ptr} at slot pos (<= end < slots, no dead slot). Commit: the key
-//! store (pm::commit; pm::publish when the switch counter's write-back is still unfenced).
-//! `unfenced`: the key word names a key block written back but not yet fenced.
+//! store (pm::commit_nt, after the last line's write-back and fence, which also orders a
+//! key block's or the switch counter's write-back). `unfenced` (a key block written back
+//! but not yet fenced) needs nothing more since that fence is always there.
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
                  bool unfenced);
 //! FAST delete of the live slot pos (< end, no dead slot). Commit: its one record store
-//! (pm::commit, or pm::publish after a switch-counter write-back), which makes the slot
+//! (pm::commit_nt, or pm::publish_nt after a switch-counter write-back), which makes the slot
 //! dead. The node keeps that dead slot until its next writer calls repair_dead.
 void fast_remove(NodeRef nr, unsigned end, unsigned pos);
 //! Removes the node's dead slot (a delete's, or a crashed insert's) by the left shift

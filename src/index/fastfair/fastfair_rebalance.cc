@@ -26,23 +26,25 @@ using namespace fastfair;
 // Appends n records (n >= 1) after the last one of nr in one commit: the slots past the
 // end are written first (invisible: the end is the first kEmpty key), then the first
 // slot's key makes them all live.
-void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n, bool unfenced) {
+void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
+                          bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(n >= 1 && nr.end() + n <= slots_);
   // Appended records sort after the node's last key (the right node of a pair).
   WORT_DCHECK(nr.end() == 0 || kr_.compare_words(nr.last_key(), recs[0].key) < 0);
   Record* r = nr.rec();
   const unsigned end = nr.end();
   for (unsigned i = 1; i < n; ++i) {
-    pm::store(&r[end + i].ptr, recs[i].ptr);
-    pm::store(&r[end + i].key, recs[i].key);
+    pm::store_release(&r[end + i].ptr, recs[i].ptr);
+    pm::store_release(&r[end + i].key, recs[i].key);
   }
   const bool sentinel = end + n < slots_ && r[end + n].key != kEmpty;
   if (sentinel) pm::store(&r[end + n].key, kEmpty);
-  pm::store(&r[end].ptr, recs[0].ptr);
-  const unsigned tail = n - 1 + (sentinel ? 1 : 0);
-  if (tail != 0) pm::flush(&r[end + 1], tail * sizeof(Record));
-  if (tail != 0 || unfenced) pm::fence();  // the tail (or the caller's fresh node) first
-  pm::commit(&r[end].key, recs[0].key);  // commit: the appended records become live
+  pm::store_release(&r[end].ptr, recs[0].ptr);
+  // The commit is non-temporal: everything before it, the first slot's pointer included
+  // (same line as the commit word), is written back and fenced first.
+  pm::flush(&r[end], (n + (sentinel ? 1 : 0)) * sizeof(Record));
+  pm::fence();
+  pm::commit_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
 }
 
 bool FastFairTree::collapse_root() {
@@ -51,8 +53,8 @@ bool FastFairTree::collapse_root() {
   const std::uint64_t child = root.n->h.leftmost;
   if (child == 0 || node(child)->h.sibling != 0) return false;  // a dangling sibling: later
   const std::uint64_t old = anchor_->root;
-  pm::commit(&anchor_->root, child);  // commit of the collapse
-  pool_.allocator().free(old);
+  pm::commit_nt(&anchor_->root, child);  // commit of the collapse
+  retire(old);
   ++rebalances_.root_collapses;
   return true;
 }
@@ -132,8 +134,9 @@ bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t r
   }
   while (l.n->h.sibling != right) {  // unlink the empty nodes (repairs, not commits)
     const std::uint64_t d = l.n->h.sibling;
-    pm::store_persist(&l.n->h.sibling, node(d)->h.sibling);
-    pool_.allocator().free(d);
+    pm::store_release(&l.n->h.sibling, node(d)->h.sibling);
+    pm::persist(&l.n->h.sibling, sizeof(std::uint64_t));
+    retire(d);
     ++repairs_.unlinked;
   }
   compact(p);
@@ -155,7 +158,7 @@ bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t r
 void FastFairTree::detach(NodeRef p, unsigned rj) {
   const std::uint64_t sep = p.rec()[rj].key;
   fast_remove(p, p.end(), rj);  // commit: the right node leaves the parent
-  if (is_indirect(sep)) pool_.allocator().free(sep & kOffsetMask);
+  if (is_indirect(sep)) retire(sep & kOffsetMask);
 }
 
 void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
@@ -166,8 +169,8 @@ void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   detach(p, rj);
   if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
-  pm::commit(&l.n->h.sibling, r.n->h.sibling);  // commit: it leaves the chain
-  pool_.allocator().free(off_of(r.n));
+  pm::commit_nt(&l.n->h.sibling, r.n->h.sibling);  // commit: it leaves the chain
+  retire(off_of(r.n));
   ++rebalances_.merges;
 }
 
@@ -187,14 +190,14 @@ void FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r,
   const std::uint64_t sep = sep_block ? fill_key_copy(all[t].key, sep_block) : all[t].key;
   if (t < nl) {  // the left node gives its upper records: a split of the left node
     pm::fence();
-    pm::store(&l.n->h.sibling, fresh);
+    pm::store_release(&l.n->h.sibling, fresh);
     pm::flush(&l.n->h.sibling, sizeof(std::uint64_t));
-    pm::publish(&l.rec()[t].key, kEmpty);  // commit: the cut
+    pm::publish_nt(&l.rec()[t].key, kEmpty);  // commit: the cut
   } else {  // the left node takes the right node's lower records
     append(l, &all[nl], t - nl, true);  // commit (its fence orders the fresh node too)
-    pm::commit(&l.n->h.sibling, fresh);  // commit: the old right node leaves the chain
+    pm::commit_nt(&l.n->h.sibling, fresh);  // commit: the old right node leaves the chain
   }
-  pool_.allocator().free(off_of(r.n));
+  retire(off_of(r.n));
   // The parent learns of the fresh node (it has room: it just lost a record). Its dead
   // slot (the detach's) goes first.
   compact(p);

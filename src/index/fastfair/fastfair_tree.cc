@@ -1,9 +1,15 @@
-// FAST&FAIR: create, open, and the readers (lookup, scan, range). Readers never write:
-// they skip a dead slot, follow a sibling whose first key is <= the search key (Algorithm
-// 3), and a scan skips keys it has already passed (an uncut split's copies).
+// FAST&FAIR: create, open, and the readers (lookup, scan, range). Readers never write and
+// take no lock (§5): they pin the epoch, read each node in the direction of its switch
+// counter with one atomic load per word and read it again when the counter changed
+// (fastfair_node.h), skip a dead slot, follow a sibling whose first key is <= the search
+// key (Algorithm 3), and a scan skips keys it has already passed (an uncut split's copies,
+// a record read twice while it moved).
+#include <sched.h>
+
 #include "index/fastfair/fastfair_tree.h"
 
 #include <cstring>
+#include <vector>
 
 #include "index/common/anchor.h"
 #include "index/registry.h"
@@ -77,14 +83,42 @@ Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
 
 unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
 
-Status FastFairTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
-Status FastFairTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
-Status FastFairTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
+void FastFairTree::free_block(void* pool, std::uint64_t off) {
+  static_cast<Pool*>(pool)->allocator().free(off);
+}
 
+void FastFairTree::lock_contended() noexcept {
+  do {
+    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
+      if (spins < 64) __builtin_ia32_pause();
+      else sched_yield();
+    }
+  } while (writer_.exchange(true, std::memory_order_acquire));
+}
+
+Status FastFairTree::insert(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::insert);
+}
+Status FastFairTree::upsert(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::upsert);
+}
+Status FastFairTree::update(Key k, Value v) {
+  WriteLock w(*this);
+  return put(k, v, PutMode::update);
+}
+Status FastFairTree::remove(Key k) {
+  WriteLock w(*this);
+  return remove_locked(k);
+}
+
+// Readers and writers alike: one atomic load of the sibling word and of its first key (a
+// writer, under the lock, reads what only it changes; the loads cost it nothing).
 std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) const {
-  const std::uint64_t sib = nr.n->h.sibling;
+  const std::uint64_t sib = ld(&nr.n->h.sibling);
   if (sib == 0) return 0;
-  const std::uint64_t first = ref(sib).first_key();
+  const std::uint64_t first = ld(&node(sib)->rec[0].key);
   if (first == kEmpty || kr_.compare(s, first) < 0) return 0;
   return sib;
 }
@@ -93,14 +127,17 @@ std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) co
 // sibling (only a key at or past a node's last key can belong to the sibling: an uncut
 // split's node still holds the sibling's records itself).
 std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
-  std::uint64_t cur = anchor_->root;
+  auto node_at = [this](std::uint64_t off) { return node(off); };
+  std::uint64_t cur = ld(&anchor_->root);
   for (;;) {
     NodeRef nr = ref(cur);
-    if (nr.leaf()) return cur;
+    if (nr.leaf()) return cur;  // a node's level never changes
+    const std::uint64_t before = ld(&nr.n->h.sibling);
     bool beyond = false;
-    const std::uint64_t child = nr.route(s, kr_, &beyond);
+    const std::uint64_t child = route_sync(nr.n, slots_, s, kr_, &beyond);
     if (beyond) {
-      if (std::uint64_t sib = sibling_to_follow(nr, s)) {
+      if (std::uint64_t sib =
+              sibling_for(before, ld(&nr.n->h.sibling), s, kr_, node_at)) {
         cur = sib;
         continue;
       }
@@ -110,37 +147,81 @@ std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
 }
 
 std::optional<Value> FastFairTree::lookup(Key k) const {
+  kit::EpochReclaimer::Pin pin(epochs_);
   const SearchKey s = SearchKey::of(k);
+  auto node_at = [this](std::uint64_t off) { return node(off); };
   std::uint64_t cur = leaf_for(s);
   for (;;) {
-    NodeRef nr = ref(cur);
-    const int i = nr.find(s, kr_);
-    if (i >= 0) return nr.rec()[i].ptr;
-    if (i == -1) return std::nullopt;
-    cur = sibling_to_follow(nr, s);
+    const Node* nd = node(cur);
+    const std::uint64_t before = ld(&nd->h.sibling);
+    const Found f = find_sync(nd, slots_, s, kr_);
+    if (f.at >= 0) return f.value;
+    if (f.at == -1) return std::nullopt;
+    cur = sibling_for(before, ld(&nd->h.sibling), s, kr_, node_at);
     if (cur == 0) return std::nullopt;
   }
 }
 
 std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   if (max == 0) return 0;
+  kit::EpochReclaimer::NestablePin pin(epochs_);  // the visitor may call back into the tree
   const SearchKey s = SearchKey::of(from);
   std::size_t n = 0;
   std::uint64_t last = kEmpty;  // the last key word passed to v
-  for (std::uint64_t cur = leaf_for(s); cur != 0; cur = node(cur)->h.sibling) {
-    NodeRef nr = ref(cur);
-    const unsigned end = nr.end();
-    for (unsigned i = 0; i < end; ++i) {
-      if (nr.dead(i, end)) continue;
-      const std::uint64_t k = nr.rec()[i].key;
-      if (kr_.compare(s, k) > 0) continue;
-      // An uncut split (a crash before the cut) holds copies of its sibling's first keys.
-      if (last != kEmpty && kr_.compare_words(k, last) <= 0) continue;
-      std::byte scratch[8];
-      ++n;
-      last = k;
-      if (!v(kr_.bytes(k, scratch), nr.rec()[i].ptr) || n == max) return n;
+  bool stop = false;
+  // Visits one record unless it is below the start or at/below the last key visited (a
+  // record read twice while it moved; an uncut split's copies of its sibling's first keys).
+  auto visit = [&](std::uint64_t k, std::uint64_t val) {
+    if (last == kEmpty ? kr_.compare(s, k) > 0 : kr_.compare_words(k, last) <= 0) return;
+    std::byte scratch[8];
+    ++n;
+    last = k;
+    if (!v(kr_.bytes(k, scratch), val) || n == max) stop = true;
+  };
+  Record recs[slots_for(kMaxNodeSize)];
+  auto node_at = [this](std::uint64_t off) { return node(off); };
+  std::uint64_t before = 0;
+  for (std::uint64_t cur = leaf_for(s); cur != 0;
+       cur = next_for_scan(before, ld(&node(cur)->h.sibling), kr_, node_at)) {
+    const Node* nd = node(cur);
+    before = ld(&nd->h.sibling);
+    for (;;) {
+      const std::uint8_t c = ld(&nd->h.switch_counter);
+      if (c & 1u) {
+        // Right to left: read the node into a buffer (one consistent view), then visit.
+        const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs);
+        for (unsigned i = 0; i < m && !stop; ++i) visit(recs[i].key, recs[i].ptr);
+        break;
+      }
+      // Left to right, visiting as it reads: each record is visited only after the counter
+      // is seen unchanged since the node's read began (so far the read is consistent); if
+      // it changed, the node is read again and the keys already visited are skipped.
+      bool again = false;
+      std::uint64_t k = ld(&nd->rec[0].key);
+      for (unsigned i = 0; i < slots_ && k != kEmpty && !stop; ++i) {
+        if (last == kEmpty && kr_.compare(s, k) > 0) {  // below the start: key only
+          k = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
+          continue;
+        }
+        const std::uint64_t val = ld(&nd->rec[i].ptr);
+        if (ld(&nd->rec[i].key) != k) {
+          again = true;  // torn: the slot changed under the read
+          break;
+        }
+        const std::uint64_t next = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
+        if (next != k) {  // (equal: the dead left copy; the next slot is live)
+          if (ld(&nd->h.switch_counter) != c) {
+            again = true;
+            break;
+          }
+          visit(k, val);
+        }
+        k = next;
+      }
+      if (stop) return n;
+      if (!again && ld(&nd->h.switch_counter) == c) break;  // the node's end, consistently
     }
+    if (stop) return n;
   }
   return n;
 }

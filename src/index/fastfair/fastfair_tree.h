@@ -8,6 +8,7 @@
 // kit's checked walk. See README.md in this folder.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "index/common/epoch.h"
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
 #include "index/fastfair/fastfair_node.h"
@@ -25,6 +27,9 @@ namespace wort {
 class FastFairTree {
  public:
   static constexpr std::string_view kKind = "fastfair";
+  //! Lock-free readers (§5: switch counter, B-link); writers serialised by one DRAM lock
+  //! per tree (README "Concurrency"). verify/stats/dump/visit_blocks want a quiescent tree.
+  static constexpr bool kConcurrent = true;
 
   //! A new tree (one empty leaf as the root). opts.words[0]: node size in bytes (0: 512;
   //! a multiple of 64 in [256, 4096]).
@@ -37,6 +42,8 @@ class FastFairTree {
   Status update(Key k, Value v);
   std::optional<Value> lookup(Key k) const;
   Status remove(Key k);
+  //! Unlinked blocks waiting for readers to unpin (tests).
+  std::size_t retired_pending() const noexcept { return epochs_.pending(); }
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
   std::size_t range(Key lo, Key hi, Visitor v) const;
   IndexStats stats() const;
@@ -83,6 +90,29 @@ class FastFairTree {
     std::size_t next_node = 0;
   };
   enum class Descent { ok, restart, error };
+
+  //! The tree's writer lock (DRAM, outside the pool: a restart never sees it held): held
+  //! for one whole write; on release, retired blocks no reader can hold are freed.
+  class WriteLock {
+   public:
+    explicit WriteLock(FastFairTree& t) noexcept : t_(t) {
+      if (t_.writer_.exchange(true, std::memory_order_acquire)) [[unlikely]] t_.lock_contended();
+    }
+    ~WriteLock() {
+      t_.epochs_.reclaim();
+      t_.writer_.store(false, std::memory_order_release);
+    }
+    WriteLock(const WriteLock&) = delete;
+    WriteLock& operator=(const WriteLock&) = delete;
+
+   private:
+    FastFairTree& t_;
+  };
+  [[gnu::noinline, gnu::cold]] void lock_contended() noexcept;
+  static void free_block(void* pool, std::uint64_t off);
+  //! A block a durable commit unlinked: freed once no reader can hold it.
+  void retire(std::uint64_t off) { epochs_.retire(off); }
+  Status remove_locked(Key k);
 
   FastFairTree(Pool& pool, fastfair::Anchor* anchor) noexcept;
 
@@ -151,6 +181,8 @@ class FastFairTree {
   fastfair::KeyReader kr_;
   Repairs repairs_;
   Rebalances rebalances_;
+  std::atomic<bool> writer_{false};  //!< the writer lock (WriteLock)
+  mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
 };
 
 }  // namespace wort

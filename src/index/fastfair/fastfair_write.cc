@@ -270,14 +270,14 @@ std::uint64_t FastFairTree::split(NodeRef nr, std::uint64_t boff, std::uint64_t*
   fresh_node(boff, nr.n->h.level, 0, nr.n->h.sibling, &r[m], slots_ - m);
   if (!(faults::active & faults::split_no_fence_before_link)) [[likely]]
     pm::fence();  // the sibling is durable before the link can be
-  pm::store(&nr.n->h.sibling, boff);
+  pm::store_release(&nr.n->h.sibling, boff);  // readers may follow it before the cut
   pm::flush(&nr.n->h.sibling, sizeof(std::uint64_t));
   *sep = r[m].key;
   if (faults::active & faults::stop_after_link) [[unlikely]] {
     pm::fence();
     return 0;
   }
-  pm::publish(&r[m].key, kEmpty);  // commit of the split: the upper half leaves this node
+  pm::publish_nt(&r[m].key, kEmpty);  // commit of the split: the upper half leaves this node
   return boff;
 }
 
@@ -298,8 +298,8 @@ void FastFairTree::split_root(NodeRef nr, Reserve& res, std::uint64_t sep_copy,
   const Record up{sep_copy, *b};
   fresh_node(root, static_cast<std::uint8_t>(level + 1), *a1, 0, &up, 1);
   *sep = nr.rec()[m].key;
-  pm::publish(&anchor_->root, root);  // commit of the root split
-  pool_.allocator().free(off_of(nr.n));  // its key blocks now belong to *a1 and *b
+  pm::publish_nt(&anchor_->root, root);  // commit of the root split
+  retire(off_of(nr.n));  // its key blocks now belong to *a1 and *b
 }
 
 namespace {
@@ -374,8 +374,10 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
     if (repair_cut(leaf)) continue;  // a cut may hand the key to the sibling
     if (const int i = leaf.find(s, kr_); i >= 0) {
       if (mode == PutMode::insert) return Status::exists;
-      kit::commit_value(pool_, &leaf.rec()[i].ptr, v);  // commit of upsert / update: the value
-      // word (publish in a values_are_blocks pool: the caller's value block goes first)
+      // Commit of upsert / update: the value word, non-temporal (no reader sees it before it
+      // is durable); publish_nt in a values_are_blocks pool (the caller's block goes first).
+      if (pool_.values_are_blocks()) pm::publish_nt(&leaf.rec()[i].ptr, v);
+      else pm::commit_nt(&leaf.rec()[i].ptr, v);
       return Status::ok;
     }
     if (mode == PutMode::update) return Status::not_found;
@@ -402,7 +404,7 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
   }
 }
 
-Status FastFairTree::remove(Key k) {
+Status FastFairTree::remove_locked(Key k) {
   const SearchKey s = SearchKey::of(k);
   bool link = false;
   for (unsigned attempt = 0;; ++attempt) {
@@ -425,7 +427,7 @@ Status FastFairTree::remove(Key k) {
     if (compact(leaf)) i = leaf.find(s, kr_);
     const std::uint64_t word = leaf.rec()[i].key;
     fast_remove(leaf, leaf.end(), static_cast<unsigned>(i));
-    if (is_indirect(word)) pool_.allocator().free(word & kOffsetMask);  // unlink is durable
+    if (is_indirect(word)) retire(word & kOffsetMask);  // its unlink is durable
     rebalance(path, 0);
     return Status::ok;
   }

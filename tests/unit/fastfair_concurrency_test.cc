@@ -1,0 +1,682 @@
+// FAST&FAIR under concurrent use (src/index/fastfair/README.md "Concurrency"): lock-free
+// readers (switch counter, B-link) while writers, serialised by the tree's writer lock,
+// insert disjoint and overlapping keys (leaf, inner and root splits), remove (merges,
+// borrows, root collapses), upsert and update. Every value is a function of its key, so a
+// reader can check whatever it sees. Afterwards the tree is compared with a std::map,
+// verified, and the allocator audited once the epochs drain.
+//
+// Two deterministic tests step one writer store by store between a reader's loads (a
+// tracer on the writer's thread gates every pm::store): the switch-counter retry (the
+// broken variant without it is run too and must miss a key) and FAST_FAIR issue #16 (the
+// inner search must never pair one record's key with another's child).
+//
+// Built with WORT_TSAN=ON (tests/CMakeLists.txt picks up *_concurrency_test.cc) this is
+// also the data-race check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pm/allocator.h"
+#include "pm/tracer.h"
+#include "support/keygen.h"
+#include "unit/fastfair_fixture.h"
+
+namespace wort::test {
+namespace {
+
+using fastfair::Node;
+
+unsigned scale() {
+#if defined(__SANITIZE_THREAD__)
+  return 1;  // TSan runs ~10x slower
+#else
+  const char* s = std::getenv("WORT_TEST_SCALE");
+  return s != nullptr && std::strcmp(s, "small") == 0 ? 4 : 8;
+#endif
+}
+
+Value value_of(const std::string& k) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
+  return h | 1;
+}
+
+//! Key j: even j an 8-byte key stored inline (scattered), odd j a 9-byte key (a key block).
+std::string key_of(unsigned j) {
+  const std::uint64_t x = (std::uint64_t{j / 2} * 0x9E3779B97F4A7C15ull) >> 8;
+  std::string k = u64_str(x);
+  if (j % 2 == 1) k += "+";
+  return k;
+}
+
+std::string str(Key k) { return std::string(reinterpret_cast<const char*>(k.data()), k.size()); }
+
+//! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
+void check_against(FastFairFixture& f, const std::map<std::string, Value>& ref) {
+  // A write with no reader pinned frees everything retired.
+  (void)f.tree->remove(as_key(std::string("no such key")));
+  EXPECT_EQ(f.tree->retired_pending(), 0u);
+  for (const auto& [k, v] : ref) {
+    const auto got = f.tree->lookup(as_key(k));
+    ASSERT_TRUE(got.has_value()) << "missing key of " << k.size() << " bytes";
+    ASSERT_EQ(*got, v);
+  }
+  std::vector<std::string> seen;
+  f.tree->scan(Key{}, ref.size() + 10, [&](Key k, Value) {
+    seen.push_back(str(k));
+    return true;
+  });
+  ASSERT_EQ(seen.size(), ref.size());
+  auto it = ref.begin();
+  for (std::size_t i = 0; i < seen.size(); ++i, ++it) ASSERT_EQ(seen[i], it->first) << i;
+  const auto v = f.tree->verify();
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  const auto audit = f.pool->allocator().audit(
+      [&](pm::BlockVisitor bv) { return f.tree->visit_blocks(bv); });
+  EXPECT_TRUE(audit.ok()) << audit.describe();
+}
+
+//! Per key: 0 untouched, 1 an insert of it returned ok, 2 a remove of it returned ok.
+struct States {
+  explicit States(unsigned n) : v(n) {}
+  std::vector<std::atomic<int>> v;
+};
+
+//! A reader: lookups (a key whose insert completed before the lookup began, or a `stable`
+//! key, must be found; a key whose remove completed before it began must not; a value
+//! found must be the key's), scans (ascending, no duplicates, values the keys', and every
+//! stable key between the scan's start and its last key present) and ranges.
+void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
+            const std::vector<bool>& stable, const States& st, unsigned seed,
+            std::atomic<std::uint64_t>& errors, std::atomic<std::uint64_t>& ops) {
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::set<std::string> stable_keys;
+  for (unsigned i = 0; i < universe; ++i)
+    if (stable[i]) stable_keys.insert(key_of(i));
+  std::uint64_t n = 0;
+  while (!stop.load(std::memory_order_relaxed) || n < 200) {
+    ++n;
+    const unsigned i = static_cast<unsigned>(next() % universe);
+    const std::string k = key_of(i);
+    const int before = st.v[i].load(std::memory_order_acquire);
+    const auto got = t.lookup(as_key(k));
+    if (!got && (stable[i] || before == 1)) {
+      errors.fetch_add(1);
+      ADD_FAILURE() << "reader: key " << i << " present before the lookup began not found";
+    }
+    if (got && before == 2) {
+      errors.fetch_add(1);
+      ADD_FAILURE() << "reader: key " << i << " removed before the lookup began found";
+    }
+    if (got && *got != value_of(k)) {
+      errors.fetch_add(1);
+      ADD_FAILURE() << "reader: key " << i << " has a foreign value";
+    }
+    if (n % 16 == 0) {
+      std::vector<std::string> seen;
+      const std::size_t max = n % 64 == 0 ? 2000 : 100;
+      t.scan(as_key(k), max, [&](Key kk, Value v) {
+        std::string s = str(kk);
+        if ((!seen.empty() && s <= seen.back()) || s < k || v != value_of(s)) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "reader: scan out of order, repeated, below its bound, or foreign";
+        }
+        seen.push_back(std::move(s));
+        return true;
+      });
+      if (!seen.empty()) {
+        std::size_t missing = 0;
+        for (auto it = stable_keys.lower_bound(k); it != stable_keys.end() && *it <= seen.back();
+             ++it)
+          if (!std::binary_search(seen.begin(), seen.end(), *it)) ++missing;
+        if (missing != 0) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "reader: a scan missed " << missing << " stable keys";
+        }
+      }
+    }
+    if (n % 61 == 0) {  // a bounded range
+      const std::string hi = key_of(static_cast<unsigned>(next() % universe));
+      std::string prev;
+      t.range(as_key(k), as_key(hi), [&](Key kk, Value v) {
+        std::string s = str(kk);
+        if (s < k || s >= hi || (!prev.empty() && s <= prev) || v != value_of(s)) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "reader: range outside its bounds, out of order or foreign value";
+        }
+        prev = std::move(s);
+        return true;
+      });
+    }
+  }
+  ops.fetch_add(n);
+}
+
+// Three writers insert disjoint keys and keys they all try (exactly one insert of each
+// succeeds), walking the same order so they meet in the same leaves, while two readers look
+// up, scan and range: leaves, inner nodes and the root split under the readers.
+TEST(FastFairConcurrency, InsertsDisjointAndOverlappingWhileReadersLookUpAndScan) {
+  FastFairFixture f(256, 256u << 20);
+  constexpr unsigned kWriters = 3, kReaders = 2;
+  const unsigned preloaded = 500 * scale(), fresh = 4000 * scale();
+  const unsigned universe = preloaded + fresh;
+  std::map<std::string, Value> ref;
+  std::vector<bool> stable(universe, false);
+  for (unsigned i = 0; i < preloaded; ++i) {
+    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+    ref.emplace(key_of(i), value_of(key_of(i)));
+    stable[i] = true;
+  }
+  const unsigned height_before = f.tree->height();
+  States st(universe);
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> ready{0};
+  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < kReaders; ++r)
+    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), universe, std::cref(stable),
+                    std::cref(st), r + 1, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      ready.fetch_add(1);
+      while (ready.load() < kWriters) std::this_thread::yield();
+      for (unsigned j = 0; j < fresh; ++j) {
+        const unsigned owner = j % (kWriters + 1);  // kWriters: every writer tries it
+        if (owner != w && owner != kWriters) continue;
+        const std::string k = key_of(preloaded + j);
+        const Status s = f.tree->insert(as_key(k), value_of(k));
+        if (s == Status::ok) st.v[preloaded + j].store(1, std::memory_order_release);
+        if (owner == w && s != Status::ok) errors.fetch_add(1);
+        if (owner == kWriters) {
+          if (s == Status::ok) shared_ok.fetch_add(1);
+          else if (s != Status::exists) errors.fetch_add(1);
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_EQ(shared_ok.load(), (fresh + kWriters) / (kWriters + 1));
+  EXPECT_GT(f.tree->height(), height_before);  // the root split under the readers
+  for (unsigned j = 0; j < fresh; ++j) ref.emplace(key_of(preloaded + j), value_of(key_of(preloaded + j)));
+  check_against(f, ref);
+  std::printf("[fastfair concurrency] %llu reader ops, height %u -> %u\n",
+              static_cast<unsigned long long>(reads.load()), height_before, f.tree->height());
+}
+
+// Writers remove most loaded keys (leaves and inner nodes merge and borrow, the root
+// collapses), upsert and update the rest and insert new ones, while readers check that a
+// key removed before a lookup began is not found and every untouched key is, and scans
+// that every untouched key in their span is there.
+TEST(FastFairConcurrency, RemovesMergesAndInsertsWhileReadersLookUpAndScan) {
+  FastFairFixture f(256, 256u << 20);
+  const unsigned n = 2500 * scale();
+  constexpr unsigned kWriters = 3;
+  std::vector<bool> stable(2 * n, false);
+  for (unsigned i = 0; i < n; ++i) {
+    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+    stable[i] = i % 8 == 7;  // never written again
+  }
+  States st(2 * n);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < 2; ++r)
+    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), 2 * n, std::cref(stable),
+                    std::cref(st), 7u + r, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned i = w; i < 2 * n; i += kWriters) {
+        const std::string k = key_of(i);
+        Status s;
+        if (i >= n) {
+          if (i % 2 == 0) continue;  // fewer inserts than removes: the tree shrinks
+          s = f.tree->insert(as_key(k), value_of(k));
+          if (s == Status::ok) st.v[i].store(1, std::memory_order_release);
+        } else if (i % 8 < 6) {
+          s = f.tree->remove(as_key(k));
+          if (s == Status::ok) st.v[i].store(2, std::memory_order_release);
+        } else if (i % 8 == 6) {
+          s = f.tree->upsert(as_key(k), value_of(k));
+        } else {
+          s = f.tree->update(as_key(k), value_of(k));
+        }
+        if (s != Status::ok) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(f.tree->rebalances().merges, 0u);
+  EXPECT_GT(f.tree->rebalances().borrows, 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < 2 * n; ++i)
+    if ((i >= n && i % 2 == 1) || (i < n && i % 8 >= 6)) ref.emplace(key_of(i), value_of(key_of(i)));
+  check_against(f, ref);
+  std::printf("[fastfair concurrency] %llu reader ops, %llu merges, %llu borrows, %llu collapses\n",
+              static_cast<unsigned long long>(reads.load()),
+              static_cast<unsigned long long>(f.tree->rebalances().merges),
+              static_cast<unsigned long long>(f.tree->rebalances().borrows),
+              static_cast<unsigned long long>(f.tree->rebalances().root_collapses));
+}
+
+// Keys churned around readers and scans whose visitor calls back into the tree (a lookup
+// and now and then an update): nodes split, merge and are retired while the scan's pin
+// (NestablePin) must keep them; the inner lookup's Pin must not end it.
+TEST(FastFairConcurrency, ChurnWhileScanVisitorsCallBackIntoTheTree) {
+  FastFairFixture f(256, 256u << 20);
+  const unsigned stable_n = 1500, churn = 600, rounds = 3 * scale();
+  for (unsigned i = 0; i < stable_n + churn; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+  std::set<std::string> stable_keys;
+  for (unsigned i = 0; i < stable_n; ++i) stable_keys.insert(key_of(i));
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, visited{0};
+  std::thread rd([&] {
+    std::uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed) || n < 20) {
+      ++n;
+      const std::string from = key_of(static_cast<unsigned>(n * 7919 % (stable_n + churn)));
+      std::vector<std::string> seen;
+      f.tree->scan(as_key(from), 300, [&](Key kk, Value v) {
+        std::string s = str(kk);
+        const auto again = f.tree->lookup(kk);
+        if ((!seen.empty() && s <= seen.back()) || v != value_of(s) ||
+            (again && *again != value_of(s)))
+          errors.fetch_add(1);
+        if (visited.fetch_add(1) % 97 == 0) {  // a write from inside the scan
+          const Status u = f.tree->update(kk, value_of(s));
+          if (u != Status::ok && u != Status::not_found) errors.fetch_add(1);
+        }
+        seen.push_back(std::move(s));
+        return true;
+      });
+      if (!seen.empty())
+        for (auto it = stable_keys.lower_bound(from); it != stable_keys.end() && *it <= seen.back();
+             ++it)
+          if (!std::binary_search(seen.begin(), seen.end(), *it)) {
+            errors.fetch_add(1);
+            ADD_FAILURE() << "a scan missed a stable key";
+            break;
+          }
+    }
+  });
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (unsigned r = 0; r < rounds; ++r)
+        for (unsigned i = stable_n + w; i < stable_n + churn; i += 2) {
+          const std::string k = key_of(i);
+          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
+          if (f.tree->insert(as_key(k), value_of(k)) != Status::ok) errors.fetch_add(1);
+        }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  rd.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(visited.load(), 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < stable_n + churn; ++i) ref.emplace(key_of(i), value_of(key_of(i)));
+  check_against(f, ref);
+}
+
+// Linearizability of one key: writers upsert it with unique values (and churn its
+// neighbours: its leaf shifts, splits and merges around it), readers look it up. Each
+// lookup must return a value some write began to store before the lookup ended and that
+// no write which began after that one ended had overwritten (completed) before the
+// lookup began. Time is one shared ticket counter.
+TEST(FastFairConcurrency, SingleKeyLookupsAreLinearizable) {
+  FastFairFixture f(256, 64u << 20);
+  for (unsigned i = 0; i < 60; ++i)
+    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+  const std::string key = key_of(7);
+  constexpr unsigned kWriters = 2, kReaders = 2;
+  const unsigned per_writer = 1500 * scale();
+  struct Span {
+    std::uint64_t start, end;
+  };
+  struct Read {
+    std::uint64_t start, end;
+    Value v;
+  };
+  std::atomic<std::uint64_t> clock{1};
+  std::vector<std::vector<Span>> writes(kWriters, std::vector<Span>(per_writer + 1));
+  std::vector<std::vector<Read>> reads(kReaders);
+  ASSERT_EQ(f.tree->upsert(as_key(key), Value{0}), Status::ok);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < kReaders; ++r)
+    th.emplace_back([&, r] {
+      while (!stop.load(std::memory_order_relaxed) && reads[r].size() < 1000000) {
+        Read x;
+        x.start = clock.fetch_add(1);
+        const auto got = f.tree->lookup(as_key(key));
+        x.end = clock.fetch_add(1);
+        x.v = got ? *got : ~Value{0};
+        reads[r].push_back(x);
+      }
+    });
+  std::vector<std::thread> ws;
+  for (unsigned w = 0; w < kWriters; ++w)
+    ws.emplace_back([&, w] {
+      for (unsigned s = 1; s <= per_writer; ++s) {
+        writes[w][s].start = clock.fetch_add(1);
+        (void)f.tree->upsert(as_key(key), Value{(std::uint64_t{w} + 1) << 32 | s});
+        writes[w][s].end = clock.fetch_add(1);
+        const std::string nb = key_of(100 + (s % 40) * 2 + w);
+        if (s % 3 == 0) (void)f.tree->remove(as_key(nb));
+        else (void)f.tree->upsert(as_key(nb), value_of(nb));
+      }
+    });
+  for (auto& w : ws) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  std::vector<Span> by_start{{0, 0}};
+  for (unsigned w = 0; w < kWriters; ++w)
+    for (unsigned s = 1; s <= per_writer; ++s) by_start.push_back(writes[w][s]);
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<std::uint64_t> suffix_min_end(by_start.size() + 1, ~std::uint64_t{0});
+  for (std::size_t i = by_start.size(); i-- > 0;)
+    suffix_min_end[i] = std::min(suffix_min_end[i + 1], by_start[i].end);
+  std::uint64_t checked = 0, bad = 0;
+  for (const auto& rv : reads)
+    for (const Read& x : rv) {
+      ++checked;
+      if (x.v == ~Value{0}) {  // the key is never removed
+        ++bad;
+        continue;
+      }
+      const unsigned w = static_cast<unsigned>(x.v >> 32), s = static_cast<unsigned>(x.v);
+      if ((w == 0 && s != 0) || w > kWriters || s > per_writer) {
+        ++bad;
+        continue;
+      }
+      const Span sp = w == 0 ? Span{0, 0} : writes[w - 1][s];
+      if (sp.start > x.end) ++bad;  // a value written after the lookup ended
+      const auto it = std::upper_bound(by_start.begin(), by_start.end(), sp.end,
+                                       [](std::uint64_t t, const Span& a) { return t < a.start; });
+      if (suffix_min_end[static_cast<std::size_t>(it - by_start.begin())] < x.start) ++bad;
+    }
+  EXPECT_EQ(bad, 0u) << "of " << checked << " lookups";
+  EXPECT_GT(checked, 1000u);
+}
+
+// --- deterministic interleavings ----------------------------------------------------------
+
+//! A tracer for the writer's thread that lets it make one pool store only when the reader
+//! grants it: the reader's probe (called before each of its loads) can so run any number of
+//! writer stores between two of its loads.
+class StoreGate final : public pm::Tracer {
+ public:
+  void on_store(void*, const void*, std::size_t) override { gate(); }
+  void on_nt_store(void*, std::uint64_t) override { gate(); }
+  void on_flush(const void*, std::size_t) override {}
+  void on_fence() override {}
+
+  //! Lets the writer make `n` more stores and waits until they are made (or it ended).
+  void step(unsigned n) {
+    granted_.fetch_add(n);
+    const unsigned want = granted_.load() + 1;  // the writer waits at the store after them
+    while (!finished.load() && arrived_.load() < want) std::this_thread::yield();
+  }
+  //! Lets the writer run to its end.
+  void open() { free_.store(true); }
+  //! Stores the writer made (its operation ended).
+  unsigned made() const { return arrived_.load(); }
+  std::atomic<bool> finished{false};
+
+ private:
+  void gate() {
+    const unsigned me = arrived_.fetch_add(1) + 1;  // stores before this one are made
+    while (!free_.load() && granted_.load() < me) std::this_thread::yield();
+  }
+  std::atomic<unsigned> granted_{0}, arrived_{0};
+  std::atomic<bool> free_{false};
+};
+
+//! Runs `op` on a writer thread gated by a StoreGate while `read(probe)` runs here: the
+//! probe lets `burst` writer stores happen just before the reader's load number `at`.
+template <class Op, class Read>
+void interleave(FastFairFixture& f, Op op, unsigned at, unsigned burst, Read read) {
+  StoreGate g;
+  std::thread w([&] {
+    pm::set_tracer(&g);
+    op(f);
+    pm::set_tracer(nullptr);
+    g.finished.store(true);
+  });
+  unsigned loads = 0;
+  read([&] {
+    if (loads++ == at) g.step(burst);
+  });
+  g.open();
+  w.join();
+}
+
+std::string k8(std::uint64_t x) { return u64_str(x); }
+
+// One leaf, 256-byte nodes: keys 10..110; a remove leaves its switch counter odd, so a
+// reader reads it right to left. The writer inserts 1, which flips the counter even and
+// shifts every record right. Before each of the reader's loads, every burst of writer
+// stores is tried. With the retry, every lookup of a present key finds it with its value;
+// without it (find_sync<false>, the broken variant kept for this), a reader that read a
+// slot before a key moved into it and the key's old slot after it was overwritten misses
+// the key.
+TEST(FastFairConcurrency, SwitchCounterRetryIsNeededAndSuffices) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 10; k <= 120; k += 10) ASSERT_EQ(f.put(k, k * 7), Status::ok);
+    ASSERT_EQ(f.del(120), Status::ok);  // counter odd, no dead slot (the last record)
+  };
+  auto op = [](FastFairFixture& f) { ASSERT_EQ(f.put(1, 7), Status::ok); };
+  // How many stores the insert makes and how many loads an undisturbed reader does.
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+  }
+  ASSERT_GT(stores, 20u);
+  const std::vector<std::uint64_t> probe_keys = {30, 50, 80, 110};
+  std::uint64_t runs = 0, misses[2] = {0, 0};
+  for (int retry = 1; retry >= 0; --retry)
+    for (std::uint64_t key : probe_keys)
+      for (unsigned at = 0; at < 40; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const Node* leaf = f.tree->node_at(f.tree->root());
+          ASSERT_EQ(leaf->h.switch_counter & 1u, 1u);
+          const fastfair::KeyReader kr(f.pool->base());
+          const std::string ks = k8(key);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          fastfair::Found got{};
+          interleave(f, op, at, burst, [&](auto probe) {
+            got = retry ? fastfair::find_sync<true>(leaf, f.tree->slots(), s, kr, probe)
+                        : fastfair::find_sync<false>(leaf, f.tree->slots(), s, kr, probe);
+          });
+          ++runs;
+          if (got.at < 0 || got.value != key * 7) ++misses[retry];
+        }
+  std::printf("[fastfair switch counter] %llu interleavings; misses with the retry %llu, "
+              "without %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(misses[1]),
+              static_cast<unsigned long long>(misses[0]));
+  EXPECT_EQ(misses[1], 0u);
+  EXPECT_GT(misses[0], 0u) << "the broken variant (no retry) should miss a key";
+}
+
+// FAST_FAIR issue #16: the authors' lock-free inner search could follow a wrong child
+// between two loads of a record. Here a leaf split inserts (separator, sibling) into the
+// root (an inner node), shifting its records right, while a reader routes through it with
+// each burst of writer stores before each of its loads: the child it takes must be the one
+// the root gave before the insert or after it (never another record's pointer); with the
+// root's counter odd (a merge's detach), the reader reads right to left and must retry.
+TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue16) {
+  for (bool odd : {false, true}) {
+    // 256-byte nodes (14 records); ascending keys leave leaves of 7: [10..70], [80..140], ...
+    auto setup = [&](FastFairFixture& f) {
+      for (std::uint64_t k = 1; k <= 80; ++k) ASSERT_EQ(f.put(k * 10, k), Status::ok);
+      ASSERT_EQ(f.tree->height(), 1u);
+      if (odd) {  // the first leaf merges: the root detaches
+        ASSERT_EQ(f.del(10), Status::ok);
+      }
+      for (std::uint64_t k = 601; k <= 607; ++k) ASSERT_EQ(f.put(k, k), Status::ok);  // full
+    };
+    auto op = [&](FastFairFixture& f) { ASSERT_EQ(f.put(608, 608), Status::ok); };  // splits
+    unsigned stores = 0;
+    {
+      FastFairFixture f(256, 2u << 20);
+      setup(f);
+      if (odd) {
+        ASSERT_EQ(f.tree->node_at(f.tree->root())->h.switch_counter & 1u, 1u);
+      }
+      StoreGate g;
+      g.open();
+      std::thread w([&] {
+        pm::set_tracer(&g);
+        op(f);
+        pm::set_tracer(nullptr);
+      });
+      w.join();
+      stores = g.made();
+    }
+    ASSERT_GT(stores, 10u);
+    std::uint64_t runs = 0, wrong = 0;
+    for (std::uint64_t key : {300ull, 590ull, 605ull, 620ull, 700ull, 790ull})
+      for (unsigned at = 0; at < 36; at += 1)
+        for (unsigned burst = 1; burst <= stores; burst += 1) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::uint64_t root = f.tree->root();
+          const Node* rn = f.tree->node_at(root);
+          const fastfair::KeyReader kr(f.pool->base());
+          const std::string ks = k8(key);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool beyond = false;
+          const std::uint64_t before = fastfair::route_sync(rn, f.tree->slots(), s, kr, &beyond);
+          std::uint64_t got = 0;
+          interleave(f, op, at, burst, [&](auto probe) {
+            got = fastfair::route_sync<true>(rn, f.tree->slots(), s, kr, &beyond, probe);
+          });
+          ASSERT_EQ(f.tree->root(), root);  // no root split in this op
+          const std::uint64_t after = fastfair::route_sync(rn, f.tree->slots(), s, kr, &beyond);
+          ++runs;
+          if (got != before && got != after) ++wrong;
+        }
+    std::printf("[fastfair issue 16] counter %s: %llu interleavings, %llu wrong children\n",
+                odd ? "odd" : "even", static_cast<unsigned long long>(runs),
+                static_cast<unsigned long long>(wrong));
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
+// A merge under a reader: the reader looks up a key of the right node r starting at its left
+// neighbour l (as after a descent that routed it there, or a B-link step) while a remove
+// empties l below half and r is merged into it: r's records are appended to l past the end
+// the reader may have read, then l's sibling word skips r. Following only the sibling word
+// loaded after l's read would skip r and miss the key; sibling_for also tries the word
+// loaded before the read, r, which still holds its records (the block is retired, not
+// reused; this single-reader test does not pin: the allocator's free writes nothing into
+// the block and nothing is allocated after it within the operation). Every burst of writer
+// stores before every reader load: the fixed reader never misses, the after-only one does.
+TEST(FastFairConcurrency, MergeUnderAReaderIsFollowedThroughTheSiblingReadBefore) {
+  auto setup = [](FastFairFixture& f) {
+    // two leaves: [10..70] and [80..150] (a root split by copy at the 15th key)
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 3), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);
+  };
+  auto op = [](FastFairFixture& f) { ASSERT_EQ(f.del(10), Status::ok); };  // l merges with r
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, misses[2] = {0, 0};
+  for (int fixed = 1; fixed >= 0; --fixed)
+    for (std::uint64_t key : {80ull, 100ull, 140ull})
+      for (unsigned at = 0; at < 36; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::byte* base = f.pool->base();
+          auto node_at = [base](std::uint64_t off) {
+            return reinterpret_cast<const Node*>(base + off);
+          };
+          const Node* l = node_at(node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(base);
+          const std::string ks = k8(key);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool found = false;
+          interleave(f, op, at, burst, [&](auto probe) {
+            probe();
+            const std::uint64_t before = fastfair::ld(&l->h.sibling);
+            const fastfair::Found a = fastfair::find_sync(l, f.tree->slots(), s, kr, probe);
+            if (a.at >= 0) {
+              found = a.value == key / 10 * 3;
+              return;
+            }
+            if (a.at == -1) return;
+            probe();
+            const std::uint64_t after = fastfair::ld(&l->h.sibling);
+            const std::uint64_t next = fixed ? fastfair::sibling_for(before, after, s, kr, node_at)
+                                             : fastfair::sibling_for(after, after, s, kr, node_at);
+            if (next == 0) return;
+            const fastfair::Found b = fastfair::find_sync(node_at(next), f.tree->slots(), s, kr, probe);
+            found = b.at >= 0 && b.value == key / 10 * 3;
+          });
+          ++runs;
+          if (!found) ++misses[fixed];
+        }
+  std::printf("[fastfair merge under a reader] %llu interleavings; misses %llu, after-only %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(misses[1]),
+              static_cast<unsigned long long>(misses[0]));
+  EXPECT_EQ(misses[1], 0u);
+  EXPECT_GT(misses[0], 0u) << "the after-only reader should skip the merged-away node";
+}
+
+}  // namespace
+}  // namespace wort::test
