@@ -173,7 +173,11 @@ void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
 TEST(FastFairConcurrency, InsertsDisjointAndOverlappingWhileReadersLookUpAndScan) {
   FastFairFixture f(256, 256u << 20);
   constexpr unsigned kWriters = 3, kReaders = 2;
-  const unsigned preloaded = 500 * scale(), fresh = 4000 * scale();
+  // 256-byte nodes hold at most 13 keys (leaves) and 14 children, so a tree of root level 3
+  // holds at most 14^3 * 13 = 35672 keys: 9000 * scale() fresh keys (>= 36000 beside the
+  // preloaded ones; TSan: 9500 > 14^2 * 13 = 2548 over a level-2 root) force a root split
+  // whatever the insertion order (4000 * scale() left it at level 3 in ~1 run of 20).
+  const unsigned preloaded = 500 * scale(), fresh = 9000 * scale();
   const unsigned universe = preloaded + fresh;
   std::map<std::string, Value> ref;
   std::vector<bool> stable(universe, false);
