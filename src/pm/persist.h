@@ -49,20 +49,28 @@ template <> struct UintOf<4> { using type = std::uint32_t; };
 template <> struct UintOf<8> { using type = std::uint64_t; };
 }  // namespace detail
 
-//! One failure-atomic store of a trivially copyable T of 1, 2, 4 or 8 bytes to pool
-//! memory. `dst` must be aligned to sizeof(T). The compiler cannot tear or elide it.
-template <class T>
-inline void store(T* dst, const T& v) noexcept {
+namespace detail {
+//! pm::store with the memory order of the final atomic store (one mov on x86-64 either way).
+template <int Order, class T>
+inline void store_ordered(T* dst, const T& v) noexcept {
   static_assert(std::is_trivially_copyable_v<T>, "pm::store needs a trivially copyable T");
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
                 "pm::store writes at most 8 bytes in one store");
   WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % sizeof(T) == 0);
-  using U = typename detail::UintOf<sizeof(T)>::type;
+  using U = typename UintOf<sizeof(T)>::type;
   U bits;
   std::memcpy(&bits, &v, sizeof(T));
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+  if (Tracer* t = tls_tracer) [[unlikely]]
     t->on_store(dst, &v, sizeof(T));
-  __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
+  __atomic_store_n(reinterpret_cast<U*>(dst), bits, Order);
+}
+}  // namespace detail
+
+//! One failure-atomic store of a trivially copyable T of 1, 2, 4 or 8 bytes to pool
+//! memory. `dst` must be aligned to sizeof(T). The compiler cannot tear or elide it.
+template <class T>
+inline void store(T* dst, const T& v) noexcept {
+  detail::store_ordered<__ATOMIC_RELAXED>(dst, v);
 }
 
 //! pm::store with release ordering (the same instruction on x86-64): for a word a lock-free
@@ -71,16 +79,7 @@ inline void store(T* dst, const T& v) noexcept {
 //! written before it by any writer this one synchronised with (FAST&FAIR's shifts).
 template <class T>
 inline void store_release(T* dst, const T& v) noexcept {
-  static_assert(std::is_trivially_copyable_v<T>, "pm::store needs a trivially copyable T");
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
-                "pm::store writes at most 8 bytes in one store");
-  WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % sizeof(T) == 0);
-  using U = typename detail::UintOf<sizeof(T)>::type;
-  U bits;
-  std::memcpy(&bits, &v, sizeof(T));
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
-    t->on_store(dst, &v, sizeof(T));
-  __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELEASE);
+  detail::store_ordered<__ATOMIC_RELEASE>(dst, v);
 }
 
 //! pm::store to a pool field that is never written back on purpose: metadata that the index
