@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -74,10 +75,10 @@ class ArtTree {
   Status update(Key k, Value v);
   //! Defined here and always inlined into its callers (the adapter, the bench's direct
   //! loop), as it was before the epoch pin made it larger than the inlining limit: the call
-  //! would cost more than the pin. find_leaf is in art_tree_read.h.
+  //! would cost more than the pin. Its walk (lookup_leaf, below) is inlined too.
   [[gnu::always_inline]] std::optional<Value> lookup(Key k) const {
     kit::EpochReclaimer::Pin pin(epochs_);
-    const Leaf* l = find_leaf(k);
+    const Leaf* l = lookup_leaf(k);
     if (l == nullptr) return std::nullopt;
     return load(&l->value);
   }
@@ -133,6 +134,46 @@ class ArtTree {
   void collect(const NodeBase* n, Entries& e) const;
 
   // --- reads
+  //! find_leaf as lookup() runs it (lock-free, pinned by the caller), written for the
+  //! instructions it costs, as WORT's lookup is (src/index/wort/README.md, "Concurrency"):
+  //! the pool base read once, not per level; a node's address is base + its reference (a
+  //! node reference has no tag to clear) and a leaf's base + (reference - 1); NODE256 —
+  //! the type most levels of a large tree have — tested first and its child read inline
+  //! with a one-mov load (sync.h load_ref); the other types through their `find` (which
+  //! re-check reused slots, node_ops.h); an 8-byte key compared with the leaf's as one word
+  //! (no memcmp call). Every word a writer may change is read exactly as find_leaf reads it:
+  //! root, branch position, eok and child pointers with one atomic (or load_ref) load; the
+  //! type byte and a leaf's key, which never change once published, plainly.
+  [[gnu::always_inline]] const Leaf* lookup_leaf(Key k) const {
+    const std::byte* const base = pool_.base();
+    Ref r = load(&anchor_->root);
+    while (r != kNull && !is_leaf(r)) {
+      const auto* n = reinterpret_cast<const NodeBase*>(base + r);
+      const unsigned pos = load_branch_pos(n);
+      if (k.size() <= pos) [[unlikely]] {
+        if (k.size() < pos) return nullptr;  // the key ends inside the node's prefix
+        r = load(&n->eok);
+        continue;
+      }
+      const std::uint8_t b = key_byte(k, pos);
+      const NodeType t = n->type;
+      if (t == NodeType::node256) r = load_ref(&reinterpret_cast<const Node256*>(n)->child[b]);
+      else if (t == Flavor::Node16::kType) r = Flavor::Node16::find(n, b);
+      else if (t == Flavor::Node4::kType) r = Flavor::Node4::find(n, b);
+      else if (t == NodeType::node48) r = Node48Ops::find(n, b);
+      else unknown_node_type(t);
+    }
+    if (r == kNull) return nullptr;
+    const auto* l = reinterpret_cast<const Leaf*>(base + (r - 1));  // r is a leaf: tag 1
+    if (l->key_len != k.size()) return nullptr;
+    if (k.size() == 8) {  // the paper's integer keys: one 8-byte compare, not a memcmp call
+      std::uint64_t x, y;
+      std::memcpy(&x, l->key, 8);
+      std::memcpy(&y, k.data(), 8);
+      return x == y ? l : nullptr;
+    }
+    return k.empty() || std::memcmp(l->key, k.data(), k.size()) == 0 ? l : nullptr;
+  }
   const Leaf* find_leaf(Key k) const;
   template <bool kReader>
   const Leaf* min_leaf_of(Ref r) const;
