@@ -10,6 +10,7 @@
 // current generation the volatile metadata equals what the entries give.
 #include <algorithm>
 #include <bit>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -146,7 +147,11 @@ Result<void> Roart::check_node(const NodeBase* n, unsigned depth, std::string& p
   for (unsigned i = 0; i < std::min(plen, kStoredPrefix); ++i)
     if (pw.bytes[i] != static_cast<std::uint8_t>(path[level - plen + i]))
       return bad("prefix word disagrees with the keys at level " + std::to_string(level));
-  Children c;
+  // On the heap: check_node recurses once per level, and a 2.3 KB Children in each frame
+  // made a chain of long keys overflow an 8 MB stack under ASan (RoartDiffGen long_keys now
+  // passes with a 6 MB stack, not 5; an iterative walk would remove the limit).
+  const auto children = std::make_unique<Children>();
+  Children& c = *children;
   collect_children(n, c);
   const Ref eok = n->eok;
   if (c.n + (eok != kNull) < 2) return bad("node with fewer than two entries");
