@@ -44,6 +44,7 @@
 #include "index/artcommon/node_ops.h"
 #include "index/artcommon/sync.h"
 #include "index/common/epoch.h"
+#include "index/common/writer_lock.h"
 #include "wort/index.h"
 
 namespace wort::artcommon {
@@ -93,25 +94,11 @@ class ArtTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
-  //! The tree's writer lock (DRAM): held for one whole write; on release, retired blocks
-  //! no reader can hold are freed.
-  class WriteLock {
-   public:
-    explicit WriteLock(ArtTree& t) noexcept : t_(t) {
-      if (t_.writer_.exchange(true, std::memory_order_acquire)) [[unlikely]] t_.lock_contended();
-    }
-    ~WriteLock() {
-      t_.epochs_.reclaim();
-      t_.writer_.store(false, std::memory_order_release);
-    }
-    WriteLock(const WriteLock&) = delete;
-    WriteLock& operator=(const WriteLock&) = delete;
-
-   private:
-    ArtTree& t_;
+  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
+  //! held for one whole write; on release, retired blocks no reader can hold are freed.
+  struct WriteLock : kit::WriteGuard {
+    explicit WriteLock(ArtTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  //! The writer lock was held: spin (pause, then sched_yield after 64 spins) until taken.
-  [[gnu::noinline, gnu::cold]] void lock_contended() noexcept;
   static void free_block(void* pool, std::uint64_t off);
   struct ScanState;
   struct VerifyState;
@@ -219,7 +206,7 @@ class ArtTree {
   Pool& pool_;
   Anchor* anchor_;
   bool removing_ = false;  //!< a remove is running: build_node may take a spare
-  std::atomic<bool> writer_{false};  //!< the writer lock (WriteLock)
+  kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
   mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
 };
 

@@ -95,16 +95,6 @@ void ArtTree<F>::free_block(void* pool, std::uint64_t off) {
 }
 
 template <ArtFlavor F>
-void ArtTree<F>::lock_contended() noexcept {
-  do {
-    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
-      if (spins < 64) __builtin_ia32_pause();
-      else sched_yield();
-    }
-  } while (writer_.exchange(true, std::memory_order_acquire));
-}
-
-template <ArtFlavor F>
 Result<std::unique_ptr<ArtTree<F>>> ArtTree<F>::create(Pool& pool, const IndexOptions&) {
   // Remove's reserve goes into the anchor image, so the create commit (the pool root)
   // publishes it with the anchor: no store after the commit. A spare the pool has no room

@@ -87,15 +87,6 @@ void FastFairTree::free_block(void* pool, std::uint64_t off) {
   static_cast<Pool*>(pool)->allocator().free(off);
 }
 
-void FastFairTree::lock_contended() noexcept {
-  do {
-    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
-      if (spins < 64) __builtin_ia32_pause();
-      else sched_yield();
-    }
-  } while (writer_.exchange(true, std::memory_order_acquire));
-}
-
 Status FastFairTree::insert(Key k, Value v) {
   WriteLock w(*this);
   return put(k, v, PutMode::insert);

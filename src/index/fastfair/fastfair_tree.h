@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "index/common/epoch.h"
+#include "index/common/writer_lock.h"
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
 #include "index/fastfair/fastfair_node.h"
@@ -91,24 +92,11 @@ class FastFairTree {
   };
   enum class Descent { ok, restart, error };
 
-  //! The tree's writer lock (DRAM, outside the pool: a restart never sees it held): held
-  //! for one whole write; on release, retired blocks no reader can hold are freed.
-  class WriteLock {
-   public:
-    explicit WriteLock(FastFairTree& t) noexcept : t_(t) {
-      if (t_.writer_.exchange(true, std::memory_order_acquire)) [[unlikely]] t_.lock_contended();
-    }
-    ~WriteLock() {
-      t_.epochs_.reclaim();
-      t_.writer_.store(false, std::memory_order_release);
-    }
-    WriteLock(const WriteLock&) = delete;
-    WriteLock& operator=(const WriteLock&) = delete;
-
-   private:
-    FastFairTree& t_;
+  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
+  //! held for one whole write; on release, retired blocks no reader can hold are freed.
+  struct WriteLock : kit::WriteGuard {
+    explicit WriteLock(FastFairTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  [[gnu::noinline, gnu::cold]] void lock_contended() noexcept;
   static void free_block(void* pool, std::uint64_t off);
   //! A block a durable commit unlinked: freed once no reader can hold it.
   void retire(std::uint64_t off) { epochs_.retire(off); }
@@ -181,7 +169,7 @@ class FastFairTree {
   fastfair::KeyReader kr_;
   Repairs repairs_;
   Rebalances rebalances_;
-  std::atomic<bool> writer_{false};  //!< the writer lock (WriteLock)
+  kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
   mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
 };
 

@@ -46,15 +46,6 @@ void WortTree::free_block(void* pool, std::uint64_t off) {
   static_cast<Pool*>(pool)->allocator().free(off);
 }
 
-void WortTree::lock_contended() noexcept {
-  do {
-    for (unsigned spins = 0; writer_.load(std::memory_order_relaxed); ++spins) {
-      if (spins < 64) __builtin_ia32_pause();
-      else sched_yield();
-    }
-  } while (writer_.exchange(true, std::memory_order_acquire));
-}
-
 namespace {
 
 // True if the `n` bytes at a and b are equal: 8 at a time, inline (a call to memcmp costs

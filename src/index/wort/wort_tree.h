@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "index/common/epoch.h"
+#include "index/common/writer_lock.h"
 #include "index/wort/wort_node.h"
 #include "wort/index.h"
 
@@ -90,25 +91,11 @@ class WortTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
-  //! The tree's writer lock (DRAM): held for one whole write; on release, retired blocks
-  //! no reader can hold any more are freed.
-  class WriteLock {
-   public:
-    explicit WriteLock(WortTree& t) noexcept : t_(t) {
-      if (t_.writer_.exchange(true, std::memory_order_acquire)) [[unlikely]] t_.lock_contended();
-    }
-    ~WriteLock() {
-      t_.epochs_.reclaim();
-      t_.writer_.store(false, std::memory_order_release);
-    }
-    WriteLock(const WriteLock&) = delete;
-    WriteLock& operator=(const WriteLock&) = delete;
-
-   private:
-    WortTree& t_;
+  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
+  //! held for one whole write; on release, retired blocks no reader can hold are freed.
+  struct WriteLock : kit::WriteGuard {
+    explicit WriteLock(WortTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  //! The writer lock was held: spin (pause, then sched_yield after 64 spins) until taken.
-  [[gnu::noinline, gnu::cold]] void lock_contended() noexcept;
   static void free_block(void* pool, std::uint64_t off);
 
   enum class PutMode { insert, upsert, update };
@@ -143,7 +130,7 @@ class WortTree {
   wort_index::Anchor* anchor_;
   wort_index::Blocks blocks_;
   std::uint64_t headers_repaired_ = 0;  //!< written by the writer holding the lock
-  std::atomic<bool> writer_{false};      //!< the writer lock (WriteLock)
+  kit::WriterMutex writer_;      //!< the writer lock (WriteLock)
   mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
 };
 
