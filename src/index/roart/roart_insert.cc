@@ -37,6 +37,11 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
   unsigned depth = 0;
   for (;;) {
     const Ref r = slot.get();
+    // Only the anchor's slot is ever empty: an empty slot in a node means the child this
+    // write went down to was removed meanwhile. Restart: taken as an empty tree, the child
+    // would be published into the node with no count update (and a Zentry without its key
+    // byte) — the churn race of issue 12 ("volatile count != entries").
+    if (r == kNull && owner != nullptr) return false;
     if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
       LeafArray* a = touch_array(r);
       WriteLocks l(gen_);
