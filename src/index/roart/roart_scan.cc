@@ -85,8 +85,13 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
       it[j] = x;
     }
   }
-  for (unsigned i = 0; i < n; ++i)
+  for (unsigned i = 0; i < n; ++i) {
+    // A key removed from one slot and inserted again into another while the slots were read
+    // is in the snapshot twice (adjacent once sorted): report it once (issue 12's churn test
+    // saw it as a scan out of order, ~1 run in 300 on a quiet machine).
+    if (i > 0 && compare_keys(leaf_key(it[i].leaf), leaf_key(it[i - 1].leaf)) == 0) continue;
     if (!emit(it[i].leaf, false, st)) return false;
+  }
   return true;
 }
 
