@@ -197,12 +197,6 @@ restart:
   }
 }
 
-std::uint64_t InnerTree::find(Key k) const noexcept {
-  const Node* n = root_.load(std::memory_order_acquire);
-  while (!n->leaf_level) n = n->kid(route(*n, k));
-  return n->leaf(route(*n, k));
-}
-
 std::uint64_t InnerTree::find(Key k, Path* path) const {
   path->clear();
   Node* n = root_.load(std::memory_order_acquire);

@@ -126,9 +126,7 @@ class InnerTree {
   }
 
   //! Writers holding the structure lock (or single-threaded): plain descent.
-  //! The leaf whose range holds `k` (precondition: !empty()).
-  std::uint64_t find(Key k) const noexcept;
-  //! The same, with the path to it.
+  //! The leaf whose range holds `k` (precondition: !empty()), with the path to it.
   std::uint64_t find(Key k, Path* path) const;
   //! The leaf before the one `path` ends at, or 0 if it is the first.
   std::uint64_t previous_leaf(const Path& path) const noexcept;

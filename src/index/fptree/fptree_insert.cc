@@ -106,16 +106,16 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   std::uint64_t off = 0;
   while (!lock_leaf(k, &off)) {  // an empty tree: the first leaf, under the structure lock
     if (mode == PutMode::update) return Status::not_found;
-    smo_lock();
+    smo_.lock();
     if (!inner_.empty()) {
-      smo_unlock();
+      smo_.unlock();
       continue;
     }
     std::uint64_t word = 0;
     bool inl = false;
     Status s = make_key_word(k, &word, &inl);
     if (s == Status::ok) s = put_first_leaf(k, v, word, inl);
-    smo_unlock();
+    smo_.unlock();
     return s;
   }
   LeafRef l = leaf(off);
@@ -140,9 +140,9 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   std::uint64_t right = 0;
   std::string sep;
   if (l.full()) {
-    smo_lock();
+    smo_.lock();
     if (Status s = split_leaf(l, &right, &sep); s != Status::ok) {
-      smo_unlock();
+      smo_.unlock();
       unlock_leaf(off);
       if (old == kNoSlot) drop_key_word(word, inl);
       return s;
@@ -177,7 +177,7 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
     leaf_end(off);
     unlock_leaf(right);
     unlock_leaf(off);
-    smo_unlock();
+    smo_.unlock();
     return Status::ok;
   }
   leaf_end(off);

@@ -65,14 +65,14 @@ Status FPTree::remove_pinned(Key k, std::uint64_t dead[2]) {
       if (!inl) dead[0] = word;
       return Status::ok;
     }
-    smo_lock();
+    smo_.lock();
     Path path;
     const std::uint64_t at = inner_.find(k, &path);
     (void)at;
     WORT_DCHECK(at == off);  // locked and validated: a split of it would need our lock
     const std::uint64_t prev = inner_.previous_leaf(path);
     if (prev != 0 && !kit::gen_try_lock(leaf(prev).lock_word(), gen_)) {
-      smo_unlock();
+      smo_.unlock();
       unlock_leaf(off);
       std::this_thread::yield();
       continue;
@@ -90,7 +90,7 @@ Status FPTree::remove_pinned(Key k, std::uint64_t dead[2]) {
       leaf_end(prev);
       unlock_leaf(prev);
     }
-    smo_unlock();
+    smo_.unlock();
     if (!inl) dead[0] = word;
     dead[1] = off;
     return Status::ok;

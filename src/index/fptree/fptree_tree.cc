@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "index/common/anchor.h"
 #include "index/common/gen_lock.h"
 #include "index/fptree/fptree_hash.h"
 #include "index/fptree/fptree_walk.h"
-#include <cstring>
 #include "index/registry.h"
 
 namespace wort {
@@ -111,17 +111,6 @@ bool FPTree::lock_leaf(Key k, std::uint64_t* off) {
 
 void FPTree::unlock_leaf(std::uint64_t off, bool obsolete) noexcept {
   kit::gen_unlock(leaf(off).lock_word(), gen_, obsolete);
-}
-
-void FPTree::smo_lock() noexcept {
-  for (unsigned spins = 0; smo_.exchange(true, std::memory_order_acquire); ++spins) {
-    while (smo_.load(std::memory_order_relaxed)) {
-      if (++spins < 64)
-        __builtin_ia32_pause();
-      else
-        std::this_thread::yield();
-    }
-  }
 }
 
 std::uint8_t FPTree::fp_of(Key k) const noexcept { return fingerprint(k, hash_); }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "index/common/epoch.h"
+#include "index/common/writer_lock.h"
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_layout.h"
 #include "index/fptree/fptree_leaf.h"
@@ -110,10 +111,6 @@ class FPTree {
   //! False if the tree is empty.
   bool lock_leaf(Key k, std::uint64_t* off);
   void unlock_leaf(std::uint64_t off, bool obsolete = false) noexcept;
-  //! The structure lock: a split (micro-log + parent update), an unlink, the first leaf.
-  class SmoGuard;
-  void smo_lock() noexcept;
-  void smo_unlock() noexcept { smo_.store(false, std::memory_order_release); }
   static void free_retired(void* tree, std::uint64_t x);
   static void retire_inner(void* tree, std::uint64_t tagged);
   template <bool kBounded>
@@ -153,7 +150,9 @@ class FPTree {
   OpenTimes open_times_;
   std::uint64_t gen_;  //!< pool generation: the tag of the leaves' lock words
   bool skip_leaf_validation_ = false;
-  std::atomic<bool> smo_{false};
+  //! The structure lock (the role of the paper's TSX transaction): a split (micro-log and
+  //! parent update), an unlink, the first leaf.
+  kit::WriterMutex smo_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> stripes_;
   mutable kit::EpochReclaimer epochs_{&free_retired, this};
 };
