@@ -26,7 +26,6 @@
 // persisted.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -99,7 +98,6 @@ class ArtTree {
   struct WriteLock : kit::WriteGuard {
     explicit WriteLock(ArtTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  static void free_block(void* pool, std::uint64_t off);
   struct ScanState;
   struct VerifyState;
 
@@ -207,7 +205,7 @@ class ArtTree {
   Anchor* anchor_;
   bool removing_ = false;  //!< a remove is running: build_node may take a spare
   kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
-  mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
+  mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
 };
 
 }  // namespace wort::artcommon

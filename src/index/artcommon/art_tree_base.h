@@ -2,8 +2,6 @@
 // Included through art_tree_impl.h by the flavor's .cc that instantiates the template.
 #pragma once
 
-#include <sched.h>
-
 #include "index/artcommon/art_tree.h"
 #include "index/common/anchor.h"
 #include "pm/allocator.h"
@@ -87,11 +85,6 @@ void ArtTree<F>::free_ref(Ref r) {
 template <ArtFlavor F>
 void ArtTree<F>::retire_ref(Ref r) {
   epochs_.retire(ref_offset(r));
-}
-
-template <ArtFlavor F>
-void ArtTree<F>::free_block(void* pool, std::uint64_t off) {
-  static_cast<Pool*>(pool)->allocator().free(off);
 }
 
 template <ArtFlavor F>

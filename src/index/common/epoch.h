@@ -29,7 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include "pm/allocator.h"
+
 namespace wort::kit {
+
+//! The FreeFn for blocks of a pool (ctx: its pm::Allocator): what every index passes.
+inline void free_to_allocator(void* allocator, std::uint64_t off) {
+  static_cast<pm::Allocator*>(allocator)->free(off);
+}
 
 class EpochReclaimer {
  public:

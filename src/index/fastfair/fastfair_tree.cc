@@ -4,7 +4,6 @@
 // (fastfair_node.h), skip a dead slot, follow a sibling whose first key is <= the search
 // key (Algorithm 3), and a scan skips keys it has already passed (an uncut split's copies,
 // a record read twice while it moved).
-#include <sched.h>
 
 #include "index/fastfair/fastfair_tree.h"
 
@@ -82,10 +81,6 @@ Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
 }
 
 unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
-
-void FastFairTree::free_block(void* pool, std::uint64_t off) {
-  static_cast<Pool*>(pool)->allocator().free(off);
-}
 
 Status FastFairTree::insert(Key k, Value v) {
   WriteLock w(*this);

@@ -8,7 +8,6 @@
 // kit's checked walk. See README.md in this folder.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -97,7 +96,6 @@ class FastFairTree {
   struct WriteLock : kit::WriteGuard {
     explicit WriteLock(FastFairTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  static void free_block(void* pool, std::uint64_t off);
   //! A block a durable commit unlinked: freed once no reader can hold it.
   void retire(std::uint64_t off) { epochs_.retire(off); }
   Status remove_locked(Key k);
@@ -170,7 +168,7 @@ class FastFairTree {
   Repairs repairs_;
   Rebalances rebalances_;
   kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
-  mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
+  mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
 };
 
 }  // namespace wort

@@ -9,16 +9,10 @@
 #include <optional>
 
 #include "index/common/epoch.h"
-#include "pm/allocator.h"
 
 namespace wort::roart {
 
 using Epochs = kit::EpochReclaimer;
-
-//! Epochs' free function: the block goes back to the pool's allocator (`al`).
-inline void free_to_allocator(void* al, std::uint64_t off) {
-  static_cast<pm::Allocator*>(al)->free(off);
-}
 
 //! A pin for one operation — Epochs::Pin for one that calls no user code, NestablePin for a
 //! scan, whose visitor may call back into the tree — that on the way out unpins, then frees

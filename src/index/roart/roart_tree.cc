@@ -16,7 +16,7 @@ Roart::Roart(Pool& pool, Anchor* anchor)
       anchor_(anchor),
       flags_(anchor->flags),
       gen_(pool.generation()),
-      epochs_(&free_to_allocator, &pool.allocator()) {}
+      epochs_(&kit::free_to_allocator, &pool.allocator()) {}
 
 //! Frees what is still retired (no operation may be running).
 Roart::~Roart() {

@@ -1,7 +1,5 @@
 #include "index/wort/wort_tree.h"
 
-#include <sched.h>
-
 #include <cstring>
 
 #include "index/common/anchor.h"
@@ -40,10 +38,6 @@ Result<std::unique_ptr<WortTree>> WortTree::open(Pool& pool) {
   // leaks across a crash.
   if (auto r = kit::recover(pool, *tree); !r) return r.error();
   return tree;
-}
-
-void WortTree::free_block(void* pool, std::uint64_t off) {
-  static_cast<Pool*>(pool)->allocator().free(off);
 }
 
 namespace {

@@ -96,7 +96,6 @@ class WortTree {
   struct WriteLock : kit::WriteGuard {
     explicit WriteLock(WortTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
   };
-  static void free_block(void* pool, std::uint64_t off);
 
   enum class PutMode { insert, upsert, update };
   using Node = wort_index::Node;
@@ -131,7 +130,7 @@ class WortTree {
   wort_index::Blocks blocks_;
   std::uint64_t headers_repaired_ = 0;  //!< written by the writer holding the lock
   kit::WriterMutex writer_;      //!< the writer lock (WriteLock)
-  mutable kit::EpochReclaimer epochs_{&free_block, &pool_};
+  mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
 };
 
 }  // namespace wort
