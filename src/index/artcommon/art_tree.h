@@ -173,7 +173,6 @@ class ArtTree {
   Status put(Key k, Value v, bool overwrite);
   Status put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
-  void commit_value(std::uint64_t* dst, Value v);
   Status add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v);
   Status split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k, Value v);
   unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "index/artcommon/art_tree.h"
+#include "index/common/anchor.h"
 
 namespace wort::artcommon {
 
@@ -57,7 +58,7 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
   Leaf* l = leaf(old);
   if (leaf_matches(l, k)) {
     if (!overwrite) return Status::exists;
-    commit_value(&l->value, v);
+    kit::commit_value_nt(pool_, &l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
@@ -87,7 +88,7 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
     Leaf* l = leaf(n->eok);
     if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    commit_value(&l->value, v);
+    kit::commit_value_nt(pool_, &l->value, v);
     return Status::ok;
   }
   Ref fresh;
@@ -115,14 +116,6 @@ Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Valu
     if (s != Status::ok) free_ref(fresh);
     return s;
   });
-}
-
-//! Upsert/update's commit (non-temporal, as every commit: see sync.h). In a pool whose
-//! values name blocks, the value's block was written back before: fence first.
-template <ArtFlavor F>
-void ArtTree<F>::commit_value(std::uint64_t* dst, Value v) {
-  if (pool_.values_are_blocks()) pm::publish_nt(dst, v);
-  else pm::commit_nt(dst, v);
 }
 
 template <ArtFlavor F>

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "index/artcommon/art_tree.h"
+#include "index/common/anchor.h"
 
 namespace wort::artcommon {
 
@@ -66,7 +67,7 @@ Status ArtTree<F>::update(Key k, Value v) {
   WriteLock w(*this);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;
-  commit_value(&const_cast<Leaf*>(l)->value, v);
+  kit::commit_value_nt(pool_, &const_cast<Leaf*>(l)->value, v);
   return Status::ok;
 }
 

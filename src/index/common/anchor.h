@@ -76,6 +76,14 @@ inline void commit_value(const Pool& pool, std::uint64_t* dst, std::uint64_t v) 
   else pm::commit(dst, v);
 }
 
+//! commit_value for an index whose readers take no lock: non-temporal (pm::commit_nt /
+//! pm::publish_nt), so no reader sees the value before it is durable. (commit_nt first in
+//! source order: tools/mutations/kit.txt names it "1".)
+inline void commit_value_nt(const Pool& pool, std::uint64_t* dst, std::uint64_t v) noexcept {
+  if (!pool.values_are_blocks()) pm::commit_nt(dst, v);
+  else pm::publish_nt(dst, v);
+}
+
 //! Every block the index reaches, and, in a pool whose values name blocks
 //! (PoolOptions::values_are_blocks: the server's items), each value's block, checked.
 template <IndexConcept T>

@@ -376,8 +376,7 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
       if (mode == PutMode::insert) return Status::exists;
       // Commit of upsert / update: the value word, non-temporal (no reader sees it before it
       // is durable); publish_nt in a values_are_blocks pool (the caller's block goes first).
-      if (pool_.values_are_blocks()) pm::publish_nt(&leaf.rec()[i].ptr, v);
-      else pm::commit_nt(&leaf.rec()[i].ptr, v);
+      kit::commit_value_nt(pool_, &leaf.rec()[i].ptr, v);
       return Status::ok;
     }
     if (mode == PutMode::update) return Status::not_found;

@@ -1,5 +1,6 @@
 #include "index/roart/roart_leaf.h"
 
+#include "index/common/anchor.h"
 #include "index/common/radix_key.h"
 #include "pm/allocator.h"
 #include "pm/check.h"
@@ -73,9 +74,7 @@ Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept {
 }
 
 void commit_value(const Pool& pool, Leaf* l, Value v) noexcept {
-  // (commit_nt first in source order: tools/mutations/roart.txt names it "1")
-  if (!pool.values_are_blocks()) pm::commit_nt(&l->value.raw, v);
-  else pm::publish_nt(&l->value.raw, v);
+  kit::commit_value_nt(pool, &l->value.raw, v);
 }
 
 }  // namespace wort::roart

@@ -33,9 +33,8 @@ std::size_t common_prefix(Key a, Key b, std::size_t from) noexcept;
 //! Allocates, writes and writes back a leaf (no fence: the publishing commit fences).
 Status make_leaf(Pool& pool, Key k, Value v, std::uint64_t* off) noexcept;
 
-//! Upsert/update commit: the value word, pm::commit_nt; pm::publish_nt (a fence first) in a
-//! pool whose values name blocks the caller has just written back (values_are_blocks: the
-//! server's items), so that block is durable before the value names it (kit::commit_value).
+//! Upsert/update commit: the leaf's value word through kit::commit_value_nt (pm::commit_nt;
+//! pm::publish_nt, a fence first, in a pool whose values name blocks).
 void commit_value(const Pool& pool, Leaf* l, Value v) noexcept;
 
 }  // namespace wort::roart

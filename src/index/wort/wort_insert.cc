@@ -76,8 +76,7 @@ Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Va
     if (mode == PutMode::insert) return Status::exists;
     // Upsert/update commit: the leaf's value word, one 8-byte non-temporal store (a pool
     // whose values name blocks: the value's block was written back before, fence first).
-    if (!pool_.values_are_blocks()) pm::commit_nt(&l->value, v);
-    else pm::publish_nt(&l->value, v);
+    kit::commit_value_nt(pool_, &l->value, v);
     return Status::ok;
   }
   if (mode == PutMode::update) return Status::not_found;
