@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "index/artcommon/art_layout.h"
+#include "index/common/hot_load.h"
 #include "pm/persist.h"
 
 namespace wort::artcommon {
@@ -36,22 +37,8 @@ inline T load_word(const T* p) noexcept {
                                           __ATOMIC_ACQUIRE));
 }
 
-//! load(p) of a child pointer word on a lock-free lookup's hot path (NODE256's child array).
-//! GCC gives __atomic_load_n of an indexed array element its own address add (one
-//! instruction per level); this asm load takes the word's address as a memory operand, as a
-//! plain read would. It is one aligned 8-byte mov, which x86 never tears and never reorders
-//! with the reader's later loads (TSO: an acquire load), and everything read after it
-//! through the word it returns depends on it. Under TSan, which does not see asm, and off
-//! x86-64, it is the atomic load. (WORT's load_child, src/index/wort/wort_tree.cc.)
-inline Ref load_ref(const Ref* p) noexcept {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-  Ref v;
-  asm("movq %1, %0" : "=r"(v) : "m"(*p));
-  return v;
-#else
-  return load(p);
-#endif
-}
+//! load(p) of a child pointer word on the lookup's hot path: kit::hot_load (one mov).
+inline Ref load_ref(const Ref* p) noexcept { return kit::hot_load(p); }
 
 //! The node's branch position from one 4-byte load of depth and prefix_len together (an
 //! in-place split or merge changes both and keeps their sum: read apart, they could mix).

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "index/common/anchor.h"
+#include "index/common/hot_load.h"
 #include "index/registry.h"
 #include "index/wort/wort_walk.h"
 #include "pm/allocator.h"
@@ -74,20 +75,10 @@ inline std::size_t hide_value(std::size_t v) noexcept {
   return v;
 }
 
-//! load(&n->child[i]) on the lookup's hot path. GCC gives __atomic_load_n of an indexed
-//! array element its own address add (one instruction per level); an asm load takes the
-//! child's address as a memory operand, as a plain read would. It is one 8-byte mov, which
-//! x86 never tears and never reorders with the reader's later loads (TSO), and everything
-//! read after it through the word it returns depends on it. Under TSan, which does not see
-//! asm, it is the atomic load.
+//! load(&n->child[i]) on the lookup's hot path: kit::hot_load (one mov, not an address add
+//! and a load per level).
 inline std::uint64_t load_child(const Node* n, std::size_t i) noexcept {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-  std::uint64_t v;
-  asm("movq %1, %0" : "=r"(v) : "m"(n->child[i]));
-  return v;
-#else
-  return load(&n->child[i]);
-#endif
+  return kit::hot_load(&n->child[i]);
 }
 
 //! The bytes of a key of at most 8 bytes, the first one most significant, zero padded.
