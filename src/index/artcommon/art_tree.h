@@ -93,11 +93,10 @@ class ArtTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
-  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
-  //! held for one whole write; on release, retired blocks no reader can hold are freed.
-  struct WriteLock : kit::WriteGuard {
-    explicit WriteLock(ArtTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
-  };
+  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
+  //! release, retired blocks no reader can hold are freed.
+  using WriteLock = kit::WriteGuard<ArtTree>;
+  friend WriteLock;
   struct ScanState;
   struct VerifyState;
 

@@ -91,11 +91,10 @@ class FastFairTree {
   };
   enum class Descent { ok, restart, error };
 
-  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
-  //! held for one whole write; on release, retired blocks no reader can hold are freed.
-  struct WriteLock : kit::WriteGuard {
-    explicit WriteLock(FastFairTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
-  };
+  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
+  //! release, retired blocks no reader can hold are freed.
+  using WriteLock = kit::WriteGuard<FastFairTree>;
+  friend WriteLock;
   //! A block a durable commit unlinked: freed once no reader can hold it.
   void retire(std::uint64_t off) { epochs_.retire(off); }
   Status remove_locked(Key k);

@@ -91,11 +91,10 @@ class WortTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
-  //! The tree's writer lock (kit::WriteGuard over writer_, index/common/writer_lock.h):
-  //! held for one whole write; on release, retired blocks no reader can hold are freed.
-  struct WriteLock : kit::WriteGuard {
-    explicit WriteLock(WortTree& t) noexcept : kit::WriteGuard(t.writer_, t.epochs_) {}
-  };
+  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
+  //! release, retired blocks no reader can hold are freed.
+  using WriteLock = kit::WriteGuard<WortTree>;
+  friend WriteLock;
 
   enum class PutMode { insert, upsert, update };
   using Node = wort_index::Node;
