@@ -368,7 +368,8 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
 }
 
 // One step of a mix: the operation and its key (an insert's key is a fresh one, `fresh` its
-// index in the key set; kExhausted when a duration run has used them all).
+// index in the key set; kExhausted when a duration run has used them all, or, for another
+// operation, when a shuffled run has drawn every loaded key once).
 struct Step {
   MixOp op = MixOp::lookup;
   Key key;
@@ -380,12 +381,19 @@ constexpr std::uint64_t kExhausted = ~std::uint64_t{0};
 class StepDrawer {
  public:
   StepDrawer(const BenchOptions& o, unsigned t, std::uint64_t loaded, const KeySet& keys,
-             std::atomic<std::uint64_t>& next_fresh)
-      : m_(o.mix), keys_(keys), next_fresh_(next_fresh), rng_(Rng::derive(o.seed, 100 + t)),
-        chooser_(o.mix.choice, loaded, o.mix.choice_param) {}
+             std::atomic<std::uint64_t>& next_fresh, std::atomic<std::uint64_t>& next_once)
+      : m_(o.mix), keys_(keys), next_fresh_(next_fresh), next_once_(next_once),
+        rng_(Rng::derive(o.seed, 100 + t)), chooser_(o.mix.choice, loaded, o.mix.choice_param),
+        loaded_(loaded) {}
   Step next() {
     Step s;
     s.op = pick_op(m_, rng_.real());
+    if (s.op != MixOp::insert && m_.choice == Choice::shuffled) {
+      const std::uint64_t i = next_once_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= loaded_) s.fresh = kExhausted;
+      else s.key = keys_[chooser_.once(i)];
+      return s;
+    }
     const std::uint64_t rank = chooser_.next(rng_);
     if (s.op != MixOp::insert) {
       s.key = keys_[rank];
@@ -401,8 +409,10 @@ class StepDrawer {
   const MixSpec& m_;
   const KeySet& keys_;
   std::atomic<std::uint64_t>& next_fresh_;
+  std::atomic<std::uint64_t>& next_once_;
   Rng rng_;
   KeyChooser chooser_;
+  std::uint64_t loaded_;
 };
 
 // A thread's steps drawn in advance, keys copied in order: the measured loop reads them
@@ -428,6 +438,12 @@ class StepPlan {
 void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
               std::size_t scan_len) {
   const Key k = st.key;
+  if (st.fresh == kExhausted && st.op != MixOp::insert) {  // a shuffled run drew every key
+    static constexpr OpType kType[] = {OpType::lookup, OpType::insert, OpType::update,
+                                       OpType::remove, OpType::scan};
+    timed(ctx, w, kType[static_cast<int>(st.op)], []() -> long { return -1; });
+    return;
+  }
   switch (st.op) {
     case MixOp::lookup:
       timed(ctx, w, OpType::lookup, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
@@ -470,17 +486,18 @@ void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_
   const MixSpec& m = o.mix;
   const unsigned threads = std::max(1u, o.threads);
   std::atomic<std::uint64_t> next_fresh{loaded};
+  std::atomic<std::uint64_t> next_once{0};
   const std::uint64_t run_ops = m.ops;
   // With an operation count, every thread's steps are drawn before the phase (thread by
   // thread, so fresh insert keys are assigned deterministically).
   std::vector<StepPlan> plans(run_ops ? threads : 0);
   for (unsigned t = 0; t < plans.size(); ++t) {
-    StepDrawer draw(o, t, loaded, keys, next_fresh);
+    StepDrawer draw(o, t, loaded, keys, next_fresh, next_once);
     for (std::uint64_t i = t; i < run_ops; i += threads) plans[t].add(draw.next());
   }
   c.phases.push_back(run_phase(o, "run", tag("run"), run_ops, progress, label,
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-    StepDrawer draw(o, t, loaded, keys, next_fresh);  // duration runs draw as they go
+    StepDrawer draw(o, t, loaded, keys, next_fresh, next_once);  // duration runs draw as they go
     std::uint64_t local = 0;
     for (std::uint64_t i = t;; i += threads, ++local) {
       Step st;

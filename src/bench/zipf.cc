@@ -1,6 +1,7 @@
 #include "bench/zipf.h"
 
 #include <cmath>
+#include <numeric>
 
 namespace wort::bench {
 
@@ -9,12 +10,13 @@ std::string_view to_string(Choice c) noexcept {
     case Choice::uniform: return "uniform";
     case Choice::zipfian: return "zipfian";
     case Choice::selfsimilar: return "selfsimilar";
+    case Choice::shuffled: return "shuffled";
   }
   return "?";
 }
 
 bool parse(std::string_view s, Choice& out) noexcept {
-  for (auto c : {Choice::uniform, Choice::zipfian, Choice::selfsimilar}) {
+  for (auto c : {Choice::uniform, Choice::zipfian, Choice::selfsimilar, Choice::shuffled}) {
     if (s == to_string(c)) {
       out = c;
       return true;
@@ -41,7 +43,15 @@ KeyChooser::KeyChooser(Choice c, std::uint64_t n, double param)
     half_pow_theta_ = 1 + std::pow(0.5, theta);
   } else if (choice_ == Choice::selfsimilar) {
     if (!(param_ > 0 && param_ < 0.5)) param_ = 0.2;
+  } else if (choice_ == Choice::shuffled) {
+    stride_ = static_cast<std::uint64_t>(static_cast<double>(n_) * 0.6180339887);
+    while (stride_ > 1 && std::gcd(stride_, n_) != 1) --stride_;
+    if (stride_ == 0) stride_ = 1;
   }
+}
+
+std::uint64_t KeyChooser::once(std::uint64_t i) const noexcept {
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(i) * stride_) % n_);
 }
 
 std::uint64_t KeyChooser::zipf(Rng& rng) noexcept {
@@ -56,7 +66,8 @@ std::uint64_t KeyChooser::zipf(Rng& rng) noexcept {
 
 std::uint64_t KeyChooser::next(Rng& rng) noexcept {
   switch (choice_) {
-    case Choice::uniform: return rng.below(n_);
+    case Choice::uniform:
+    case Choice::shuffled: return rng.below(n_);  // not used: shuffled draws call once()
     case Choice::zipfian: return zipf(rng);
     case Choice::selfsimilar: {
       const double h = param_;

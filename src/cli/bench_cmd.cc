@@ -57,7 +57,10 @@ workload:
                        --workload mix; also overrides a preset's ratios)
   --ops N              operations in the mix phase (default: --keys)
   --duration SEC       run the mix phase for SEC seconds instead of --ops
-  --dist-choice KIND   which key a mix operation touches: uniform, zipfian, selfsimilar
+  --dist-choice KIND   which key a mix operation touches: uniform, zipfian, selfsimilar,
+                       or shuffled (each loaded key once, in a random order; draws past
+                       the last key count as misses: the FPTree paper's back-to-back
+                       finds, updates and deletes)
   --theta X            zipfian skew (default 0.99) or self-similar h (default 0.2)
   --scan-len N         keys per scan (default 100)
   --range PERCENTS     paper range queries, percent of the keys each covers
@@ -230,7 +233,7 @@ BenchOptions parse_bench_args(const Args& args, Outputs& out) {
   }
   if (preset == "mix" && mix_ratios.empty()) throw UsageError("--workload mix needs --mix RATIOS");
   if (!choice.empty() && !bench::parse(choice, o.mix.choice))
-    throw UsageError("--dist-choice: uniform, zipfian or selfsimilar");
+    throw UsageError("--dist-choice: uniform, zipfian, selfsimilar or shuffled");
   if (theta >= 0) o.mix.choice_param = theta;
   if (!latencies.empty()) {
     o.flush_latencies = parse_latencies(latencies);

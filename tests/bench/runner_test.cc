@@ -293,6 +293,33 @@ TEST(RunnerTest, MixRunsTheRatios) {
   EXPECT_GT(run->items, 0u);
 }
 
+// The FPTree paper's back-to-back deletes: shuffled touches each loaded key once, so every
+// remove finds its key (uniform would draw some twice: misses), and draws past the last
+// loaded key are counted as misses, not run on a key from elsewhere.
+TEST(RunnerTest, ShuffledRemovesEveryLoadedKeyOnce) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::sparse};
+  o.workload = "mix";
+  ASSERT_TRUE(parse_ratios("remove=100", o.mix).ok());
+  o.mix.choice = Choice::shuffled;
+  o.mix.ops = o.keys + 10;
+  o.threads = 2;
+  ASSERT_TRUE(validate(o).ok());
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 1u);
+  const CaseResult& c = cases[0];
+  EXPECT_EQ(c.error, "");
+  const PhaseResult* run = c.phase("run");
+  ASSERT_NE(run, nullptr);
+  const auto& rm = run->per_type[static_cast<int>(OpType::remove)];
+  EXPECT_EQ(rm.ops, o.keys + 10);
+  EXPECT_EQ(rm.misses, 10u) << "each loaded key removed once; the 10 draws past them miss";
+  o.mix.choice = Choice::uniform;  // the broken variant: uniform draws repeat keys
+  const auto uni = run_all(o, nullptr);
+  ASSERT_EQ(uni.size(), 1u);
+  EXPECT_GT(uni[0].phase("run")->per_type[static_cast<int>(OpType::remove)].misses, 10u);
+}
+
 TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
   BenchOptions o = small_options();
   o.dists = {KeyDist::fixed20};

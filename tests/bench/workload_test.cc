@@ -81,6 +81,27 @@ TEST(ZipfTest, SameSeedSameSequence) {
   EXPECT_NE(x, w);
 }
 
+TEST(ZipfTest, ShuffledDrawsEveryRankOnceAndNotInOrder) {
+  for (std::uint64_t n : {1ull, 2ull, 10ull, 1000ull, 1024ull, 999983ull}) {
+    KeyChooser z(Choice::shuffled, n, 0);
+    std::vector<bool> seen(n, false);
+    std::uint64_t in_order = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t r = z.once(i);
+      ASSERT_LT(r, n);
+      ASSERT_FALSE(seen[r]) << "rank " << r << " drawn twice, n = " << n;
+      seen[r] = true;
+      if (i > 0 && r == z.once(i - 1) + 1) ++in_order;
+    }
+    if (n >= 1000) {
+      EXPECT_LT(in_order, n / 100) << "consecutive draws must not walk the ranks";
+    }
+  }
+  Choice c{};
+  EXPECT_TRUE(parse("shuffled", c));
+  EXPECT_EQ(c, Choice::shuffled);
+}
+
 TEST(RngTest, BelowStaysInBoundAndRealInUnitInterval) {
   Rng r(1);
   for (int i = 0; i < 10000; ++i) {
