@@ -10,13 +10,17 @@ Result<void> validate(BenchOptions& o) {
   const auto kinds = Index::kinds();
   if (kinds.empty()) return Error{Status::invalid_argument, "no index is registered in this build"};
   if (o.indexes.empty()) o.indexes = kinds;
-  for (const auto& i : o.indexes)
+  for (const auto& entry : o.indexes) {
+    auto spec = parse_index_spec(entry);
+    if (!spec) return spec.error();
+    const std::string& i = spec.value().kind;
     if (std::find(kinds.begin(), kinds.end(), i) == kinds.end())
       return Error{Status::invalid_argument, "unknown index '" + i + "' (registered: " + [&] {
                      std::string s;
                      for (const auto& k : kinds) s += (s.empty() ? "" : ",") + k;
                      return s;
                    }() + ")"};
+  }
   if (o.dists.empty()) return Error{Status::invalid_argument, "no key distribution given"};
   if (o.keys == 0) return Error{Status::invalid_argument, "--keys must be positive"};
   if (o.keys > 0xffffffffull) return Error{Status::invalid_argument, "--keys must be below 2^32"};

@@ -16,16 +16,16 @@ using Clock = std::chrono::steady_clock;
 
 // The child: create the pool and index, insert; after `signal_at` acknowledged inserts,
 // write the count to the pipe and keep inserting until killed. Never returns.
-[[noreturn]] void child_load(const std::string& path, const std::string& index,
+[[noreturn]] void child_load(const std::string& path, const IndexSpec& index,
                              std::uint64_t size, const KeySet& keys, std::size_t n,
                              std::size_t signal_at, int fd) {
   PoolOptions po;
   po.size = size;
-  po.kind = index;
+  po.kind = index.kind;
   std::uint64_t acked = 0;
   auto pool = Pool::create(path, po);
   if (pool) {
-    auto idx = Index::create(*pool.value(), index);
+    auto idx = Index::create(*pool.value(), index.kind, index.options);
     if (idx) {
       for (std::size_t i = 0; i < n; ++i) {
         if (idx.value()->insert(keys[i], i + 1) != Status::ok) break;
@@ -48,7 +48,7 @@ double since(Clock::time_point t0) {
 
 }  // namespace
 
-RecoveryResult measure_recovery(const BenchOptions& o, const std::string& index,
+RecoveryResult measure_recovery(const BenchOptions& o, const IndexSpec& index,
                                 const KeySet& keys, std::size_t n) {
   RecoveryResult r;
   if (o.pool_dir.empty() || n == 0) {
@@ -90,7 +90,7 @@ RecoveryResult measure_recovery(const BenchOptions& o, const std::string& index,
   r.acknowledged = acked;
 
   const auto t0 = Clock::now();
-  auto pool = Pool::open(path, index);
+  auto pool = Pool::open(path, index.kind);
   if (!pool) {
     r.error = "Pool::open: " + pool.error().message;
     ::unlink(path.c_str());

@@ -17,7 +17,7 @@
 namespace wort::bench {
 
 //! Loads keys[0, n) in a child process killed after about n/2 inserts; measures recovery.
-RecoveryResult measure_recovery(const BenchOptions& o, const std::string& index,
+RecoveryResult measure_recovery(const BenchOptions& o, const IndexSpec& index,
                                 const KeySet& keys, std::size_t n);
 
 }  // namespace wort::bench

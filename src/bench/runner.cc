@@ -327,7 +327,7 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
   // The adapter's cost: the same lookups in the same loop through wort::Index and on the
   // concrete class. Both run after `search`, so both find the caches it left. With threads
   // sharing the index every lookup takes a lock: no like-for-like loop then.
-  const registry::Entry* entry = registry::find(c.index);
+  const registry::Entry* entry = registry::find(parse_index_spec(c.index).value().kind);
   if (o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct) {
     const Index& cidx = idx;
     c.phases.push_back(run_lookup_loop(
@@ -551,6 +551,29 @@ std::uint64_t auto_pool_size(std::size_t keys, double avg_key_len) {
   return std::max<std::uint64_t>(bytes, 64ull << 20);
 }
 
+Result<IndexSpec> parse_index_spec(std::string_view entry) {
+  IndexSpec spec;
+  const std::size_t colon = entry.find(':');
+  spec.kind = std::string(entry.substr(0, colon));
+  if (spec.kind.empty()) return Error{Status::invalid_argument, "empty index kind in '" + std::string(entry) + "'"};
+  std::size_t w = 0;
+  for (std::size_t at = colon; at != std::string_view::npos;) {
+    const std::size_t next = entry.find(':', at + 1);
+    const std::string word(entry.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1));
+    if (w == spec.options.words.size())
+      return Error{Status::invalid_argument, "'" + std::string(entry) + "': at most 4 option words"};
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(word.c_str(), &end, 0);
+    if (word.empty() || word[0] == '-' || *end != '\0' || errno != 0)
+      return Error{Status::invalid_argument, "'" + std::string(entry) + "': option word '" + word +
+                                                 "' is not a number (decimal or 0x hex)"};
+    spec.options.words[w++] = v;
+    at = next;
+  }
+  return spec;
+}
+
 CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dist,
                     std::uint32_t flush_latency_ns, const ProgressFn& progress) {
   CaseResult c;
@@ -583,11 +606,12 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
 
   CasePool cp;
   const std::uint64_t size = o.pool_size ? o.pool_size : auto_pool_size(keys.size(), c.avg_key_len);
-  if (auto r = open_case_pool(o, index, size, cp); !r) {
+  const IndexSpec spec = parse_index_spec(index).value();  // validate() checked it
+  if (auto r = open_case_pool(o, spec.kind, size, cp); !r) {
     c.error = "pool: " + r.error().message;
     return c;
   }
-  auto idx_r = Index::create(*cp.pool, index);
+  auto idx_r = Index::create(*cp.pool, spec.kind, spec.options);
   if (!idx_r) {
     c.error = "create: " + idx_r.error().message;
     return c;
@@ -595,7 +619,7 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
   Index& idx = *idx_r.value();
   c.prefault = o.prefault ? prefault_pool(*cp.pool) : "off";
   BenchOptions oc = o;
-  const registry::Entry* entry = registry::find(index);
+  const registry::Entry* entry = registry::find(spec.kind);
   oc.index_concurrent = entry != nullptr && entry->concurrent;
   if (mix) run_mix(oc, idx, keys, c.keys, c, progress, label);
   else run_paper(oc, idx, keys, c, progress, label);
@@ -609,7 +633,7 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
   idx_r.value().reset();
   if (o.recovery && o.llc != LlcMode::callgrind_child) {
     if (volatile_index) c.recovery.error = "volatile index: keeps nothing in the pool";
-    else c.recovery = measure_recovery(o, index, keys, c.keys);
+    else c.recovery = measure_recovery(o, spec, keys, c.keys);
   }
   return c;
 }

@@ -25,7 +25,7 @@ enum class LlcMode : std::uint8_t { off, perf, callgrind, callgrind_child };
 
 //! Every option of a benchmark run (all of it goes into the JSON).
 struct BenchOptions {
-  std::vector<std::string> indexes;              //!< kinds; empty = every registered kind
+  std::vector<std::string> indexes;              //!< IndexSpecs; empty = every registered kind
   std::vector<KeyDist> dists{KeyDist::dense, KeyDist::sparse, KeyDist::clustered};
   std::size_t keys = 1'000'000;
   std::uint64_t seed = 42;
@@ -93,6 +93,16 @@ struct CaseResult {
   //! search over search-direct: the handle plus the bench's per-op bookkeeping in `search`.
   double search_over_direct() const { return phase_ratio("search", "search-direct"); }
 };
+
+//! One `--index` entry: a registered kind, alone or with create options after colons —
+//! "roart:1" (IndexOptions::words[0] = 1: ROART without leaf compaction), "fptree:64:128"
+//! (words[0..3], decimal or 0x hex; 0 keeps the index's default). The whole entry labels
+//! the case, so a kind with and without options can run side by side.
+struct IndexSpec {
+  std::string kind;
+  IndexOptions options;
+};
+Result<IndexSpec> parse_index_spec(std::string_view entry);
 
 //! Progress callback: (case label, fraction of the case done).
 using ProgressFn = std::function<void(const std::string&, double)>;

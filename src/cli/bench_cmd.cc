@@ -32,7 +32,10 @@ fences per operation; every case reports leaf depth and PM/DRAM bytes per key.
 
 what to run:
   --index LIST         index kinds, comma-separated (default: every registered one;
-                       see 'wort list')
+                       see 'wort list'); KIND:W0[:W1...] creates it with those option
+                       words (IndexOptions, decimal or 0x; each index's README lists
+                       them), e.g. roart,roart:1 runs ROART with and without leaf
+                       compaction side by side
   --dist LIST          key sets (default dense,sparse,clustered):
                          dense      8-byte keys 1..N in random order
                          sparse     N uniform random 64-bit keys
@@ -358,7 +361,7 @@ int bench_main(const Args& args, const Args& full_argv) {
   if (o.threads > 1) {
     std::string serial;
     for (const std::string& k : o.indexes.empty() ? Index::kinds() : o.indexes)
-      if (const registry::Entry* e = registry::find(k); e && !e->concurrent)
+      if (const registry::Entry* e = registry::find(k.substr(0, k.find(':'))); e && !e->concurrent)
         serial += (serial.empty() ? "" : ", ") + k;
     if (!serial.empty())
       report.notes.push_back("not concurrent, so every call holds one lock with --threads > 1: " + serial);

@@ -419,6 +419,37 @@ TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   EXPECT_EQ(part.value_sum, 1003u);
 }
 
+TEST(RunnerTest, IndexSpecCarriesCreateOptions) {
+  auto plain = parse_index_spec("roart");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.value().kind, "roart");
+  EXPECT_EQ(plain.value().options.words, (std::array<std::uint64_t, 4>{0, 0, 0, 0}));
+  auto with = parse_index_spec("fptree:64:0x80");
+  ASSERT_TRUE(with.ok());
+  EXPECT_EQ(with.value().kind, "fptree");
+  EXPECT_EQ(with.value().options.words, (std::array<std::uint64_t, 4>{64, 128, 0, 0}));
+  for (const char* bad : {"roart:", "roart:x", "roart:-1", ":1", "roart:1:2:3:4:5", "roart:1x"})
+    EXPECT_FALSE(parse_index_spec(bad).ok()) << bad;
+
+  // The options reach the index: ROART without leaf compaction (word 0 bit 1) has no leaf
+  // arrays; the same kind without options has them. Both labelled by their entry.
+  BenchOptions o = small_options();
+  o.indexes = {"roart", "roart:1"};
+  o.dists = {KeyDist::sparse};
+  o.range_fractions = {};
+  ASSERT_TRUE(validate(o).ok());
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].index, "roart");
+  EXPECT_EQ(cases[1].index, "roart:1");
+  EXPECT_EQ(cases[0].error, "");
+  EXPECT_EQ(cases[1].error, "");
+  EXPECT_GT(cases[0].stats.nodes.count("leaf_array"), 0u);
+  EXPECT_EQ(cases[1].stats.nodes.count("leaf_array"), 0u);
+  o.indexes = {"roart:zz"};
+  EXPECT_FALSE(validate(o).ok());
+}
+
 TEST(RunnerTest, UnknownIndexIsRejected) {
   BenchOptions o = small_options();
   o.indexes = {"no-such-index"};
