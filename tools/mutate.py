@@ -57,7 +57,7 @@ Mutated commit sites keep the tracer's on_commit hook, so the commit oracle does
 them for free: what the score measures is the crash images and the lints.
 
 Usage: tools/mutate.py [--only SUBSTRING]... [--list] [--scratch DIR] [--jobs N] [--timeout S]
-                      [--timeout-factor F] [--one-at-a-time] [--results FILE.tsv]
+                      [--timeout-factor F] [--one-at-a-time] [--results FILE.tsv] [--catalogue DIR]
 """
 import argparse
 import hashlib
@@ -325,12 +325,12 @@ class Mutation:
         return f"{self.file} :: {self.func} :: {self.op} {' '.join(self.args)}".rstrip()
 
 
-def load_catalogue():
+def load_catalogue(folder=CATALOGUE_DIR):
     muts = []
-    for fn in sorted(os.listdir(CATALOGUE_DIR)):
+    for fn in sorted(os.listdir(folder)):
         if not fn.endswith(".txt"):
             continue
-        with open(os.path.join(CATALOGUE_DIR, fn)) as f:
+        with open(os.path.join(folder, fn)) as f:
             for lineno, line in enumerate(f, 1):
                 line = line.strip()
                 if not line or line.startswith("#"):
@@ -750,9 +750,11 @@ def main():
     ap.add_argument("--one-at-a-time", action="store_true",
                     help="the old mode: apply, rebuild and test each mutant alone")
     ap.add_argument("--results", help="write one line per mutation: name, verdict, detail (TSV)")
+    ap.add_argument("--catalogue", default=CATALOGUE_DIR,
+                    help="folder of catalogue files (default tools/mutations)")
     a = ap.parse_args()
 
-    muts = load_catalogue()
+    muts = load_catalogue(a.catalogue)
     if a.only:
         muts = [m for m in muts if any(o in m.name() for o in a.only)]
     if a.list:
