@@ -33,6 +33,7 @@ first; counts kept in the scratch directory across runs), each alone, then the r
 per binary, cheapest binary first. Together they are exactly the tests the covering filters
 select. A test process's limit is max(--timeout, --timeout-factor x its tests' baseline time);
 one that runs past it is re-run alone with three times the limit before it is a TIMEOUT.
+The fallback path has its own catalogue: --catalogue tools/mutate_selftest (one N/A, three killed).
 --one-at-a-time is the old mode: apply, rebuild (incremental ninja) and test each mutant alone,
 with the covering filters as given and --timeout per binary.
 
@@ -308,10 +309,21 @@ def locate(original, m):
     edits = mutation_edits(original[rng[0]:rng[1]], m.op, m.args)
     if edits is None:
         return None
-    edits = sorted((s + rng[0], e + rng[0], t) for s, e, t in edits)
+    edits = sorted(whole_statement(original, s + rng[0], e + rng[0], t) for s, e, t in edits)
     if apply_edits(original, edits) == original:
         return None
     return edits
+
+
+def whole_statement(text, s, e, new):
+    """A call whose result is cast away, `(void)f(x);`, is matched at `f`: the edit starts at
+    the cast, kept in front of the new text (the same mutated source), so that the span is a
+    whole statement that the schema can guard."""
+    m = re.search(r"\(\s*void\s*\)\s*$", text[max(0, s - 40):s])
+    if m:
+        cut = s - (len(text[max(0, s - 40):s]) - m.start())
+        return cut, e, text[cut:s] + new
+    return s, e, new
 
 
 # --- catalogue ------------------------------------------------------------------------------
