@@ -8,7 +8,8 @@
 #   soak    the long runs, before an issue is resolved: the differential tests at the paper's
 #           1M keys, and 300 damaged pools per damage kind and index (WORT_FUZZ_TRIALS)
 #   mutate  the crash tests' mutation score: tools/mutate.py over tools/mutations/*.txt, in a
-#           scratch copy under /tmp
+#           scratch copy under /tmp, every mutant compiled into one build (mutant schemata,
+#           WORT_MUTANT=K selects one); MUTATE_ARGS="--one-at-a-time" for one build per mutant
 
 JOBS ?= $(shell nproc)
 BUILD ?= build

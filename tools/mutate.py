@@ -1,18 +1,41 @@
 #!/usr/bin/env python3
-"""make mutate — measure the crash tests by injecting persistence bugs, one at a time.
+"""make mutate — measure the crash tests by injecting persistence bugs.
 
 Reads the catalogue tools/mutations/*.txt: one mutation per line,
 
     <file> :: <function> :: <operator> [args...] [:: harmless: <why>]
 
 described by pattern (a function name and the N-th call of a persistence primitive inside
-its body), so entries survive code changes that do not remove the site. For each entry it
-applies the mutation to a scratch copy of the tree (never to the worktree), rebuilds only
-the crash-test binaries that cover the file (incremental ninja), runs them with a timeout
-and records: KILLED (a test failed or timed out), SURVIVED, or N/A (the pattern is not in the
-code, or the mutant does not compile). Prints the score and every survivor; an entry marked
-`harmless:` that survives is listed as harmless with its reason (not counted against the
-score); one marked harmless that is killed is reported too (the reason is then wrong).
+its body), so entries survive code changes that do not remove the site. Each mutation
+replaces whole statements of that body (one, or two for a swap). Everything happens in a
+scratch copy of the tree (never in the worktree) and runs the crash-test binaries that cover
+the mutated file (COVER below). Verdicts: KILLED (a covering test failed), SURVIVED, TIMEOUT
+(a test process ran past its limit, twice: not a finding, so not counted as killed — a
+recovery that hangs is the simulator's own RECOVERY_HUNG finding, a failed test), or N/A (the
+pattern is not in the code, or the mutant does not compile). Prints the score and every
+survivor; an entry marked `harmless:` that survives is listed as harmless with its reason
+(not counted against the score); one marked harmless that is killed is reported too (the
+reason is then wrong). Exit status 1 if a mutation not declared harmless survived or timed out.
+
+Schema mode (the default): mutant schemata. All mutants are compiled into one build, each
+mutated statement guarded by a selector read once from the environment,
+    { if (::wort_mutant_id() == K) { <mutant K> } else { <original> } }
+(mutants of the same statement chain as else-ifs; wort_mutant_id() is an inline function in a
+header generated in the scratch directory, included only by the guarded copies). Mutants whose
+statements overlap without being the same go into a further batch; a batch that does not
+compile is split (the files named in the errors first, else in halves), and a mutant whose
+guarded form alone does not compile is built one at a time, unguarded. Per batch: one
+incremental build of the covering binaries, a baseline run with no mutant selected (must pass,
+and times every test), then each mutant's covering tests with WORT_MUTANT=K, --jobs mutants at
+a time. A mutant's tests stop at the first failure (--gtest_fail_fast) and run
+cheapest-most-killing first: up to two tests that killed mutants before (of the same function
+first; counts kept in the scratch directory across runs), each alone, then the rest, one process
+per binary, cheapest binary first. Together they are exactly the tests the covering filters
+select. A test process's limit is max(--timeout, --timeout-factor x its tests' baseline time);
+one that runs past it is re-run alone with three times the limit before it is a TIMEOUT.
+The fallback path has its own catalogue: --catalogue tools/mutate_selftest (one N/A, three killed).
+--one-at-a-time is the old mode: apply, rebuild (incremental ninja) and test each mutant alone,
+with the covering filters as given and --timeout per binary.
 
 Operators (N counts from 1, in source order inside the function body):
   drop <prim> N            delete the N-th pm::<prim>(...) statement (flush, fence, persist,
@@ -34,16 +57,21 @@ Operators (N counts from 1, in source order inside the function body):
 Mutated commit sites keep the tracer's on_commit hook, so the commit oracle does not catch
 them for free: what the score measures is the crash images and the lints.
 
-Usage: tools/mutate.py [--only SUBSTRING] [--list] [--scratch DIR] [--jobs N] [--timeout S]
+Usage: tools/mutate.py [--only SUBSTRING]... [--list] [--scratch DIR] [--jobs N] [--timeout S]
+                      [--timeout-factor F] [--one-at-a-time] [--results FILE.tsv] [--catalogue DIR]
 """
 import argparse
 import hashlib
 import os
 import re
+import json
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOGUE_DIR = os.path.join(ROOT, "tools", "mutations")
@@ -187,11 +215,14 @@ def nth(lst, n):
     return lst[n - 1] if 1 <= n <= len(lst) else None
 
 
-def mutate_body(body, op, args):
-    """Returns the mutated body, or None if the pattern is not there."""
+def mutation_edits(body, op, args):
+    """The mutation as statement replacements: a list of (start, end, new_text), start/end in
+    body coordinates and each span one whole statement of the original body (a swap is two:
+    each statement's text put in the other's place). None if the pattern is not there.
+    One-at-a-time mode applies them (apply_edits); schema mode guards each span."""
     if op == "drop":
         c = nth(calls(body, args[0]), int(args[1]))
-        return None if c is None else body[:c[0]] + "(void)0;" + body[c[1]:]
+        return None if c is None else [(c[0], c[1], "(void)0;")]
     if op == "publish-to-commit":  # publish -> commit, publish_nt -> commit_nt (in order)
         cs = sorted([(c, "pm::commit") for c in calls(body, "publish")] +
                     [(c, "pm::commit_nt") for c in calls(body, "publish_nt")],
@@ -200,15 +231,14 @@ def mutate_body(body, op, args):
         if f is None:
             return None
         c, dst = f
-        return body[:c[0]] + dst + "(" + c[2] + ");" + body[c[1]:]
+        return [(c[0], c[1], dst + "(" + c[2] + ");")]
     if op in ("persist-to-flush", "store-persist-to-store"):
         src, dst = {"persist-to-flush": ("persist", "pm::flush"),
-                    "store-persist-to-store": ("store_persist", "pm::store"),
-                    "publish-to-commit": ("publish", "pm::commit")}[op]
+                    "store-persist-to-store": ("store_persist", "pm::store")}[op]
         c = nth(calls(body, src), int(args[0]))
         if c is None:
             return None
-        return body[:c[0]] + dst + "(" + c[2] + ");" + body[c[1]:]
+        return [(c[0], c[1], dst + "(" + c[2] + ");")]
     if op in ("commit-unfenced", "commit-unflushed", "split-commit"):
         f = nth(commit_calls(body), int(args[0]))
         if f is None:
@@ -231,7 +261,7 @@ def mutate_body(body, op, args):
                    f"::wort::pm::store(reinterpret_cast<std::uint32_t*>(mut_d_), static_cast<std::uint32_t>(mut_v_)); "
                    f"::wort::pm::store(reinterpret_cast<std::uint32_t*>(mut_d_) + 1, static_cast<std::uint32_t>(mut_v_ >> 32)); "
                    f"::wort::pm::persist(mut_d_, 8); }}")
-        return body[:s] + new + body[e:]
+        return [(s, e, new)]
     if op == "swap-commit-flush":
         f = nth(commit_calls(body), int(args[0]))
         if f is None:
@@ -241,7 +271,7 @@ def mutate_body(body, op, args):
         if not before:
             return None
         b = max(before, key=lambda c: c[0])
-        return (body[:b[0]] + body[s:e] + body[b[1]:s] + body[b[0]:b[1]] + body[e:])
+        return [(b[0], b[1], body[s:e]), (s, e, body[b[0]:b[1]])]
     if op == "swap":
         a = nth(calls(body, args[0]), int(args[1]))
         b = nth(calls(body, args[2]), int(args[3]))
@@ -249,8 +279,51 @@ def mutate_body(body, op, args):
             return None
         if a[0] > b[0]:
             a, b = b, a
-        return body[:a[0]] + body[b[0]:b[1]] + body[a[1]:b[0]] + body[a[0]:a[1]] + body[b[1]:]
+        if a[1] > b[0]:
+            return None  # one statement inside the other: not a swap
+        return [(a[0], a[1], body[b[0]:b[1]]), (b[0], b[1], body[a[0]:a[1]])]
     raise SystemExit(f"unknown operator {op}")
+
+
+def apply_edits(text, edits):
+    out, pos = [], 0
+    for s, e, new in sorted(edits):
+        out.append(text[pos:s])
+        out.append(new)
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def mutate_body(body, op, args):
+    """Returns the mutated body, or None if the pattern is not there."""
+    edits = mutation_edits(body, op, args)
+    return None if edits is None else apply_edits(body, edits)
+
+
+def locate(original, m):
+    """The mutation's edits in file coordinates, or None (pattern not found, or no change)."""
+    rng = function_body(original, m.func)
+    if rng is None:
+        return None
+    edits = mutation_edits(original[rng[0]:rng[1]], m.op, m.args)
+    if edits is None:
+        return None
+    edits = sorted(whole_statement(original, s + rng[0], e + rng[0], t) for s, e, t in edits)
+    if apply_edits(original, edits) == original:
+        return None
+    return edits
+
+
+def whole_statement(text, s, e, new):
+    """A call whose result is cast away, `(void)f(x);`, is matched at `f`: the edit starts at
+    the cast, kept in front of the new text (the same mutated source), so that the span is a
+    whole statement that the schema can guard."""
+    m = re.search(r"\(\s*void\s*\)\s*$", text[max(0, s - 40):s])
+    if m:
+        cut = s - (len(text[max(0, s - 40):s]) - m.start())
+        return cut, e, text[cut:s] + new
+    return s, e, new
 
 
 # --- catalogue ------------------------------------------------------------------------------
@@ -264,12 +337,12 @@ class Mutation:
         return f"{self.file} :: {self.func} :: {self.op} {' '.join(self.args)}".rstrip()
 
 
-def load_catalogue():
+def load_catalogue(folder=CATALOGUE_DIR):
     muts = []
-    for fn in sorted(os.listdir(CATALOGUE_DIR)):
+    for fn in sorted(os.listdir(folder)):
         if not fn.endswith(".txt"):
             continue
-        with open(os.path.join(CATALOGUE_DIR, fn)) as f:
+        with open(os.path.join(folder, fn)) as f:
             for lineno, line in enumerate(f, 1):
                 line = line.strip()
                 if not line or line.startswith("#"):
@@ -326,22 +399,350 @@ def build(build_dir, targets, jobs):
     return r.returncode == 0, r.stdout
 
 
+def run_process(cmd, timeout, env=None):
+    """(returncode or None on timeout, output). The test runs in its own process group, so a
+    timeout also ends the children it forked (the simulator's isolated runs)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         errors="replace", env=env, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = p.communicate()
+        return None, out
+
+
+def failure_detail(binary, rc, out):
+    failed = re.findall(r"^\[  FAILED  \] (\S+)", out, re.M)
+    kinds = sorted(set(re.findall(r"\[([A-Z_]+x\d+(?: [A-Z_]+x\d+)*)\]", out)))
+    detail = ", ".join(dict.fromkeys(failed)) or f"exit {rc}"
+    return f"{binary}: {detail}" + (f" {kinds[0]}" if kinds else ""), (failed[0] if failed else None)
+
+
 def run_tests(build_dir, tests, timeout):
-    """(killed, what): the first failing test binary, or None."""
+    """(verdict, what): verdict KILLED (a test failed), TIMEOUT, or None (all passed)."""
     for binary, filt in tests:
         cmd = [os.path.join(build_dir, binary), "--gtest_filter=" + filt, "--gtest_brief=1",
                "--gtest_fail_fast=1"]
+        rc, out = run_process(cmd, timeout)
+        if rc is None:
+            return "TIMEOUT", f"{binary} did not finish in {timeout} s"
+        if rc != 0:
+            return "KILLED", failure_detail(binary, rc, out)[0]
+    return None, ""
+
+
+# --- mutant schemata ------------------------------------------------------------------------
+#
+# Every mutant of a batch is compiled into one build: each mutated statement span becomes
+#     { if (::wort_mutant_id() == K1) { <mutant K1> } else if (...) { ... } else { <original> } }
+# and the tests run once per mutant with WORT_MUTANT=K. The selector lives in a header
+# generated in the scratch directory (outside the copied tree), included by each guarded file.
+
+SCHEMA_HEADER = """// Generated by tools/mutate.py in its scratch directory, never part of the project's tree:
+// the selector of the mutant schemata. WORT_MUTANT=K runs mutant K at every guarded site;
+// unset or 0 runs the original statements. Read once per process.
+#pragma once
+#include <cstdlib>
+inline int wort_mutant_id() noexcept {
+  static const int id = [] {
+    const char* s = std::getenv("WORT_MUTANT");
+    return s != nullptr ? std::atoi(s) : 0;
+  }();
+  return id;
+}
+"""
+
+
+def guarded_source(original, entries, header):
+    """original with every (id, edits) of entries guarded by the selector. Spans of different
+    mutants must be identical (one if/else-if chain) or disjoint."""
+    spans = {}
+    for k, edits in entries:
+        for s, e, t in edits:
+            spans.setdefault((s, e), []).append((k, t))
+    out, pos = [], 0
+    for s, e in sorted(spans):
+        if s < pos:
+            raise ValueError("overlapping mutation spans in one schema")
+        chain = " else ".join(f"if (::wort_mutant_id() == {k}) {{ {t} }}" for k, t in spans[(s, e)])
+        out += [original[pos:s], f"{{ {chain} else {{ {original[s:e]} }} }}"]
+        pos = e
+    out.append(original[pos:])
+    text = "".join(out)
+    inc = f'#include "{header}"  // tools/mutate.py: mutant schema selector\n'
+    m = re.search(r"^#pragma once[^\n]*\n", text, re.M)
+    at = m.end() if m else 0
+    return text[:at] + inc + text[at:]
+
+
+class Batch:
+    """Mutants built together: per file, their spans are identical or disjoint."""
+
+    def __init__(self):
+        self.members = []  # (id, Mutation, edits)
+        self.spans = {}
+
+    def fits(self, m, edits):
+        have = self.spans.get(m.file, set())
+        return all((s, e) == (s2, e2) or e <= s2 or e2 <= s for s, e, _ in edits for s2, e2 in have)
+
+    def add(self, k, m, edits):
+        self.members.append((k, m, edits))
+        self.spans.setdefault(m.file, set()).update((s, e) for s, e, _ in edits)
+
+
+class Stats:
+    """Which test killed which mutants: per test, and per mutated function. Kept across runs
+    in the scratch directory, so the next run tries the likeliest killers first."""
+
+    def __init__(self, path):
+        self.path, self.lock = path, threading.Lock()
+        self.all, self.func = {}, {}
         try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                               timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return True, f"{binary} timed out after {timeout} s"
-        if r.returncode != 0:
-            failed = re.findall(r"^\[  FAILED  \] (\S+)", r.stdout, re.M)
-            kinds = sorted(set(re.findall(r"\[([A-Z_]+x\d+(?: [A-Z_]+x\d+)*)\]", r.stdout)))
-            detail = ", ".join(dict.fromkeys(failed)) or f"exit {r.returncode}"
-            return True, f"{binary}: {detail}" + (f" {kinds[0]}" if kinds else "")
-    return False, ""
+            with open(path) as f:
+                d = json.load(f)
+            self.all, self.func = d.get("all", {}), d.get("func", {})
+        except (OSError, ValueError):
+            pass
+
+    def kills(self, m, test):
+        with self.lock:
+            return (self.func.get(m.file + " :: " + m.func, {}).get(test, 0), self.all.get(test, 0))
+
+    def record(self, m, test):
+        with self.lock:
+            self.all[test] = self.all.get(test, 0) + 1
+            f = self.func.setdefault(m.file + " :: " + m.func, {})
+            f[test] = f.get(test, 0) + 1
+
+    def save(self):
+        with self.lock, open(self.path, "w") as f:
+            json.dump({"all": self.all, "func": self.func}, f, indent=0, sort_keys=True)
+
+
+def baseline(build_dir, pairs, jobs, timeout):
+    """Runs each (binary, filter) with no mutant selected; returns {(binary, filter): [(test,
+    seconds)]} in gtest order, or raises SystemExit naming the first that fails."""
+    def one(pair):
+        binary, filt = pair
+        t = time.time()
+        rc, out = run_process([os.path.join(build_dir, binary), "--gtest_filter=" + filt], timeout,
+                              env={k: v for k, v in os.environ.items() if k != "WORT_MUTANT"})
+        if rc != 0:
+            what = "timed out" if rc is None else failure_detail(binary, rc, out)[0]
+            raise SystemExit(f"[mutate] the unmutated schema fails its crash tests: {binary} {filt}: {what}")
+        tests = [(n, int(ms) / 1000.0) for n, ms in re.findall(r"^\[       OK \] (\S+) \((\d+) ms\)", out, re.M)]
+        return pair, tests, time.time() - t
+    out = {}
+    with ThreadPoolExecutor(max_workers=jobs) as ex:
+        for pair, tests, secs in ex.map(one, sorted(pairs)):
+            out[pair] = tests
+            print(f"[mutate]   baseline {pair[0]} {pair[1]}: {len(tests)} tests, {secs:.1f} s", flush=True)
+    return out
+
+
+def plan(m, base, stats, probes=2):
+    """The test processes for one mutant, cheapest-most-killing first: up to `probes` tests that
+    killed mutants before (in this function first, then anywhere), each alone; then the rest,
+    one process per binary (cheapest binary first, gtest order inside). Together they run
+    exactly the tests the covering filters select."""
+    units, seen = [], set()
+    for binary, filt in covering(m.file):
+        for name, secs in base[(binary, filt)]:
+            if (binary, name) not in seen:
+                seen.add((binary, name))
+                units.append((binary, name, secs))
+
+    def key(u):
+        fk, ak = stats.kills(m, u[0] + " " + u[1])
+        return (-fk, -ak, u[2])
+    first = [u for u in sorted(units, key=key) if key(u)[:2] != (0, 0)][:probes]
+    rest = {}
+    for u in units:
+        if u not in first:
+            rest.setdefault(u[0], []).append(u)
+    inv = [(u[0], [u[1]], u[2]) for u in first]
+    for binary, us in sorted(rest.items(), key=lambda kv: sum(u[2] for u in kv[1])):
+        inv.append((binary, [u[1] for u in us], sum(u[2] for u in us)))
+    return inv
+
+
+def run_mutant(build_dir, k, m, invocations, stats, limit):
+    """(verdict, what) with WORT_MUTANT=k: KILLED at the first failing process, TIMEOUT, or
+    SURVIVED. limit(seconds of the tests at baseline) is a process's time limit."""
+    env = dict(os.environ, WORT_MUTANT=str(k))
+    for binary, names, secs in invocations:
+        if any("-" in n for n in names):
+            raise SystemExit(f"[mutate] a test name with '-' cannot go into a gtest filter: {names}")
+        cmd = [os.path.join(build_dir, binary), "--gtest_filter=" + ":".join(names), "--gtest_brief=1",
+               "--gtest_fail_fast=1"]
+        lim = limit(secs)
+        rc, out = run_process(cmd, lim, env)
+        if rc is None:
+            return "TIMEOUT", f"{binary} ({len(names)} tests, {secs:.1f} s at baseline) did not finish in {lim:.0f} s"
+        if rc != 0:
+            what, first = failure_detail(binary, rc, out)
+            if first:
+                stats.record(m, binary + " " + first)
+            return "KILLED", what
+    return "SURVIVED", ""
+
+
+def run_schemata(a, muts, src, build_dir):
+    """Schema mode: returns {Mutation: (status, what)}."""
+    results, originals, current = {}, {}, {}
+    header = os.path.join(a.scratch, "wort_mutant_schema.h")
+    copy_text(header, SCHEMA_HEADER)
+    ids = {m: i + 1 for i, m in enumerate(muts)}
+    batches = []
+    for m in muts:
+        if m.file not in originals:
+            with open(os.path.join(src, m.file)) as f:
+                originals[m.file] = current[m.file] = f.read()
+        edits = locate(originals[m.file], m)
+        if edits is None:
+            results[m] = ("N/A", "pattern not found")
+            continue
+        b = next((b for b in batches if b.fits(m, edits)), None)
+        if b is None:
+            b = Batch()
+            batches.append(b)
+        b.add(ids[m], m, edits)
+    print(f"[mutate] schema mode: {sum(len(b.members) for b in batches)} mutants in {len(batches)} "
+          f"batch(es), {len(results)} not applicable", flush=True)
+
+    def write(members):
+        want = dict(originals)
+        per_file = {}
+        for k, m, edits in members:
+            per_file.setdefault(m.file, []).append((k, edits))
+        for file, entries in per_file.items():
+            want[file] = guarded_source(originals[file], entries, header)
+        for file, text in want.items():
+            if current[file] != text:
+                with open(os.path.join(src, file), "w") as f:
+                    f.write(text)
+                current[file] = text
+
+    stats = Stats(os.path.join(a.scratch, "test-stats.json"))
+    limit = lambda secs: max(a.timeout, a.timeout_factor * secs)
+    queue = [b.members for b in batches]
+    fallback, original_builds = [], None
+    try:
+        while queue:
+            members = queue.pop(0)
+            targets = {b for _, m, _ in members for b, _ in covering(m.file)}
+            write(members)
+            t = time.time()
+            ok, out = build(build_dir, targets, a.jobs)
+            print(f"[mutate] schema of {len(members)} mutants in {len({m.file for _, m, _ in members})} files: "
+                  f"built {'' if ok else 'with errors '}in {time.time() - t:.0f} s", flush=True)
+            if not ok:
+                if original_builds is None:
+                    write([])
+                    original_builds, o2 = build(build_dir, targets, a.jobs)
+                    if not original_builds:
+                        print(o2[-4000:])
+                        raise SystemExit("[mutate] the unmutated tree does not build")
+                if len(members) == 1:
+                    fallback.append(members[0])
+                    continue
+                bad = {f for f in re.findall(r"^(?:\S*/)?src/((?:src|include)/\S+?):\d+:\d+: error", out, re.M)}
+                suspects = [x for x in members if x[1].file in bad]
+                if suspects and len(suspects) < len(members):
+                    parts = [[x for x in members if x not in suspects], suspects]
+                else:
+                    parts = [members[:len(members) // 2], members[len(members) // 2:]]
+                queue[0:0] = parts
+                continue
+            t = time.time()
+            pairs = {p for _, m, _ in members for p in covering(m.file)}
+            base = baseline(build_dir, pairs, a.jobs, limit(60))
+            print(f"[mutate] baseline (no mutant selected) green in {time.time() - t:.0f} s", flush=True)
+            t = time.time()
+            timed_out = []
+            lock = threading.Lock()
+
+            def one(member):
+                k, m, _ = member
+                t1 = time.time()
+                r = run_mutant(build_dir, k, m, plan(m, base, stats), stats, limit)
+                with lock:
+                    if r[0] == "TIMEOUT":
+                        timed_out.append(member)
+                        print(f"[mutate] (timeout, will re-run alone) {m.name()}: {r[1]}", flush=True)
+                    else:
+                        results[m] = r
+                        print(f"[mutate] {r[0]:8} {m.name()}  ({time.time() - t1:.0f} s) {r[1]}", flush=True)
+            with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+                list(ex.map(one, members))
+            for k, m, _ in timed_out:  # alone, with three times the limit
+                t1 = time.time()
+                r = run_mutant(build_dir, k, m, plan(m, base, stats), stats, lambda s: 3 * limit(s))
+                results[m] = r
+                print(f"[mutate] {r[0]:8} {m.name()}  ({time.time() - t1:.0f} s, re-run alone) {r[1]}", flush=True)
+            print(f"[mutate] {len(members)} mutants' tests in {time.time() - t:.0f} s", flush=True)
+        for k, m, edits in fallback:  # the guarded form does not compile: one at a time
+            write([])
+            results[m] = one_at_a_time(a, m, apply_edits(originals[m.file], edits), src, build_dir)
+    finally:
+        write([])
+        stats.save()
+    return results
+
+
+def copy_text(path, text):
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def one_at_a_time(a, m, mutated, src, build_dir):
+    """Builds the tree with this one mutation (unguarded) and runs its covering tests."""
+    path = os.path.join(src, m.file)
+    with open(path) as f:
+        original = f.read()
+    t = time.time()
+    try:
+        with open(path, "w") as f:
+            f.write(mutated)
+        tests = covering(m.file)
+        ok, out = build(build_dir, {b for b, _ in tests}, a.jobs)
+        if not ok:
+            err = re.search(r"error: (.*)", out)
+            r = ("N/A", "does not compile: " + (err.group(1)[:120] if err else "?"))
+        else:
+            verdict, what = run_tests(build_dir, tests, a.timeout)
+            r = (verdict or "SURVIVED", what)
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+    print(f"[mutate] {r[0]:8} {m.name()}  ({time.time() - t:.0f} s, one at a time) {r[1]}", flush=True)
+    return r
+
+
+def run_one_at_a_time(a, muts, src, build_dir):
+    """The old mode: one rebuild per mutant. Returns {Mutation: (status, what)}."""
+    results = {}
+    for m in muts:
+        path = os.path.join(src, m.file)
+        with open(path) as f:
+            original = f.read()
+        edits = locate(original, m)
+        if edits is None:
+            results[m] = ("N/A", "pattern not found")
+            print(f"[mutate] N/A      {m.name()}  (0 s) pattern not found", flush=True)
+        else:
+            results[m] = one_at_a_time(a, m, apply_edits(original, edits), src, build_dir)
+    return results
 
 
 def main():
@@ -351,11 +752,21 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the catalogue and exit")
     ap.add_argument("--scratch", default=os.environ.get(
         "WORT_MUTATE_DIR", "/tmp/wort-mutate-" + hashlib.sha1(ROOT.encode()).hexdigest()[:8]))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=int, default=240, help="seconds per test binary")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="ninja -j, and mutants whose tests run at the same time (schema mode)")
+    ap.add_argument("--timeout", type=float, default=240,
+                    help="least time limit of one test process, seconds (one-at-a-time: the limit)")
+    ap.add_argument("--timeout-factor", type=float, default=10,
+                    help="schema mode: a test process's limit is at least this many times the "
+                         "baseline time of the tests it runs")
+    ap.add_argument("--one-at-a-time", action="store_true",
+                    help="the old mode: apply, rebuild and test each mutant alone")
+    ap.add_argument("--results", help="write one line per mutation: name, verdict, detail (TSV)")
+    ap.add_argument("--catalogue", default=CATALOGUE_DIR,
+                    help="folder of catalogue files (default tools/mutations)")
     a = ap.parse_args()
 
-    muts = load_catalogue()
+    muts = load_catalogue(a.catalogue)
     if a.only:
         muts = [m for m in muts if any(o in m.name() for o in a.only)]
     if a.list:
@@ -371,78 +782,56 @@ def main():
                         "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
     all_tests = {t for m in muts for t in covering(m.file)}
     targets = {b for b, _ in all_tests}
-    print(f"[mutate] scratch tree {a.scratch}; building {len(targets)} crash-test binaries", flush=True)
-    ok, out = build(build_dir, targets, a.jobs)
-    if not ok:
-        print(out[-4000:])
-        raise SystemExit("[mutate] the unmutated tree does not build")
-    for m in sorted({m.file for m in muts}):
-        killed, what = run_tests(build_dir, covering(m), a.timeout)
-        if killed:
-            raise SystemExit(f"[mutate] the unmutated tree fails its crash tests: {what}")
-    print(f"[mutate] baseline built and green in {time.time() - t0:.0f} s; "
-          f"{len(muts)} mutations", flush=True)
-
-    results = []
-    by_file = {}
-    for m in muts:
-        by_file.setdefault(m.file, []).append(m)
-    for file, group in by_file.items():
-        path = os.path.join(src, file)
-        with open(path) as f:
-            original = f.read()
-        try:
-            for m in group:
-                t = time.time()
-                rng = function_body(original, m.func)
-                mutated = None
-                if rng is not None:
-                    body = mutate_body(original[rng[0]:rng[1]], m.op, m.args)
-                    if body is not None:
-                        mutated = original[:rng[0]] + body + original[rng[1]:]
-                if mutated is None or mutated == original:
-                    results.append((m, "N/A", "pattern not found"))
-                else:
-                    with open(path, "w") as f:
-                        f.write(mutated)
-                    tests = covering(file)
-                    ok, out = build(build_dir, {b for b, _ in tests}, a.jobs)
-                    if not ok:
-                        err = re.search(r"error: (.*)", out)
-                        results.append((m, "N/A", "does not compile: " + (err.group(1)[:120] if err else "?")))
-                    else:
-                        killed, what = run_tests(build_dir, tests, a.timeout)
-                        results.append((m, "KILLED" if killed else "SURVIVED", what))
-                r = results[-1]
-                print(f"[mutate] {r[1]:8} {m.name()}  ({time.time() - t:.0f} s) {r[2]}", flush=True)
-        finally:
-            with open(path, "w") as f:
-                f.write(original)
-    # leave the scratch build matching the tree
-    build(build_dir, targets, a.jobs)
+    if a.one_at_a_time:
+        print(f"[mutate] scratch tree {a.scratch}; building {len(targets)} crash-test binaries", flush=True)
+        ok, out = build(build_dir, targets, a.jobs)
+        if not ok:
+            print(out[-4000:])
+            raise SystemExit("[mutate] the unmutated tree does not build")
+        for m in sorted({m.file for m in muts}):
+            verdict, what = run_tests(build_dir, covering(m), a.timeout)
+            if verdict:
+                raise SystemExit(f"[mutate] the unmutated tree fails its crash tests: {what}")
+        print(f"[mutate] baseline built and green in {time.time() - t0:.0f} s; "
+              f"{len(muts)} mutations", flush=True)
+        res = run_one_at_a_time(a, muts, src, build_dir)
+        # leave the scratch build matching the tree
+        build(build_dir, targets, a.jobs)
+    else:
+        print(f"[mutate] scratch tree {a.scratch}; {len(muts)} mutations, "
+              f"{len(targets)} crash-test binaries", flush=True)
+        res = run_schemata(a, muts, src, build_dir)
+    results = [(m,) + res[m] for m in muts]
+    if a.results:
+        with open(a.results, "w") as f:
+            for m, status, what in results:
+                f.write(f"{m.name()}\t{status}\t{what}\n")
 
     killed = [r for r in results if r[1] == "KILLED"]
     surv = [r for r in results if r[1] == "SURVIVED"]
+    tout = [r for r in results if r[1] == "TIMEOUT"]
     na = [r for r in results if r[1] == "N/A"]
     harmless = [r for r in surv if r[0].harmless]
     meaningful = [r for r in results if r[1] != "N/A" and not (r[1] == "SURVIVED" and r[0].harmless)]
     k_meaningful = [r for r in meaningful if r[1] == "KILLED"]
     print()
     print(f"[mutate] {len(results)} mutations: {len(killed)} killed, {len(surv)} survived "
-          f"({len(harmless)} declared harmless), {len(na)} not applicable; "
-          f"{time.time() - t0:.0f} s")
+          f"({len(harmless)} declared harmless), {len(tout)} timed out, {len(na)} not applicable; "
+          f"{time.time() - t0:.0f} s ({'one at a time' if a.one_at_a_time else 'schemata'})")
     if meaningful:
         print(f"[mutate] SCORE {len(k_meaningful)}/{len(meaningful)} meaningful mutations killed "
               f"({100.0 * len(k_meaningful) / len(meaningful):.0f}%)")
     for m, status, what in surv:
         tag = "harmless" if m.harmless else "SURVIVOR"
         print(f"  {tag}: {m.name()}  [{m.where}]" + (f"\n      why harmless: {m.harmless}" if m.harmless else ""))
+    for m, status, what in tout:
+        print(f"  TIMEOUT (not counted as killed): {m.name()}  [{m.where}]  {what}")
     for m, status, what in killed:
         if m.harmless:
             print(f"  NOTE: declared harmless but killed: {m.name()} [{m.where}] by {what}")
     for m, status, what in na:
         print(f"  n/a: {m.name()}  ({what})")
-    return 1 if any(not r[0].harmless for r in surv) else 0
+    return 1 if tout or any(not r[0].harmless for r in surv) else 0
 
 
 if __name__ == "__main__":
