@@ -298,8 +298,9 @@ PhaseResult insert_phase(const BenchOptions& o, const std::string& name, const s
 
 // The WORT paper's phases: insert all keys, search all keys (another random order), then
 // range queries covering each requested fraction of the keys.
-void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult& c,
-               const ProgressFn& progress, const std::string& label) {
+void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
+               const KeySet& keys, CaseResult& c, const ProgressFn& progress,
+               const std::string& label) {
   const std::uint64_t n = keys.size();
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
   c.phases.push_back(insert_phase(o, "insert", tag("insert"), idx, keys, n, progress, label));
@@ -327,7 +328,6 @@ void run_paper(const BenchOptions& o, Index& idx, const KeySet& keys, CaseResult
   // The adapter's cost: the same lookups in the same loop through wort::Index and on the
   // concrete class. Both run after `search`, so both find the caches it left. With threads
   // sharing the index every lookup takes a lock: no like-for-like loop then.
-  const registry::Entry* entry = registry::find(parse_index_spec(c.index).value().kind);
   if (o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct) {
     const Index& cidx = idx;
     c.phases.push_back(run_lookup_loop(
@@ -438,7 +438,7 @@ class StepPlan {
 void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
               std::size_t scan_len) {
   const Key k = st.key;
-  if (st.fresh == kExhausted && st.op != MixOp::insert) {  // a shuffled run drew every key
+  if (st.fresh == kExhausted) {  // no key left to draw (see Step): count a miss of its type
     static constexpr OpType kType[] = {OpType::lookup, OpType::insert, OpType::update,
                                        OpType::remove, OpType::scan};
     timed(ctx, w, kType[static_cast<int>(st.op)], []() -> long { return -1; });
@@ -462,10 +462,6 @@ void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::ui
       });
       break;
     case MixOp::insert:
-      if (st.fresh == kExhausted) {  // a duration run used every fresh key: count a miss
-        timed(ctx, w, OpType::insert, []() -> long { return -1; });
-        break;
-      }
       timed(ctx, w, OpType::insert, [&]() -> long {
         return idx.insert(k, st.fresh + 1) == Status::ok ? 0 : -1;
       });
@@ -622,7 +618,7 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
   const registry::Entry* entry = registry::find(spec.kind);
   oc.index_concurrent = entry != nullptr && entry->concurrent;
   if (mix) run_mix(oc, idx, keys, c.keys, c, progress, label);
-  else run_paper(oc, idx, keys, c, progress, label);
+  else run_paper(oc, entry, idx, keys, c, progress, label);
   c.pool_bytes = cp.pool->allocator().stats().bytes_allocated;
   if (o.verify) {
     auto v = idx.verify();

@@ -361,7 +361,8 @@ int bench_main(const Args& args, const Args& full_argv) {
   if (o.threads > 1) {
     std::string serial;
     for (const std::string& k : o.indexes.empty() ? Index::kinds() : o.indexes)
-      if (const registry::Entry* e = registry::find(k.substr(0, k.find(':'))); e && !e->concurrent)
+      if (const registry::Entry* e = registry::find(bench::parse_index_spec(k).value().kind);
+          e && !e->concurrent)
         serial += (serial.empty() ? "" : ", ") + k;
     if (!serial.empty())
       report.notes.push_back("not concurrent, so every call holds one lock with --threads > 1: " + serial);

@@ -261,6 +261,22 @@ TEST(RunnerTest, PerThreadOperationsAddUpToThePhase) {
   }
 }
 
+// Validates `o` and runs it: its one case (an empty one, with the failure recorded, if the
+// options are refused or the run gives another number of cases).
+CaseResult run_one(BenchOptions& o) {
+  if (auto v = validate(o); !v) {
+    ADD_FAILURE() << "validate: " << v.error().message;
+    return {};
+  }
+  auto cases = run_all(o, nullptr);
+  if (cases.size() != 1) {
+    ADD_FAILURE() << cases.size() << " cases, not 1";
+    return {};
+  }
+  EXPECT_EQ(cases[0].error, "");
+  return std::move(cases[0]);
+}
+
 TEST(RunnerTest, MixRunsTheRatios) {
   BenchOptions o = small_options();
   o.dists = {KeyDist::varbytes};
@@ -270,11 +286,7 @@ TEST(RunnerTest, MixRunsTheRatios) {
   o.mix.scan_len = 10;
   o.mix.choice = Choice::zipfian;
   o.threads = 2;
-  ASSERT_TRUE(validate(o).ok());
-  const auto cases = run_all(o, nullptr);
-  ASSERT_EQ(cases.size(), 1u);
-  const CaseResult& c = cases[0];
-  EXPECT_EQ(c.error, "");
+  const CaseResult c = run_one(o);
   const PhaseResult* load = c.phase("load");
   const PhaseResult* run = c.phase("run");
   ASSERT_NE(load, nullptr);
@@ -304,20 +316,17 @@ TEST(RunnerTest, ShuffledRemovesEveryLoadedKeyOnce) {
   o.mix.choice = Choice::shuffled;
   o.mix.ops = o.keys + 10;
   o.threads = 2;
-  ASSERT_TRUE(validate(o).ok());
-  const auto cases = run_all(o, nullptr);
-  ASSERT_EQ(cases.size(), 1u);
-  const CaseResult& c = cases[0];
-  EXPECT_EQ(c.error, "");
+  const CaseResult c = run_one(o);
   const PhaseResult* run = c.phase("run");
   ASSERT_NE(run, nullptr);
   const auto& rm = run->per_type[static_cast<int>(OpType::remove)];
   EXPECT_EQ(rm.ops, o.keys + 10);
   EXPECT_EQ(rm.misses, 10u) << "each loaded key removed once; the 10 draws past them miss";
   o.mix.choice = Choice::uniform;  // the broken variant: uniform draws repeat keys
-  const auto uni = run_all(o, nullptr);
-  ASSERT_EQ(uni.size(), 1u);
-  EXPECT_GT(uni[0].phase("run")->per_type[static_cast<int>(OpType::remove)].misses, 10u);
+  const CaseResult uni = run_one(o);
+  const PhaseResult* uni_run = uni.phase("run");
+  ASSERT_NE(uni_run, nullptr);
+  EXPECT_GT(uni_run->per_type[static_cast<int>(OpType::remove)].misses, 10u);
 }
 
 TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
