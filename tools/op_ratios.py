@@ -29,14 +29,14 @@ Figures are the median over rounds of the run phase's CPU ns/op (the benchmark t
 time: steadier than wall time on a shared VM). --write-latency adds emulated ns per line
 written back (the paper's SCM latency also slows reads, which we cannot emulate: say so).
 """
-import argparse
 import glob
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
+
+import bench_rounds
 
 OPS = {
     "find": ["--mix", "lookup=100", "--dist-choice", "shuffled"],
@@ -52,15 +52,13 @@ def run(a):
     for r in range(1, a.rounds + 1):
         for op in a.ops:
             flags = OPS[op]
-            load = open("/proc/loadavg").read().split()[0]
+            load = bench_rounds.record_load(a.out)
             print(f"round {r}, {op}, load {load}", file=sys.stderr)
             cmd = [os.path.join(a.build, "wort"), "bench", "--index", a.index, "--keys", str(a.keys),
                    "--dist", a.dist, "--workload", "mix", "--ops", str(a.keys),
                    "--write-latency", str(a.write_latency),
                    "--json", os.path.join(a.out, f"{op}_r{r}.json")] + flags
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            with open(os.path.join(a.out, "loadavg.txt"), "a") as f:
-                f.write(load + "\n")
 
 
 def summarize(a):
@@ -92,9 +90,8 @@ def summarize(a):
     for i in indexes:
         cells = []
         for op in ops:
-            xs = ns.get((i, op), [])
-            med[(i, op)] = statistics.median(xs) if xs else float("nan")
-            cells.append(f"{med[(i, op)]:.0f} ({', '.join(f'{x:.0f}' for x in xs)})")
+            med[(i, op)], cell = bench_rounds.median_cell(ns.get((i, op), []), "{:.0f}")
+            cells.append(cell)
         print(f"| {i} | " + " | ".join(cells) + " |")
     print()
     if a.steps:
@@ -120,26 +117,17 @@ def summarize(a):
     bad = {k: v for k, v in misses.items() if v}
     if bad:
         print("\nmisses (operations that found no key):", bad)
-    lf = os.path.join(a.out, "loadavg.txt")
-    if os.path.exists(lf):
-        ls = [float(x) for x in open(lf).read().split()]
-        print(f"\nload average at the start of the runs: {min(ls):.2f} to {max(ls):.2f}")
+    bench_rounds.print_load_range(a.out)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--out", default="results/op_ratios")
-    ap.add_argument("--index", default="fptree,nvtree,wbtree")
+    ap = bench_rounds.parser(__doc__, "results/op_ratios", "fptree,nvtree,wbtree")
     ap.add_argument("--base", default="fptree")
-    ap.add_argument("--keys", type=int, default=1000000)
     ap.add_argument("--dist", default="sparse")
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--write-latency", type=int, default=0)
     ap.add_argument("--ops", default="find,insert,update,delete")
     ap.add_argument("--steps", action="store_true",
                     help="gain of each --index entry over the one before it")
-    ap.add_argument("--summarize", action="store_true", help="only read the JSON in --out")
     a = ap.parse_args()
     a.ops = a.ops.split(",")
     for op in a.ops:

@@ -15,24 +15,22 @@ in DIR. Prints, per index and phase, the median over rounds of the total through
 at each thread count and the ratio 2-thread / 1-thread, with the machine's load average at
 the start of each run (a ratio means little when the load was above ~1 on 2 cores).
 """
-import argparse
 import glob
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
+
+import bench_rounds
 
 
 def run(args):
     os.makedirs(args.out, exist_ok=True)
-    loads = []
     for r in range(1, args.rounds + 1):
         for w in args.workloads:
             for t in args.threads:
-                load = open("/proc/loadavg").read().split()[0]
-                loads.append(float(load))
+                load = bench_rounds.record_load(args.out)
                 cmd = [os.path.join(args.build, "wort"), "bench", "--index", args.index,
                        "--keys", str(args.keys), "--threads", str(t),
                        "--json", os.path.join(args.out, f"{w}_r{r}_t{t}.json")]
@@ -42,8 +40,6 @@ def run(args):
                     cmd += ["--dist", "sparse", "--workload", w, "--ops", str(args.keys)]
                 print(f"round {r}, {w}, {t} thread(s), load {load}", file=sys.stderr)
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(args.out, "loadavg.txt"), "w") as f:
-        f.write(" ".join(map(str, loads)) + "\n")
 
 
 def summarize(out):
@@ -74,28 +70,18 @@ def summarize(out):
         cells = [w, idx, dist, ph]
         med = {}
         for t in threads:
-            xs = v.get(t, [])
-            med[t] = statistics.median(xs) if xs else float("nan")
-            cells.append(f"{med[t]:.2f} ({', '.join(f'{x:.2f}' for x in xs)})")
+            med[t], cell = bench_rounds.median_cell(v.get(t, []), "{:.2f}")
+            cells.append(cell)
         if len(threads) == 2:
             cells.append(f"{med[threads[1]] / med[threads[0]]:.2f}x")
         print("| " + " | ".join(cells) + " |")
-    lf = os.path.join(out, "loadavg.txt")
-    if os.path.exists(lf):
-        ls = [float(x) for x in open(lf).read().split()]
-        print(f"\nload average at the start of the runs: {min(ls):.2f} to {max(ls):.2f}")
+    bench_rounds.print_load_range(out)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--out", default="results/threads")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--keys", type=int, default=1000000)
-    ap.add_argument("--index", default="wort,woart,artcow,fastfair,fptree,roart")
+    ap = bench_rounds.parser(__doc__, "results/threads", "wort,woart,artcow,fastfair,fptree,roart")
     ap.add_argument("--workloads", default="paper,ycsb-a,ycsb-b,ycsb-c,ycsb-e")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--summarize", action="store_true", help="only read the JSON in --out")
     args = ap.parse_args()
     args.workloads = args.workloads.split(",")
     args.threads = [int(t) for t in args.threads.split(",")]
