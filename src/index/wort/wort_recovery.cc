@@ -27,8 +27,11 @@ using namespace wort_index;
 Status WortTree::repair_locked(Node* owner, const std::uint64_t* slot, std::uint64_t w,
                                Node* n, std::uint32_t depth) {
   Locks l(gen_);
-  if (!l.lock(lock_of(owner)) || load(slot) != w || !l.lock(&n->lock)) return kRestart;
-  if (decode_header(load(&n->header)).depth != depth) repair_header(n, depth);
+  if (!l.lock(lock_of(owner))) return kRestart;
+  if (load(slot) != w && changed()) return kRestart;
+  if (!l.lock(&n->lock)) return kRestart;
+  // (changed() is false only in the broken variant, which repairs without re-checking)
+  if (decode_header(load(&n->header)).depth != depth || !changed()) repair_header(n, depth);
   return kRestart;
 }
 
