@@ -403,7 +403,8 @@ std::uint64_t writers_scenario(std::uint64_t* restarts) {
           else churn.push_back(k);
         }
     }
-  for (const std::string& k : stable) EXPECT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
+  for (const std::string& k : stable)
+    EXPECT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
   constexpr unsigned kWriters = 3;
   // churn[i]: owned by writer i % 4 (i % 4 == 3: shared)
   auto owner_of = [](std::size_t i) { return static_cast<unsigned>(i % 4); };
@@ -511,7 +512,8 @@ std::uint64_t writers_scenario(std::uint64_t* restarts) {
   g_broken_writer_skips_validation = false;  // the check's own remove validates
   bad += f.check(want, universe);
   g_broken_writer_skips_validation = broken;
-  std::printf("[wort writers] %llu restarts, %llu reader rounds, %zu keys at the end, %llu errors\n",
+  std::printf("[wort writers] %llu restarts, %llu reader rounds, %zu keys at the end, "
+              "%llu errors\n",
               static_cast<unsigned long long>(*restarts),
               static_cast<unsigned long long>(reads.load()), want.size(),
               static_cast<unsigned long long>(bad));
@@ -596,7 +598,8 @@ std::vector<Race> races() {
 //! status other than ok from either write); `restarts`: the writes that restarted.
 std::uint64_t run_race(const Race& race, std::uint64_t* restarts) {
   StringFixture f;
-  for (const std::string& k : race.before) EXPECT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
+  for (const std::string& k : race.before)
+    EXPECT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
   struct Ctx {
     const Race* race;
     WortTree* tree;

@@ -42,7 +42,8 @@ Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept {
   // something there (a merged-away node's obsolete word, a long key's bytes). Volatile and
   // never written back; the commit that publishes the node orders it before any writer
   // can reach the node. Stored only when needed: a fresh chunk's line 2 stays clean.
-  if (__atomic_load_n(&n->lock, __ATOMIC_RELAXED) != 0) pm::store_volatile(&n->lock, std::uint64_t{0});
+  if (__atomic_load_n(&n->lock, __ATOMIC_RELAXED) != 0)
+    pm::store_volatile(&n->lock, std::uint64_t{0});
   *word = off;
   return Status::ok;
 }

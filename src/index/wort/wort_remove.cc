@@ -14,7 +14,8 @@
 // tolerate and RecoverHeader repairs exactly as for an interrupted split (C's keys, hence
 // its branch position, are the same either way). So both are written back under one fence.
 // The removed leaf and holder are retired only after the commit is durable (freed once no
-// lock-free reader can hold them: at once when none is pinned); if a crash comes first,
+// pinned thread, reader or writer, can hold them: at the earliest when this remove has
+// unpinned); if a crash comes first,
 // they are unreachable and the allocator's trace at open frees them. Every commit is
 // non-temporal (no reader sees it before it is durable). Locks (ROWEX, wort_lock.h): the
 // holder; for a merge also holder's parent (first) and a node survivor C (last), top-down;

@@ -13,11 +13,12 @@
 // (insert, upsert, update, remove) descends the same way, then locks only the node(s) whose
 // words it stores (each node's lock word, kit::gen_lock: volatile, tagged with the pool's
 // open generation; the anchor's root slot has one in DRAM), top-down, checks that what it
-// saw still holds, and otherwise restarts from the root. Every commit is non-temporal (pm::commit_nt / pm::publish_nt: no
-// reader sees a word before it is durable); blocks a remove unlinks are retired to an epoch
-// reclaimer. The states a writer leaves between its stores are the crash states recovery
-// knows, and readers cope with them the same way. verify(), stats(), dump() and
-// visit_blocks() want a quiescent tree. See README.md, "Concurrency".
+// saw still holds, and otherwise restarts from the root. Every commit is non-temporal
+// (pm::commit_nt / pm::publish_nt: no reader sees a word before it is durable); blocks a
+// remove unlinks are retired to an epoch reclaimer. The states a writer leaves between its
+// stores are the crash states recovery knows, and readers cope with them the same way.
+// verify(), stats(), dump() and visit_blocks() want a quiescent tree. See README.md,
+// "Concurrency".
 #pragma once
 
 #include <atomic>
