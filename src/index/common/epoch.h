@@ -19,7 +19,8 @@
 // root, and the allocator's trace at the next open frees them.
 //
 // Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
-// without epochs and no list is kept. Used by the ART engine (WOART, ART+CoW) and ROART.
+// without epochs and no list is kept. Used by every concurrent index (WORT, the ART engine,
+// ROART, the B+-trees).
 #pragma once
 
 #include <atomic>

@@ -12,7 +12,8 @@
 // that then tries the lock gets false and restarts from the root. Readers that take no lock
 // never look at it. The word is volatile state: it is stored with pm::cas_volatile /
 // pm::store_volatile_release (never written back on purpose, never a commit) and the crash
-// simulator treats it so. Used by ROART (inner nodes, leaf arrays) and the B+-trees' leaves.
+// simulator treats it so. Used by ROART (inner nodes, leaf arrays), WORT (nodes) and the
+// B+-trees' leaves.
 #pragma once
 
 #include <cstdint>

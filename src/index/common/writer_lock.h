@@ -1,5 +1,5 @@
 // index/common/writer_lock.h — one writer at a time per tree, for indexes whose readers
-// take no lock (WORT, the ART engine, FAST&FAIR): a DRAM spin lock, outside the pool, so a
+// take no lock and whose writers have no per-node locks yet (the ART engine, FAST&FAIR): a DRAM spin lock, outside the pool, so a
 // restart can never see it held, and the guard a write holds for its whole length, which on
 // release frees the retired blocks no reader can hold any more (epoch.h).
 #pragma once

@@ -3,11 +3,13 @@
 // Every path writes its new blocks first (pm::copy into unpublished memory), writes them
 // back, fences, and only then stores the one child word that publishes them (the commit):
 // non-temporal and fenced (pm::publish_nt / pm::commit_nt), so a lock-free reader cannot
-// read the word before it is durable. The caller holds the tree's writer lock.
+// read the word before it is durable. Writers lock only the nodes they store into (ROWEX,
+// put_once; wort_lock.h).
 #include <algorithm>
 #include <cstring>
 
 #include "index/common/anchor.h"
+#include "index/wort/wort_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -19,6 +21,9 @@ using namespace wort_index;
 namespace wort_index {
 std::atomic<WindowHook> g_header_window_hook{nullptr};
 void* g_header_window_ctx = nullptr;
+std::atomic<WindowHook> g_writer_locking_hook{nullptr};
+void* g_writer_locking_ctx = nullptr;
+std::atomic<bool> g_broken_writer_skips_validation{false};
 }  // namespace wort_index
 
 namespace {
@@ -35,27 +40,108 @@ Node empty_node(std::uint64_t header) noexcept {
 
 }  // namespace
 
-Status WortTree::put(Key k, Value v, PutMode mode) {
-  if (k.size() > kMaxKeyLength) return Status::invalid_argument;
+// §3.2: the new leaf is durable before the empty slot points at it. The caller holds the
+// lock of the slot's owner and has seen the slot empty under it.
+[[gnu::always_inline]] inline Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k,
+                                                                    Value v) {
+  std::uint64_t leaf = 0;
+  if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
+  flush_leaf(blocks_.leaf(leaf));
+  pm::publish_nt(slot, leaf);
+  return Status::ok;
+}
+
+// The descent reads like a lookup (each word with one atomic load) and compares prefixes
+// as an insert must (prefix_matched). Where it has decided what to store, it locks the
+// node(s) owning the words it stores, top-down — the slot's owner (`owner`, nullptr: the
+// anchor), and for SplitCmp also the split node — and checks that the slot still holds the
+// word it saw and that the split node's header is the one it decided on; otherwise it
+// restarts. The lock also fails (restart) if the owner was merged away (obsolete). Under
+// the owner's lock nobody else stores its slots; a node's branch position and its path (the
+// partial keys before it) never change while it is linked, so a decision taken on the node
+// holds once the slot is re-checked.
+//
+// Inlined into put(), and lean: the descent keeps only what the common case (an empty slot)
+// needs in registers; a leaf, a prefix split and a repair leave through calls that take
+// their own locks (README, "Single-thread cost", says what each of these saved).
+[[gnu::always_inline]] inline Status WortTree::put_once(const PutOp& op) {
+  const Key k = op.k;
+  Node* owner = nullptr;
   std::uint64_t* slot = &anchor_->root;
   std::uint32_t depth = 0;  // the depth a node in *slot must have
+  std::uint64_t w;
   for (;;) {
-    const std::uint64_t w = *slot;
-    if (w == 0)
-      return mode == PutMode::update ? Status::not_found : insert_into_empty_slot(slot, k, v);
-    if (is_leaf(w)) return put_at_leaf(slot, depth, k, v, mode);
+    w = load(slot);
+    if (w == 0 || is_leaf(w)) break;
     Node* n = blocks_.node(w);
-    HeaderFields h = decode_header(n->header);
-    if (h.depth != depth) h = repair_header(n, depth);
-    const std::uint32_t matched = match_full_prefix(n, h, k);
-    if (matched < h.prefix_len) {
-      if (mode == PutMode::update) return Status::not_found;
-      return split_prefix(slot, n, h, matched, k, v);
-    }
+    const std::uint64_t hw = load(&n->header);
+    const HeaderFields h = decode_header(hw);
+    if (h.depth != depth) [[unlikely]]  // a crash's leftover, or a split or merge under way
+      return repair_locked(owner, slot, w, n, depth);
+    if (prefix_matched(n, h, k) < h.prefix_len) return put_splitting(op, owner, slot, w, hw);
     const std::uint32_t b = h.branch();
+    owner = n;
     slot = slot_for(n, k, b);
     depth = b + 1;
   }
+  if (w != 0) return put_at_leaf(op, owner, slot, w, depth);
+  if (op.mode == PutMode::update) return Status::not_found;
+  before_locking();
+  OneLock l(lock_of(owner), gen_);
+  if (!l.held()) return kRestart;
+  if (load(slot) != 0 && changed()) return kRestart;
+  return insert_into_empty_slot(slot, k, op.v);
+}
+
+// The slot (of `owner`) held leaf w: the same key (exists, or the upsert/update commit) or
+// another one (a leaf split, which gives the slot a node).
+Status WortTree::put_at_leaf(const PutOp& op, Node* owner, std::uint64_t* slot,
+                             std::uint64_t w, std::uint32_t depth) {
+  LeafHeader* leaf = blocks_.leaf(w);
+  const bool same = same_key(leaf, op.k);  // a published leaf's key never changes
+  if (same ? op.mode == PutMode::insert : op.mode == PutMode::update)
+    return same ? Status::exists : Status::not_found;
+  before_locking();
+  OneLock l(lock_of(owner), gen_);
+  if (!l.held()) return kRestart;
+  if (load(slot) != w && changed()) return kRestart;
+  if (!same) return split_leaf(slot, w, depth, op.k, op.v);
+  // Upsert/update commit: the leaf's value word, one 8-byte non-temporal store (a pool whose
+  // values name blocks: the value's block was written back before, fence first). Under the
+  // lock of the slot's owner: a remove of the leaf cannot pass it.
+  kit::commit_value_nt(pool_, &leaf->value, op.v);
+  return Status::ok;
+}
+
+// `k` leaves node n (word w, in `slot` of `owner`, header word hw) inside its compressed
+// path: SplitCmp under the locks of owner and n, if n is still in the slot with that header.
+Status WortTree::put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot,
+                               std::uint64_t w, std::uint64_t hw) {
+  if (op.mode == PutMode::update) return Status::not_found;
+  Node* n = blocks_.node(w);
+  const HeaderFields h = decode_header(hw);
+  const std::uint32_t matched = prefix_matched(n, h, op.k);
+  before_locking();
+  Locks l(gen_);
+  if (!l.lock(lock_of(owner)) || !l.lock(&n->lock)) return kRestart;
+  if ((load(slot) != w || load(&n->header) != hw) && changed()) return kRestart;
+  return split_prefix(slot, n, h, matched, op.k, op.v);
+}
+
+// Pinned (a node or leaf another writer unlinks meanwhile is not freed under the descent;
+// NestablePin: a lookup that a test hook runs inside the write has its own pin word, and a
+// write from a scan's visitor keeps the scan's pin), one attempt after another until one
+// does not have to restart; then what no pinned thread can hold any more is freed.
+Status WortTree::put(Key k, Value v, PutMode mode) {
+  if (k.size() > kMaxKeyLength) return Status::invalid_argument;
+  Status s;
+  {
+    kit::EpochReclaimer::NestablePin pin(epochs_);
+    const PutOp op{k, v, mode};
+    while ((s = put_once(op)) == kRestart) restarts_.fetch_add(1, std::memory_order_relaxed);
+  }
+  epochs_.reclaim();
+  return s;
 }
 
 // Partial keys of the node's whole prefix that `k` matches (from h.depth). The header holds
@@ -69,39 +155,15 @@ std::uint32_t WortTree::match_full_prefix(const Node* n, const HeaderFields& h, 
   return static_cast<std::uint32_t>(std::min<std::size_t>(m - h.depth, h.prefix_len));
 }
 
-Status WortTree::put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Value v,
-                             PutMode mode) {
-  LeafHeader* l = blocks_.leaf(*slot);
-  if (same_key(l, k)) {
-    if (mode == PutMode::insert) return Status::exists;
-    // Upsert/update commit: the leaf's value word, one 8-byte non-temporal store (a pool
-    // whose values name blocks: the value's block was written back before, fence first).
-    kit::commit_value_nt(pool_, &l->value, v);
-    return Status::ok;
-  }
-  if (mode == PutMode::update) return Status::not_found;
-  return split_leaf(slot, depth, k, v);
-}
-
-// §3.2: the new leaf is durable before the empty slot points at it.
-Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k, Value v) {
-  WORT_DCHECK(*slot == 0);
-  std::uint64_t leaf = 0;
-  if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
-  flush_leaf(blocks_.leaf(leaf));
-  pm::publish_nt(slot, leaf);
-  return Status::ok;
-}
-
 // The slot holds a leaf with another key: a new node at `depth` collapses the partial keys
 // both share and branches where they differ; the slot's pointer to it is the commit.
 //
 //   slot -> [leaf A]      becomes      slot -> (node depth, prefix = common)
 //                                                 |- [leaf A]   (A's partial key, or end)
 //                                                 `- [leaf K]
-Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Value v) {
-  WORT_DCHECK(is_leaf(*slot));
-  const std::uint64_t old_leaf = *slot;
+// The caller holds the lock of the slot's owner and has seen `old_leaf` in it under it.
+Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::uint32_t depth,
+                            Key k, Value v) {
   const Key old_key = leaf_key(blocks_.leaf(old_leaf));
   const std::size_t from = std::min({std::size_t{depth}, Partial::count(k), Partial::count(old_key)});
   const auto b = static_cast<std::uint32_t>(Partial::mismatch(k, old_key, from));
@@ -131,6 +193,9 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Val
 //   slot -> (n: depth d, prefix p0..pL-1)   becomes   slot -> (parent: depth d, p0..pm-1)
 //                                                              |- (n: depth d+m+1, ...)
 //                                                              `- [leaf K]
+//
+// The caller holds the locks of the slot's owner and of n (whose header it rewrites), and
+// has seen n in the slot and n's header unchanged under them.
 Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& h,
                               std::uint32_t matched, Key k, Value v) {
   const Key below = leaf_key(blocks_.leaf(blocks_.leftmost_leaf(pool_.offset_of(n))));

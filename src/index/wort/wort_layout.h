@@ -3,7 +3,8 @@
 // Three kinds of pool blocks, linked by 8-byte child words:
 //
 //   Anchor (64 B, the pool root)        one slot, `root`, the parent of the root node
-//   Node   (8 + 8 + 16 x 8 = 144 B)     header, end-of-key slot, 16 child slots
+//   Node   (8 + 8 + 16 x 8 + 8 = 152 B) header, end-of-key slot, 16 child slots, lock word
+//                                       (the 192-byte size class: the lock word is free)
 //   Leaf   (16 B + key bytes)           value, key length, key bytes
 //
 // A child word is 0 (empty), a node offset (64-aligned, low bit 0) or a leaf offset with
@@ -16,11 +17,19 @@
 //
 // Node (4-bit spans; with kSpanBits = 8 the child array has 256 slots):
 //
-//   byte 0        8             16            24                 136     144
-//   +-------------+-------------+-------------+------ ... -------+-------+
-//   | header word | end_child   | child[0]    |                  |child15|
-//   +-------------+-------------+-------------+------ ... -------+-------+
-//   cache line 0 holds header, end_child, child[0..5]; lines 1 and 2 the rest.
+//   byte 0        8             16            24                 136     144     152
+//   +-------------+-------------+-------------+------ ... -------+-------+-------+
+//   | header word | end_child   | child[0]    |                  |child15| lock  |
+//   +-------------+-------------+-------------+------ ... -------+-------+-------+
+//   cache line 0 holds header, end_child, child[0..5]; lines 1 and 2 the rest (line 2:
+//   child[14], child[15] and the lock word).
+//
+//   The persistent image is bytes [0, 144) (kNodeImageBytes): what make_node copies and
+//   writes back. `lock` is the node's writers' lock (kit::gen_lock, index/common/gen_lock.h):
+//   volatile state tagged with the pool's open generation, stored only with
+//   pm::cas_volatile / pm::store_volatile*, never written back on purpose, so a restart
+//   never sees it held whatever a crash left in PM. A fresh node's lock word is set to 0
+//   (free) before the node is published when the reused block held anything else there.
 //
 // Header word: one failure-atomic 8-byte store rewrites all three fields at once (the
 // paper's "compression header"; SplitCmp, RecoverHeader and the remove-merge store it):
@@ -96,12 +105,17 @@ struct Node {
   std::uint64_t header;            //!< packed depth / prefix_len / prefix (one 8-byte store)
   std::uint64_t end_child;         //!< leaf whose key ends at the branch position, or 0
   std::uint64_t child[kFanout];    //!< child words indexed by the partial key
+  std::uint64_t lock;              //!< writers' lock (kit::gen_lock): volatile, never flushed
 };
 static_assert(std::is_standard_layout_v<Node>);
 static_assert(offsetof(Node, header) == 0 && offsetof(Node, end_child) == 8);
 static_assert(offsetof(Node, child) == 16);
-static_assert(sizeof(Node) == 16 + 8 * kFanout);
-static_assert(kSpanBits != 4 || sizeof(Node) == 144, "4-bit node: 144 bytes, 3 cache lines");
+//! Bytes of a node that are persistent (header, end_child, children): the lock word follows.
+inline constexpr std::size_t kNodeImageBytes = offsetof(Node, lock);
+static_assert(kNodeImageBytes == 16 + 8 * kFanout && sizeof(Node) == kNodeImageBytes + 8);
+static_assert(kSpanBits != 4 || kNodeImageBytes == 144, "4-bit node: 144 bytes, 3 cache lines");
+static_assert(kSpanBits != 4 || sizeof(Node) <= 192,
+              "the lock word fits in the 192-byte block a 144-byte node already takes");
 
 //! The fixed part of a leaf; the key bytes follow it.
 struct LeafHeader {

@@ -28,15 +28,22 @@ std::uint64_t Blocks::leftmost_leaf(std::uint64_t word) const noexcept {
 }
 
 unsigned child_count(const Node* n) noexcept {
-  unsigned c = n->end_child != 0;
-  for (std::uint64_t w : n->child) c += w != 0;
+  unsigned c = load(&n->end_child) != 0;
+  for (const std::uint64_t& w : n->child) c += load(&w) != 0;
   return c;
 }
 
 Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept {
   std::uint64_t off = 0;
   if (Status s = pool.allocator().allocate(sizeof(Node), &off); s != Status::ok) return s;
-  pm::copy_changed(pool.at<Node>(off), &image, sizeof(Node));
+  Node* n = pool.at<Node>(off);
+  pm::copy_changed(n, &image, kNodeImageBytes);
+  // The lock word: free (0, an older generation's tag) unless the reused block left
+  // something there (a merged-away node's obsolete word, a long key's bytes). Volatile and
+  // never written back; the commit that publishes the node orders it before any writer
+  // can reach the node. Stored only when needed: a fresh chunk's line 2 stays clean.
+  if (__atomic_load_n(&n->lock, __ATOMIC_RELAXED) != 0)
+    pm::store_volatile(&n->lock, std::uint64_t{0});
   *word = off;
   return Status::ok;
 }

@@ -85,7 +85,8 @@ inline std::uint64_t* slot_for(Node* n, Key k, std::uint32_t b) noexcept {
   return Partial::count(k) == b ? &n->end_child : &n->child[Partial::at(k, b)];
 }
 
-//! Non-empty slots of a node (end_child included).
+//! Non-empty slots of a node (end_child included; each read with one atomic load: a
+//! writer's lock-free descent calls it, and decides again under the node's lock).
 unsigned child_count(const Node* n) noexcept;
 
 //! Slot `i` of a node in key order: 0 is end_child, 1 + p is child[p].

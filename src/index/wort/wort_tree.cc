@@ -14,7 +14,7 @@ namespace wort {
 using namespace wort_index;
 
 WortTree::WortTree(Pool& pool, Anchor* anchor) noexcept
-    : pool_(pool), anchor_(anchor), blocks_(pool.base()) {}
+    : pool_(pool), anchor_(anchor), blocks_(pool.base()), gen_(pool.generation()) {}
 
 Result<std::unique_ptr<WortTree>> WortTree::create(Pool& pool, const IndexOptions&) {
   Anchor image{};

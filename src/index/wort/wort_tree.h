@@ -8,14 +8,17 @@
 // check (the full key is compared at the leaf) and the next writer that passes it repairs
 // the header from a leaf below (RecoverHeader). See README.md in this folder.
 //
-// Concurrency (issue 13): lookup, scan and range take no lock and never wait: they pin the
-// tree's epoch and read every word a writer may change with one atomic load; the writes
-// (insert, upsert, update, remove) are serialised by one writer lock per tree (a DRAM spin
-// lock, outside the pool). Every commit is non-temporal (pm::commit_nt / pm::publish_nt: no
-// reader sees a word before it is durable); blocks a remove unlinks are retired to an epoch
-// reclaimer. The states a writer leaves between its stores are the crash states recovery
-// knows, and readers cope with them the same way. verify(), stats(), dump() and
-// visit_blocks() want a quiescent tree. See README.md, "Concurrency".
+// Concurrency (issue 13, ROWEX): lookup, scan and range take no lock and never wait: they
+// pin the tree's epoch and read every word a writer may change with one atomic load. A write
+// (insert, upsert, update, remove) descends the same way, then locks only the node(s) whose
+// words it stores (each node's lock word, kit::gen_lock: volatile, tagged with the pool's
+// open generation; the anchor's root slot has one in DRAM), top-down, checks that what it
+// saw still holds, and otherwise restarts from the root. Every commit is non-temporal
+// (pm::commit_nt / pm::publish_nt: no reader sees a word before it is durable); blocks a
+// remove unlinks are retired to an epoch reclaimer. The states a writer leaves between its
+// stores are the crash states recovery knows, and readers cope with them the same way.
+// verify(), stats(), dump() and visit_blocks() want a quiescent tree. See README.md,
+// "Concurrency".
 #pragma once
 
 #include <atomic>
@@ -26,7 +29,7 @@
 #include <string_view>
 
 #include "index/common/epoch.h"
-#include "index/common/writer_lock.h"
+#include "index/common/gen_lock.h"
 #include "index/wort/wort_node.h"
 #include "wort/index.h"
 
@@ -43,6 +46,15 @@ extern std::atomic<bool> g_broken_reader_trusts_stale_prefix;
 using WindowHook = void (*)(void* ctx);
 extern std::atomic<WindowHook> g_header_window_hook;
 extern void* g_header_window_ctx;
+//! Tests only: called (with its context) by a writer after its lock-free descent decided
+//! what to store and before it takes the locks for it (insert, upsert, update, remove); it
+//! may read and write the tree (a nested write from the same thread: it holds no lock yet).
+extern std::atomic<WindowHook> g_writer_locking_hook;
+extern void* g_writer_locking_ctx;
+//! Tests only — the broken variant the writer tests must catch: a writer that, having taken
+//! its locks, does not check that what its descent saw still holds (the slot's word, the
+//! node's header, the holder's children) and stores anyway.
+extern std::atomic<bool> g_broken_writer_skips_validation;
 }  // namespace wort_index
 
 class WortTree {
@@ -57,27 +69,15 @@ class WortTree {
   //! is needed at open: interrupted splits are repaired lazily, see README.md).
   static Result<std::unique_ptr<WortTree>> open(Pool& pool);
 
-  Status insert(Key k, Value v) {
-    WriteLock w(*this);
-    return put(k, v, PutMode::insert);
-  }
-  Status upsert(Key k, Value v) {
-    WriteLock w(*this);
-    return put(k, v, PutMode::upsert);
-  }
-  Status update(Key k, Value v) {
-    WriteLock w(*this);
-    return put(k, v, PutMode::update);
-  }
+  Status insert(Key k, Value v) { return put(k, v, PutMode::insert); }
+  Status upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
+  Status update(Key k, Value v) { return put(k, v, PutMode::update); }
   //! Inline: the bench's direct loop and the adapter call the lookup for the key's length
   //! directly (the out-of-line dispatch cost more than the epoch pin each one now takes).
   std::optional<Value> lookup(Key k) const {
     return k.size() <= 8 ? lookup_short(k) : lookup_long(k);
   }
-  Status remove(Key k) {
-    WriteLock w(*this);
-    return remove_key(k);
-  }
+  Status remove(Key k) { return remove_key(k); }
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
   std::size_t range(Key lo, Key hi, Visitor v) const;
   IndexStats stats() const;
@@ -86,17 +86,21 @@ class WortTree {
   Result<void> visit_blocks(BlockVisitorFn v) const;
 
   //! Node headers this handle has repaired (RecoverHeader) since it was opened.
-  std::uint64_t headers_repaired() const noexcept { return headers_repaired_; }
+  std::uint64_t headers_repaired() const noexcept {
+    return headers_repaired_.load(std::memory_order_relaxed);
+  }
+  //! Writes that restarted from the root since the handle was opened (a lock found its node
+  //! unlinked, or what the descent saw had changed; a header repair also restarts).
+  std::uint64_t write_restarts() const noexcept {
+    return restarts_.load(std::memory_order_relaxed);
+  }
   //! Unlinked blocks waiting for readers to unpin (tests).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
 
  private:
-  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
-  //! release, retired blocks no reader can hold are freed.
-  using WriteLock = kit::WriteGuard<WortTree>;
-  friend WriteLock;
-
   enum class PutMode { insert, upsert, update };
+  class Locks;
+  class OneLock;
   using Node = wort_index::Node;
   using HeaderFields = wort_index::HeaderFields;
 
@@ -106,29 +110,59 @@ class WortTree {
   //! lookup() of a longer key.
   std::optional<Value> lookup_long(Key k) const;
 
+  //! The lock word guarding the words of `owner` (nullptr: the anchor's root slot).
+  std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
+
   // wort_insert.cc
   Status put(Key k, Value v, PutMode mode);
-  Status put_at_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Value v, PutMode mode);
+  //! One put's arguments, passed by reference to its out-of-line cases (so that none takes
+  //! more arguments than registers).
+  struct PutOp {
+    Key k;
+    Value v;
+    PutMode mode;
+  };
+  //! One attempt of put(); kRestart: start again from the root.
+  Status put_once(const PutOp& op);
+  Status put_at_leaf(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
+                     std::uint32_t depth);
+  Status put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
+                       std::uint64_t hw);
   Status insert_into_empty_slot(std::uint64_t* slot, Key k, Value v);
-  Status split_leaf(std::uint64_t* slot, std::uint32_t depth, Key k, Value v);
+  Status split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::uint32_t depth, Key k,
+                    Value v);
   Status split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& h,
                       std::uint32_t matched, Key k, Value v);
   std::uint32_t match_full_prefix(const Node* n, const HeaderFields& h, Key k) const;
+  //! Partial keys of n's whole prefix that `k` matches: the header's, inline, when it holds
+  //! the whole prefix (the common case: no call in the descent), else match_full_prefix.
+  std::uint32_t prefix_matched(const Node* n, const HeaderFields& h, Key k) const {
+    return h.prefix_len <= wort_index::kPrefixSlots ? wort_index::match_stored_prefix(h, k)
+                                                    : match_full_prefix(n, h, k);
+  }
 
   // wort_remove.cc
   struct RemovePath;
   Status remove_key(Key k);
-  Status unlink_leaf(const RemovePath& path);
+  Status remove_once(Key k);
+  Status unlink_leaf(const RemovePath& path, std::uint64_t leaf);
   void merge_into_parent(const RemovePath& path, std::uint64_t survivor);
 
   // wort_recovery.cc
+  //! A writer's descent reached `n` (word w, in `slot` of `owner`) at `depth` and its header
+  //! disagrees: under owner's and n's locks, if that still holds, repair it. Returns
+  //! kRestart: the writer starts again.
+  Status repair_locked(Node* owner, const std::uint64_t* slot, std::uint64_t w, Node* n,
+                     std::uint32_t depth);
   HeaderFields repair_header(Node* n, std::uint32_t depth);
 
   Pool& pool_;
   wort_index::Anchor* anchor_;
   wort_index::Blocks blocks_;
-  std::uint64_t headers_repaired_ = 0;  //!< written by the writer holding the lock
-  kit::WriterMutex writer_;      //!< the writer lock (WriteLock)
+  const std::uint64_t gen_;  //!< the pool's open generation: the tag of every lock taken
+  std::uint64_t root_lock_ = 0;  //!< DRAM: the anchor's root slot's lock (kit::gen_lock)
+  std::atomic<std::uint64_t> headers_repaired_{0};
+  std::atomic<std::uint64_t> restarts_{0};
   mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
 };
 
