@@ -29,6 +29,9 @@ answers.
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
+  --global-lock      guard the index with one reader/writer lock even if it is concurrent
+                     (wort, woart, artcow, fastfair, fptree, roart run without it: readers
+                     pin an epoch, writers lock their key's stripe); for A/B measurements
   --port-file PATH   write the bound port here once the server answers (tests)
   --check            open (recover) the pool, verify every item and the index, run the
                      allocator audit, print a summary and exit (0 = clean); no server
@@ -78,6 +81,7 @@ int serve_main(const Args& args) {
     else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
     else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
     else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
+    else if (r.is("--global-lock")) o.store.global_lock = true;
     else if (r.is("--port-file")) o.port_file = r.value();
     else if (r.is("--check")) check = true;
     else throw UsageError("unknown option '" + r.peek() + "'");
@@ -107,9 +111,12 @@ int serve_main(const Args& args) {
                  std::string(to_string(s.error().code)).c_str());
     return 1;
   }
-  std::fprintf(stderr, "wort serve: %s pool %s (%s index), listening on %s:%d, %d threads\n",
+  std::fprintf(stderr,
+               "wort serve: %s pool %s (%s index, %s), listening on %s:%d, %d threads\n",
                (*s)->store().recovered() ? "recovered" : "created", o.store.pool_path.c_str(),
-               std::string((*s)->store().kind()).c_str(), o.addr.c_str(), (*s)->port(), o.threads);
+               std::string((*s)->store().kind()).c_str(),
+               (*s)->store().concurrent() ? "no global lock" : "one reader/writer lock",
+               o.addr.c_str(), (*s)->port(), o.threads);
   return (*s)->run();
 }
 
