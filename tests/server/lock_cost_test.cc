@@ -122,3 +122,49 @@ TEST(ServeLockCost, GetsAndSetsWithOneAndTwoThreads) {
 
 }  // namespace
 }  // namespace wort::test
+
+namespace wort::test {
+namespace {
+
+// For callgrind (deterministic instruction counts, no timing): 10,000 keys preloaded, then
+// WORT_SERVE_LOCK_SETS sets and WORT_SERVE_LOCK_GETS gets on one thread, on wort with the
+// global lock (WORT_SERVE_LOCK_GLOBAL=1) or without it. Run it with 0 and with N operations
+// and divide the difference by N:
+//   WORT_SERVE_LOCK_SETS=20000 WORT_SERVE_LOCK_GLOBAL=1 valgrind --tool=callgrind \
+//     build/server_lock_cost_test --gtest_filter='*Counted*'
+TEST(ServeLockCost, CountedOpsForCallgrind) {
+  const char* sets_env = std::getenv("WORT_SERVE_LOCK_SETS");
+  const char* gets_env = std::getenv("WORT_SERVE_LOCK_GETS");
+  if (!sets_env && !gets_env)
+    GTEST_SKIP() << "a measurement: set WORT_SERVE_LOCK_SETS / WORT_SERVE_LOCK_GETS";
+  const long sets = sets_env ? std::atol(sets_env) : 0, gets = gets_env ? std::atol(gets_env) : 0;
+  const bool global = std::getenv("WORT_SERVE_LOCK_GLOBAL") != nullptr &&
+                      std::string(std::getenv("WORT_SERVE_LOCK_GLOBAL")) == "1";
+  const std::string path = "/dev/shm/wort-lockcount-" + std::to_string(getpid()) + ".pool";
+  std::filesystem::remove(path);
+  server::StoreOptions so;
+  so.pool_path = path;
+  so.kind = "wort";
+  so.pool_bytes = 64ull << 20;
+  so.global_lock = global;
+  auto st = server::Store::open(so);
+  ASSERT_TRUE(st) << st.error().message;
+  server::Store& s = **st;
+  ASSERT_EQ(s.concurrent(), !global);
+  const std::string value(32, 'v');
+  constexpr int kPreload = 10'000;
+  for (int i = 0; i < kPreload; ++i)
+    ASSERT_EQ(s.store(server::StoreMode::set, key_of(i), 0, 0, value), server::StoreResult::stored);
+  std::mt19937_64 rng(1);
+  for (long i = 0; i < sets; ++i)
+    s.store(server::StoreMode::set, key_of(rng() % kPreload), 0, 0, value);
+  std::uint64_t sink = 0;
+  for (long i = 0; i < gets; ++i)
+    s.get(key_of(rng() % kPreload), [&](const server::ItemView& v) { sink += v.value.size(); });
+  EXPECT_EQ(sink, static_cast<std::uint64_t>(gets) * 32);
+  st->reset();
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace wort::test
