@@ -24,7 +24,7 @@ answers.
                      wbtree, nvtree, roart (not art: volatile)
   -p, --port N       TCP port (default 11211; 0 picks a free one, see --port-file)
   -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
-  -t, --threads N    worker threads, each with its own epoll loop (default 4)
+  -t, --threads N    worker threads, each with its own epoll loop (default 4, at most 120)
   -m, --memory-limit MB  pool size in megabytes for a new pool (default 64)
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
@@ -88,7 +88,10 @@ int serve_main(const Args& args) {
   }
   if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
   if (o.port < 0 || o.port > 65535) throw UsageError("-p: a port 0..65535");
-  if (o.threads < 1 || o.threads > 256) throw UsageError("-t: 1..256 threads");
+  // Every thread that calls a concurrent index (or the store's epochs) holds one of
+  // kit::EpochReclaimer's 128 process-wide thread slots while it lives; a thread beyond them
+  // would wait for one forever. Workers, the listener, the sweeper and main must fit.
+  if (o.threads < 1 || o.threads > 120) throw UsageError("-t: 1..120 threads");
   if (o.maxconns < 1) throw UsageError("-c: at least 1");
   if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
     throw UsageError("-I: 1k .. 1g");

@@ -207,7 +207,7 @@ class Store {
   bool concurrent() const noexcept { return concurrent_; }
   //! Item blocks retired and not yet freed (0 on the global-lock path).
   std::size_t retired_pending() const noexcept { return items_ ? items_->pending() : 0; }
-  //! Stripe locks of the concurrent path: enough that two of the (at most 256) workers
+  //! Stripe locks of the concurrent path: enough that two of the (at most 120) workers
   //! writing different keys rarely share one (1/1024 for two), few enough to stay in L2
   //! (64 KiB, a cache line each) and for audit() to take them all.
   static constexpr std::size_t kStripes = 1024;
