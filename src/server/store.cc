@@ -29,7 +29,7 @@ Key key_of(std::string_view s) noexcept { return as_key(s); }
 //! The stripe the calling thread holds (concurrent path), so that its own eviction skips
 //! it: a writer reads its key's current item without a pin, which is safe only while no
 //! other thread (nor its own evictor) can unlink it.
-thread_local std::mutex* tls_held_stripe = nullptr;
+thread_local StripeLock* tls_held_stripe = nullptr;
 
 //! An item's exptime, the one header word written in place on a live item (touch): an
 //! atomic load, as pm::store / pm::commit_nt write it.
@@ -97,9 +97,9 @@ class Store::WriteLock {
   WriteLock& operator=(const WriteLock&) = delete;
 
  private:
-  std::unique_lock<std::mutex> stripe_;
+  std::unique_lock<StripeLock> stripe_;
   std::unique_lock<std::shared_mutex> excl_;
-  std::mutex* prev_ = nullptr;
+  StripeLock* prev_ = nullptr;
 };
 
 class Store::ReadLock {
@@ -130,7 +130,7 @@ class Store::AllStripes {
   Store& s_;
 };
 
-std::mutex& Store::stripe_of(std::string_view key) noexcept {
+StripeLock& Store::stripe_of(std::string_view key) noexcept {
   return stripes_[std::hash<std::string_view>{}(key) % kStripes].m;
 }
 
@@ -570,7 +570,7 @@ std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_
     for (auto& [k, off] : cands) {
       // The victim's stripe, never the caller's own (it reads its key's item unpinned);
       // a busy stripe is a writer at work on that key: skip it.
-      std::mutex& m = stripe_of(k);
+      StripeLock& m = stripe_of(k);
       if (&m == tls_held_stripe) continue;
       std::unique_lock l(m, std::try_to_lock);
       if (!l.owns_lock()) continue;

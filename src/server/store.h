@@ -142,6 +142,34 @@ struct StoreCounters {
       expired_unfetched{0}, reclaimed{0}, cmd_touch{0}, touch_hits{0}, touch_misses{0};
 };
 
+//! A stripe's lock (DRAM): a futex word, 0 free, 1 held, 2 held and a thread may sleep on
+//! it; a short spin before sleeping. Not std::mutex: audit() holds all of the stripes at
+//! once, and ThreadSanitizer's deadlock detector tracks at most 64 mutexes held by a thread.
+class StripeLock {
+ public:
+  void lock() noexcept {
+    if (!try_lock()) [[unlikely]] contended();
+  }
+  bool try_lock() noexcept {
+    std::uint32_t free = 0;
+    return w_.compare_exchange_strong(free, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed);
+  }
+  void unlock() noexcept {
+    if (w_.exchange(0, std::memory_order_release) == 2) [[unlikely]] w_.notify_one();
+  }
+
+ private:
+  [[gnu::noinline]] void contended() noexcept {
+    for (int i = 0; i < 128; ++i) {
+      __builtin_ia32_pause();
+      if (w_.load(std::memory_order_relaxed) == 0 && try_lock()) return;
+    }
+    while (w_.exchange(2, std::memory_order_acquire) != 0) w_.wait(2, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint32_t> w_{0};
+};
+
 class Store {
  public:
   //! Creates or opens (and recovers) the pool. Refuses volatile index kinds.
@@ -250,7 +278,7 @@ class Store {
   class ReadLock;
   //! Concurrent path: every stripe (audit, verify).
   class AllStripes;
-  std::mutex& stripe_of(std::string_view key) noexcept;
+  StripeLock& stripe_of(std::string_view key) noexcept;
   //! evict() for the concurrent path (see the header comment); frees what it retired
   //! (a grace period) before it returns. evict_lock_ held, no pin.
   std::size_t evict_concurrent(std::size_t want_bytes, bool any_class, std::size_t victims);
@@ -293,7 +321,7 @@ class Store {
   std::shared_mutex build_gate_;
   // Concurrent path.
   struct alignas(64) Stripe {
-    std::mutex m;
+    StripeLock m;
   };
   std::unique_ptr<Stripe[]> stripes_;
   std::unique_ptr<kit::EpochReclaimer> items_;  // retired item blocks (after pool_: freed first)

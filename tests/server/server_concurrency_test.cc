@@ -389,12 +389,18 @@ TEST_P(ServerConcurrency, EvictionSweepAndFlushUnderReaders) {
   th.emplace_back([&] {  // sweeper and flusher
     int n = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      if (++n % 64 == 0) s.flush_all(0);  // every ~0.3 s: the pool refills in between
+      // Every ~0.3 s once the pool has filled (evictions seen): it refills in between.
+      if (++n % 64 == 0 && s.evictions() != 0) s.flush_all(0);
       s.sweep(2000);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
+  // At least 300 ms x scale, and until 500 evictions (the pool fills slowly under TSan),
+  // at most 60 s.
+  const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(300 * scale()));
+  while (s.evictions() < 500 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   stop = true;
   for (auto& x : th) x.join();
   EXPECT_EQ(ck.bad.load(), 0u) << ck.first_bad;
