@@ -7,6 +7,9 @@
 #   tools/serve-load.sh [BUILD_DIR]          (default build/; needs BUILD_DIR/wort)
 #   env: ROUNDS=2 SECONDS_PER_RUN=3 CONNS=4 THREADS=2 KEYS=20000 VALUES="32 4096"
 #        MIXES="10:1 1:1" POOL_MB=256 SERVERS="wort woart artcow memcached" OUT=serve-load.md
+#   A server named KIND-global is `wort serve --index KIND --global-lock` (the index behind
+#   one reader/writer lock even if it is concurrent): SERVERS="wort wort-global memcached"
+#   compares the two locking paths of one index in the same run.
 #
 # Prints (and writes to $OUT) a markdown table: per server, mix and value size the median
 # over the rounds of throughput (with the min..max range) and of the p50/p99/p99.9
@@ -47,8 +50,10 @@ start_server() {  # $1 = wort|woart|artcow|memcached
     done
     echo "memcached did not start" >&2; exit 1
   fi
-  "$wort" serve --pool "$tmp/$s.pool" --index "$s" -p 0 --port-file "$tmp/$s.port" \
-    -t "$THREADS" -m "$POOL_MB" 2>"$tmp/$s.log" &
+  local kind=$s extra=()
+  if [ "${s%-global}" != "$s" ]; then kind=${s%-global}; extra=(--global-lock); fi
+  "$wort" serve --pool "$tmp/$s.pool" --index "$kind" "${extra[@]}" -p 0 \
+    --port-file "$tmp/$s.port" -t "$THREADS" -m "$POOL_MB" 2>"$tmp/$s.log" &
   pid[$s]=$!
   for i in $(seq 200); do [ -s "$tmp/$s.port" ] && break; sleep 0.05; done
   port[$s]=$(cat "$tmp/$s.port")

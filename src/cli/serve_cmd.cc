@@ -24,11 +24,14 @@ answers.
                      wbtree, nvtree, roart (not art: volatile)
   -p, --port N       TCP port (default 11211; 0 picks a free one, see --port-file)
   -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
-  -t, --threads N    worker threads, each with its own epoll loop (default 4)
+  -t, --threads N    worker threads, each with its own epoll loop (default 4, at most 120)
   -m, --memory-limit MB  pool size in megabytes for a new pool (default 64)
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
+  --global-lock      guard the index with one reader/writer lock even if it is concurrent
+                     (wort, woart, artcow, fastfair, fptree, roart run without it: readers
+                     pin an epoch, writers lock their key's stripe); for A/B measurements
   --port-file PATH   write the bound port here once the server answers (tests)
   --check            open (recover) the pool, verify every item and the index, run the
                      allocator audit, print a summary and exit (0 = clean); no server
@@ -78,13 +81,17 @@ int serve_main(const Args& args) {
     else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
     else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
     else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
+    else if (r.is("--global-lock")) o.store.global_lock = true;
     else if (r.is("--port-file")) o.port_file = r.value();
     else if (r.is("--check")) check = true;
     else throw UsageError("unknown option '" + r.peek() + "'");
   }
   if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
   if (o.port < 0 || o.port > 65535) throw UsageError("-p: a port 0..65535");
-  if (o.threads < 1 || o.threads > 256) throw UsageError("-t: 1..256 threads");
+  // Every thread that calls a concurrent index (or the store's epochs) holds one of
+  // kit::EpochReclaimer's 128 process-wide thread slots while it lives; a thread beyond them
+  // would wait for one forever. Workers, the listener, the sweeper and main must fit.
+  if (o.threads < 1 || o.threads > 120) throw UsageError("-t: 1..120 threads");
   if (o.maxconns < 1) throw UsageError("-c: at least 1");
   if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
     throw UsageError("-I: 1k .. 1g");
@@ -107,9 +114,12 @@ int serve_main(const Args& args) {
                  std::string(to_string(s.error().code)).c_str());
     return 1;
   }
-  std::fprintf(stderr, "wort serve: %s pool %s (%s index), listening on %s:%d, %d threads\n",
+  std::fprintf(stderr,
+               "wort serve: %s pool %s (%s index, %s), listening on %s:%d, %d threads\n",
                (*s)->store().recovered() ? "recovered" : "created", o.store.pool_path.c_str(),
-               std::string((*s)->store().kind()).c_str(), o.addr.c_str(), (*s)->port(), o.threads);
+               std::string((*s)->store().kind()).c_str(),
+               (*s)->store().concurrent() ? "no global lock" : "one reader/writer lock",
+               o.addr.c_str(), (*s)->port(), o.threads);
   return (*s)->run();
 }
 

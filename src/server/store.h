@@ -2,12 +2,43 @@
 // replace, append, prepend, cas, delete, incr/decr, touch, flush_all) over one persistent
 // index that maps key -> item block (item_layout.h).
 //
-// Threads: the indexes are single-threaded, so the whole index is guarded by ONE
-// reader/writer lock (a striped lock would still let two writers restructure the same tree
-// at once): lookups and the copy of a value into a reply run under the shared side,
-// every change under the exclusive side. A set builds and flushes its new item before it
-// takes the lock. A replaced or deleted item is freed under the exclusive lock after the
-// index's commit returned (durable), so no reader can still be copying it.
+// Threads. Two paths, chosen at open from the index kind (registry Entry::concurrent):
+//
+// A concurrent index (wort, woart, artcow, fastfair, fptree, roart: T::kConcurrent) is
+// called with no lock around it.
+//   - Reads (get, gets, mg without T/N/R, me) take no lock: they pin an epoch of the
+//     store's own kit::EpochReclaimer (`items_`) for the lookup and the copy of the item
+//     into the reply.
+//   - Every write of a key (set ... cas, append/prepend, incr/decr, touch, gat, delete, md,
+//     ms, ma, mg with T/N/R) holds that key's stripe lock (kStripes DRAM futex words, chosen by
+//     the key's hash) from before it builds its item until its commit returned: the
+//     read-modify-write of one key is atomic, two keys of different stripes never wait for
+//     each other. Only a thread holding a key's stripe replaces, removes or frees that
+//     key's item, so a writer reads the current item of its key without a pin.
+//   - A replaced or removed item block is retired to `items_` after the index's commit
+//     returned (durable) and freed once no reader pinned before the retire is still pinned.
+//     A crash while blocks wait leaks nothing: they are unreachable, and the allocator's
+//     trace at the next open (items are values of a values_are_blocks pool) frees them.
+//   - The evictor (under `evict_lock_`, which guards the CLOCK hand) collects candidates
+//     while pinned, then try-locks each victim's stripe (never the stripe its caller holds;
+//     a busy stripe is skipped), re-checks under it that the key still names that block, and
+//     unlinks it. The sweeper (`sweep_lock_` guards its hand) does the same with a blocking
+//     stripe lock (it holds no other). flush_all and a due delayed flush commit the meta
+//     block's words under `flush_lock_`; readers and writers see a flush through the atomic
+//     flush_cas_ (an item with cas <= it is dead).
+//   - audit() and verify() take every stripe (no item is built, committed or freed
+//     meanwhile), wait for a grace period and free every retired block first.
+//
+// A non-concurrent index (wbtree, nvtree), or StoreOptions::global_lock, is guarded by ONE
+// reader/writer lock, as before the indexes were concurrent: lookups and the copy into a
+// reply under the shared side, every change under the exclusive side; a set builds and
+// flushes its item before it takes the lock; a replaced or deleted item is freed under the
+// exclusive lock after the index's commit returned.
+//
+// DRAM side state is thread-safe without a lock on either path: the CLOCK bits, fetched /
+// last-access words and recache-token bits are relaxed atomics per pool granule, the
+// counters are atomics, and cas uniques come from an atomic counter (a mutex only around
+// the durable high-water-mark bump, once per 65536 uniques).
 //
 // Durability: every mutating call returns only after its commit store is durable.
 #pragma once
@@ -16,11 +47,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "index/common/epoch.h"
 #include "pm/allocator.h"
 #include "pm/size_classes.h"
 #include "server/item_layout.h"
@@ -44,6 +77,9 @@ struct StoreOptions {
   std::uint64_t pool_bytes = 64ull << 20;
   std::size_t max_item_size = 1u << 20;  //!< -I: largest value + key + header
   bool no_evict = false;              //!< -M: answer out of memory instead of evicting
+  //! Guard a concurrent index with the one reader/writer lock all the same (the path of the
+  //! non-concurrent indexes): `wort serve --global-lock`, for A/B measurements.
+  bool global_lock = false;
 };
 
 //! A read-only view of a live item, valid only inside the callback that receives it.
@@ -62,8 +98,9 @@ struct ItemView {
   std::uint32_t size_class = 0;   //!< 1-based small class, 0 = large span (block_info only)
 };
 using ItemFn = FunctionRef<void(const ItemView&)>;
-//! Called under the index lock with the item; returns true to claim the recache token
-//! (meta W): the store then marks it sent, so exactly one caller wins.
+//! Called with the item (under the key's write lock when the call may change the item);
+//! returns true to claim the recache token (meta W): the store then marks it sent, so
+//! exactly one caller wins.
 using MetaItemFn = FunctionRef<bool(const ItemView&)>;
 
 //! Meta get (mg) options. Times are absolute (Store::absolute_exptime).
@@ -105,6 +142,34 @@ struct StoreCounters {
       expired_unfetched{0}, reclaimed{0}, cmd_touch{0}, touch_hits{0}, touch_misses{0};
 };
 
+//! A stripe's lock (DRAM): a futex word, 0 free, 1 held, 2 held and a thread may sleep on
+//! it; a short spin before sleeping. Not std::mutex: audit() holds all of the stripes at
+//! once, and ThreadSanitizer's deadlock detector tracks at most 64 mutexes held by a thread.
+class StripeLock {
+ public:
+  void lock() noexcept {
+    if (!try_lock()) [[unlikely]] contended();
+  }
+  bool try_lock() noexcept {
+    std::uint32_t free = 0;
+    return w_.compare_exchange_strong(free, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed);
+  }
+  void unlock() noexcept {
+    if (w_.exchange(0, std::memory_order_release) == 2) [[unlikely]] w_.notify_one();
+  }
+
+ private:
+  [[gnu::noinline]] void contended() noexcept {
+    for (int i = 0; i < 128; ++i) {
+      __builtin_ia32_pause();
+      if (w_.load(std::memory_order_relaxed) == 0 && try_lock()) return;
+    }
+    while (w_.exchange(2, std::memory_order_acquire) != 0) w_.wait(2, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint32_t> w_{0};
+};
+
 class Store {
  public:
   //! Creates or opens (and recovers) the pool. Refuses volatile index kinds.
@@ -116,8 +181,8 @@ class Store {
   //! memcached's exptime rule: <0 expired, 0 never, <= 30 days relative, else absolute.
   static std::int64_t absolute_exptime(std::int64_t exptime) noexcept;
 
-  //! Looks up `key`; if live, calls fn under the shared lock and returns true. `touch`
-  //! (gat) sets a new absolute exptime first (a commit; exclusive lock).
+  //! Looks up `key`; if live, calls fn (pinned, or under the shared lock) and returns true.
+  //! `touch` (gat) sets a new absolute exptime first (a commit; the key's write lock).
   bool get(std::string_view key, ItemFn fn, const std::int64_t* touch = nullptr);
   //! set/add/replace/append/prepend/cas. `cas_in` is compared for StoreMode::cas (and for
   //! append/prepend when non-zero: the meta protocol's C flag). `exptime` is absolute.
@@ -166,6 +231,19 @@ class Store {
   bool recovered() const noexcept { return recovered_; }
   std::uint64_t next_cas_peek() const noexcept { return next_cas_.load(); }
   std::uint64_t evictions() const noexcept { return counters_.evictions.load(); }
+  //! True when the index is called without the global lock (see the header comment).
+  bool concurrent() const noexcept { return concurrent_; }
+  //! Item blocks retired and not yet freed (0 on the global-lock path).
+  std::size_t retired_pending() const noexcept { return items_ ? items_->pending() : 0; }
+  //! Stripe locks of the concurrent path: enough that two of the (at most 120) workers
+  //! writing different keys rarely share one (1/1024 for two), few enough to stay in L2
+  //! (64 KiB, a cache line each) and for audit() to take them all.
+  static constexpr std::size_t kStripes = 1024;
+
+  //! Tests only: the concurrent path frees a replaced or removed item at once instead of
+  //! retiring it to the epochs (the bug the concurrency test must catch). Not thread-safe
+  //! against running operations: set it before they start.
+  void free_without_epoch_for_testing(bool on) noexcept { broken_free_ = on; }
 
  private:
   Store() = default;
@@ -175,16 +253,39 @@ class Store {
   const ItemHeader* item_at(std::uint64_t off) const noexcept;
   bool live(const ItemHeader* h, std::int64_t t) const noexcept;
   const ItemHeader* find_live(std::string_view key, std::uint64_t* off);
-  //! Allocates and fills a new item (flushed, not fenced). Evicts when full (the caller
-  //! holds the exclusive lock iff `locked`).
+  //! Allocates and fills a new item (flushed, not fenced). Evicts when full (global-lock
+  //! path: the caller holds the exclusive lock iff `locked`; concurrent path: the caller
+  //! may hold one stripe, which the evictor skips).
   StoreResult make_item(std::string_view key, std::uint32_t flags, std::int64_t exptime,
                         std::uint64_t cas, std::string_view v1, std::string_view v2,
                         std::uint64_t* off, bool locked, std::uint16_t iflags = 0);
-  //! Commits key -> off, frees the replaced item `old` (0 = none). Exclusive lock held.
+  //! Commits key -> off, releases the replaced item `old` (0 = none). Write lock held.
   StoreResult commit(std::string_view key, std::uint64_t off, std::uint64_t old);
-  void unlink(std::string_view key, std::uint64_t off);  // exclusive lock held
+  void unlink(std::string_view key, std::uint64_t off);  // write lock held
+  //! A block no longer named by the index (the unlinking commit is durable): freed at once
+  //! on the global-lock path, retired to the epochs on the concurrent one.
+  void release_block(std::uint64_t off) noexcept;
+  //! evict() or evict_concurrent(): the caller holds lock_ exclusively (global-lock path)
+  //! or evict_lock_ (concurrent path).
+  std::size_t evict_some(std::size_t want_bytes, bool any_class, std::size_t victims);
+  //! touch, gat, mg T: the item's exptime word, one commit (write lock held).
+  void set_exptime(std::uint64_t off, std::int64_t t) noexcept;
+  //! Concurrent path: waits for a grace period and frees every retired item.
+  void drain_retired();
+  //! The lock a write of one key holds (see the header comment).
+  class WriteLock;
+  //! What a read holds: an epoch pin, or the shared side of the global lock.
+  class ReadLock;
+  //! Concurrent path: every stripe (audit, verify).
+  class AllStripes;
+  StripeLock& stripe_of(std::string_view key) noexcept;
+  //! evict() for the concurrent path (see the header comment); frees what it retired
+  //! (a grace period) before it returns. evict_lock_ held, no pin.
+  std::size_t evict_concurrent(std::size_t want_bytes, bool any_class, std::size_t victims);
+  std::size_t sweep_concurrent(std::size_t budget);
   //! CLOCK: evicts up to `victims` items (dead ones reclaimed as found) of want_bytes
-  //! size class (any class if any_class; want_bytes 0 = any). Exclusive lock held.
+  //! size class (any class if any_class; want_bytes 0 = any). Global-lock path, exclusive
+  //! lock held (evict_concurrent is the other path's).
   //! Returns how many went. Only reads set the CLOCK bit (a second chance).
   std::size_t evict(std::size_t want_bytes, bool any_class, std::size_t victims);
   void maybe_apply_flush();
@@ -199,7 +300,7 @@ class Store {
   ItemView view_of(std::uint64_t off) const noexcept;
   void add_block_info(std::uint64_t off, ItemView* iv) const noexcept;
   //! Builds (make_item) and commits a copy of the live item at `off` with new iflags /
-  //! cas / exptime (md I). Exclusive lock held.
+  //! cas / exptime (md I). Write lock held.
   StoreResult rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
                       std::int64_t exptime);
 
@@ -210,11 +311,23 @@ class Store {
   MetaBlock* meta_ = nullptr;
   bool recovered_ = false;
 
-  mutable std::shared_mutex lock_;  // guards the index (see the header comment)
-  // Held shared by a store() from the allocation of its item (outside lock_) until its
-  // commit; audit() takes it exclusively so that no allocated-but-unpublished item is in
-  // flight (it would look leaked).
+  bool concurrent_ = false;  // the index is called without lock_ (header comment)
+  bool broken_free_ = false;  // free_without_epoch_for_testing
+  mutable std::shared_mutex lock_;  // global-lock path: guards the index
+  // Global-lock path: held shared by a store() from the allocation of its item (outside
+  // lock_) until its commit; audit() takes it exclusively so that no allocated-but-
+  // unpublished item is in flight (it would look leaked). The concurrent path builds under
+  // the key's stripe, which audit() takes.
   std::shared_mutex build_gate_;
+  // Concurrent path.
+  struct alignas(64) Stripe {
+    StripeLock m;
+  };
+  std::unique_ptr<Stripe[]> stripes_;
+  std::unique_ptr<kit::EpochReclaimer> items_;  // retired item blocks (after pool_: freed first)
+  std::mutex evict_lock_;  // the CLOCK hand
+  std::mutex sweep_lock_;  // the sweep hand
+  std::mutex flush_lock_;  // flush_all and a due delayed flush
   std::mutex cas_lock_;             // guards the cas_hwm bump
   std::atomic<std::uint64_t> next_cas_{1};
   std::atomic<std::uint64_t> cas_limit_{0};  // == meta_->cas_hwm
