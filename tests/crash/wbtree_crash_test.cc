@@ -86,6 +86,25 @@ TEST(WbTreeCrash, RemoveWithAndWithoutUnlinking) {
                    drain));
 }
 
+// A split of a parent's first child whose entry key a remove left stale (at or above the
+// separator): split step 0 makes that entry "" -> child first (a structural replacement in
+// the parent), then the split. Short keys, and long ones (the stale key's block is freed).
+TEST(WbTreeCrash, SplitOfAFirstChildWhoseKeyIsStale) {
+  for (const std::string stem : {"", "a-long-stem:"}) {
+    SCOPED_TRACE("stem '" + stem + "'");
+    std::vector<KvOp> setup;
+    for (const char* k : {"a", "b", "c", "d", "e", "f", "g"}) setup.push_back(ins(stem + k));
+    setup.push_back(rem(stem + "a"));
+    setup.push_back(rem(stem + "b"));  // root [c -> [c d], e -> [e f g]]: "c" is stale
+    crashsim::Options o;
+    o.pool_size = 4u << 20;
+    o.drain = true;
+    EXPECT_CLEAN(run(setup, {ins(stem + "a0", 1), ins(stem + "a1", 2), ins(stem + "a2", 3),
+                             ins(stem + "a3", 4)},
+                     o));
+  }
+}
+
 TEST(WbTreeCrash, LongKeysAndSeparatorCopies) {
   auto keys = make_keys(Gen::long_keys, 12, 13);
   std::vector<KvOp> setup, ops;

@@ -355,10 +355,6 @@ TEST_P(ServerConcurrency, ReadersNeverSeeAReplacedItemReused) {
 // stripe and re-checks it), flush_all makes everything dead now and then and the sweeper
 // reclaims the dead items, all under readers that check every item they get.
 TEST_P(ServerConcurrency, EvictionSweepAndFlushUnderReaders) {
-  if (std::string(GetParam().kind) == "wbtree")
-    GTEST_SKIP() << "known, not the server's locking: wbtree behind the global lock with two "
-                    "writers in a full pool ends with a broken tree (keys out of order, blocks "
-                    "used twice); one writer does not (see the session report)";
   TempStore t(GetParam().kind, GetParam().global_lock, 8);
   ASSERT_TRUE(t.store);
   Store& s = *t.store;

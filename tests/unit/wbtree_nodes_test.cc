@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <random>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -99,6 +101,95 @@ TEST(WbTreeNodes, RemovesUnlinkChainsAndTheRootCollapses) {
   EXPECT_EQ(f.n("leaf"), 0u);
   ASSERT_NO_FATAL_FAILURE(f.check());
   EXPECT_EQ(f.pool->allocator().stats().blocks_allocated, 1u);  // the anchor alone
+}
+
+// An inner node's first entry is a lower bound only: once a remove unlinks the child its
+// first entry named, the next entry is first with a key above keys that now route to its
+// child (inserts below it land there). A split of that child must still attach the new
+// sibling after it. It did not: the sibling was attached by its separator's key order, and
+// a separator at or below the stale key went in front of the child it was split from (keys
+// out of order, lookups routed to the wrong leaf; the server's eviction test hit it).
+// 4-entry nodes, keys `stem + name`: short stems inline, a long one in key blocks.
+TEST(WbTreeNodes, SplitOfAFirstChildWhoseKeyIsStale) {
+  for (const std::string stem : {"", "a-long-stem:"}) {
+    for (const bool below : {false, true}) {
+      SCOPED_TRACE("stem '" + stem + "', separator " + (below ? "below" : "equal to") +
+                   " the stale key");
+      Fixture f;
+      std::map<std::string, Value> ref;
+      Value seq = 0;
+      auto put = [&](const char* k) {
+        ASSERT_EQ(f.tree->insert(as_key(stem + k), ++seq), Status::ok) << k;
+        ref[stem + k] = seq;
+      };
+      auto del = [&](const char* k) {
+        ASSERT_EQ(f.tree->remove(as_key(stem + k)), Status::ok) << k;
+        ref.erase(stem + k);
+      };
+      // root ["" -> [a b], c -> [c d], e -> [e f g]]
+      for (const char* k : {"a", "b", "c", "d", "e", "f", "g"}) ASSERT_NO_FATAL_FAILURE(put(k));
+      ASSERT_EQ(f.n("leaf"), 3u);
+      ASSERT_EQ(f.n("inner"), 1u);
+      // the first leaf unlinked: root [c -> [c d], e -> [e f g]], "c" now stale
+      ASSERT_NO_FATAL_FAILURE(del("a"));
+      ASSERT_NO_FATAL_FAILURE(del("b"));
+      ASSERT_EQ(f.n("leaf"), 2u);
+      ASSERT_NO_FATAL_FAILURE(f.check());
+      if (below) {  // [a0 a1 a2 c] + a3: separator a2
+        ASSERT_NO_FATAL_FAILURE(del("d"));
+        for (const char* k : {"a0", "a1", "a2", "a3"}) ASSERT_NO_FATAL_FAILURE(put(k));
+      } else {  // [a0 a1 c d] + a2: separator c
+        for (const char* k : {"a0", "a1", "a2"}) ASSERT_NO_FATAL_FAILURE(put(k));
+      }
+      ASSERT_EQ(f.n("leaf"), 3u);  // the split happened
+      EXPECT_EQ(f.tree->first_keys_cleared(), 1u);  // after "" replaced the stale "c"
+      ASSERT_NO_FATAL_FAILURE(f.check());
+      for (const char* k : {"b0", "b1", "b2", "b3", "b4", "h", "i"}) ASSERT_NO_FATAL_FAILURE(put(k));
+      for (int round = 0; round < 2; ++round) {
+        ASSERT_NO_FATAL_FAILURE(f.check());
+        for (const auto& [k, v] : ref)
+          EXPECT_EQ(f.tree->lookup(as_key(k)), std::optional<Value>(v)) << k;
+        std::map<std::string, Value> got;
+        f.tree->scan(Key{}, SIZE_MAX, [&](Key k, Value v) {
+          got.emplace(std::string(as_string(k)), v);
+          return true;
+        });
+        EXPECT_TRUE(got == ref);
+        f.reopen();
+      }
+    }
+  }
+}
+
+// The general form of the case above: removes and inserts at random over a small key range
+// on 4-entry nodes (many first-child unlinks and splits), the tree checked against a map.
+TEST(WbTreeNodes, RandomChurnMatchesAMap) {
+  Fixture f;
+  std::map<std::string, Value> ref;
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string k = u64_str(rng() % 300);
+    if (rng() % 2) {
+      const Status s = f.tree->upsert(as_key(k), static_cast<Value>(i));
+      ASSERT_EQ(s, Status::ok);
+      ref[k] = static_cast<Value>(i);
+    } else {
+      const Status s = f.tree->remove(as_key(k));
+      ASSERT_EQ(s, ref.erase(k) ? Status::ok : Status::not_found);
+    }
+    if (i % 500 == 0 || i == 19999) {
+      SCOPED_TRACE("after operation " + std::to_string(i));
+      ASSERT_NO_FATAL_FAILURE(f.check());
+      std::map<std::string, Value> got;
+      f.tree->scan(Key{}, SIZE_MAX, [&](Key key, Value v) {
+        got.emplace(std::string(as_string(key)), v);
+        return true;
+      });
+      ASSERT_TRUE(got == ref) << got.size() << " pairs, the map " << ref.size();
+      for (const auto& [key, v] : ref) ASSERT_EQ(f.tree->lookup(as_key(key)), std::optional<Value>(v));
+    }
+  }
+  EXPECT_GT(f.tree->first_keys_cleared(), 0u);
 }
 
 // Each micro-log state a crash can leave, made by stopping a split after step 1..4 and

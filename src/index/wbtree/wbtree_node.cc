@@ -56,6 +56,26 @@ bool invalidate_slots(Node* n) noexcept {
   return true;
 }
 
+//! Steps 1-2 of a node write that adds an entry: `e` into the lowest free position
+//! (invisible: its bit is clear), flushed; the slot-valid bit cleared, flushed; fence.
+//! Returns the position.
+unsigned stage_entry(Node* n, const Entry& e) noexcept {
+  // A long key's block is a 16-aligned pool block; an inner entry names a 64-aligned node.
+  WORT_DCHECK(e.meta <= kMaxInline || (e.meta != 0 && e.meta % 16 == 0));
+  WORT_DCHECK(n->level == 0 || (e.value != 0 && e.value % 64 == 0));
+  const std::uint64_t used = n->bitmap & ~kSlotsValid;
+  const unsigned pos = static_cast<unsigned>(__builtin_ctzll(~used));
+  WORT_DCHECK(pos < n->capacity);
+  Entry* dst = &n->entries()[pos];  // invisible until its bit is set
+  pm::store(&dst->prefix, e.prefix);
+  pm::store(&dst->meta, e.meta);
+  pm::store(&dst->value, e.value);
+  pm::flush(dst, sizeof(Entry));
+  invalidate_slots(n);
+  pm::fence();  // entry and invalidation durable before the slot array changes
+  return pos;
+}
+
 }  // namespace
 
 View sorted_view(const std::byte* base, const Node* n) noexcept {
@@ -117,19 +137,8 @@ void init_node(Node* n, std::uint32_t level, std::uint32_t capacity, const Entry
 void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept {
   // v is n's current view, with room for one more entry.
   WORT_DCHECK(v.n == count_of(n) && v.n < n->capacity && at <= v.n);
-  // A long key's block is a 16-aligned pool block; an inner entry names a 64-aligned node.
-  WORT_DCHECK(e.meta <= kMaxInline || (e.meta != 0 && e.meta % 16 == 0));
-  WORT_DCHECK(n->level == 0 || (e.value != 0 && e.value % 64 == 0));
   const std::uint64_t used = n->bitmap & ~kSlotsValid;
-  const unsigned pos = static_cast<unsigned>(__builtin_ctzll(~used));
-  WORT_DCHECK(pos < n->capacity);
-  Entry* dst = &n->entries()[pos];  // invisible until its bit is set
-  pm::store(&dst->prefix, e.prefix);
-  pm::store(&dst->meta, e.meta);
-  pm::store(&dst->value, e.value);
-  pm::flush(dst, sizeof(Entry));
-  invalidate_slots(n);
-  pm::fence();  // entry and invalidation durable before the slot array changes
+  const unsigned pos = stage_entry(n, e);
   View w;
   w.n = v.n + 1;
   std::memcpy(w.pos, v.pos, at);
@@ -137,6 +146,18 @@ void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish ho
   std::memcpy(w.pos + at + 1, v.pos + at, v.n - at);
   const bool pending = write_slots(n, w);
   finish(n, used | (1ull << pos) | kSlotsValid, how, pending);
+}
+
+void replace_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept {
+  // v is n's current view, with room for one more entry (the new one, until the store).
+  WORT_DCHECK(v.n == count_of(n) && v.n < n->capacity && at < v.n);
+  const std::uint64_t used = n->bitmap & ~kSlotsValid;
+  const unsigned old = v.pos[at];
+  const unsigned pos = stage_entry(n, e);
+  View w = v;
+  w.pos[at] = static_cast<std::uint8_t>(pos);
+  const bool pending = write_slots(n, w);
+  finish(n, (used & ~(1ull << old)) | (1ull << pos) | kSlotsValid, how, pending);
 }
 
 void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept {

@@ -49,6 +49,13 @@ void init_node(Node* n, std::uint32_t level, std::uint32_t capacity, const Entry
 //! store (`how`). Anything `e` names (a key block) must be flushed already.
 void insert_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept;
 
+//! Replaces the entry at view index `at` by `e` (same key order place; count < capacity: the
+//! new entry needs a free position) with the same protocol: write `e` into a free
+//! position and flush it; clear the slot-valid bit (flush, fence); rewrite the slot array
+//! with the new position at `at` (flush); one store sets `e`'s bit and clears the old
+//! entry's (and sets the slot-valid bit). Used structurally (a split's step 0).
+void replace_entry(Node* n, const View& v, unsigned at, const Entry& e, Finish how) noexcept;
+
 //! Removes the entry at view index `at`: clear the slot-valid bit (flush, fence), rewrite
 //! the slot array (flush), clear the entry's bit and set the slot-valid bit in one store.
 void remove_entry(Node* n, const View& v, unsigned at, Finish how) noexcept;

@@ -3,6 +3,8 @@
 // change); the insert that needed the split commits afterwards, in its leaf.
 //
 // Split of a full node N under a parent P with room (README.md, "Splits"):
+//   0. if N is P's first entry and its key sorts at or above S's separator (a stale lower
+//      bound: README.md, "Stale first keys"), that entry becomes "" -> N   (structural)
 //   1. log.node = N, log.parent = P                        (stored; written back with 2)
 //   2. S = fresh node with N's upper half, flushed; fence; log.sibling = S (persisted)
 //   3. P gets the entry (first key of S -> S)              (bitmap+slot protocol)
@@ -95,6 +97,22 @@ Status WbTree::split(std::uint64_t n_off, std::uint64_t p_off) {
   if (Status st = separator_for(n->entries()[nv.pos[keep]], s_off, &sep); st != Status::ok) {
     pool_.allocator().free(s_off);
     return st;
+  }
+  // 0. S must go right after N in P. An inner node's first entry is a lower bound only:
+  // when it names N because a remove unlinked the child before it, its key is still the one
+  // N's entry had as the second, above keys that have routed to N since (the first entry
+  // takes every key below the second's), and the separator can sort at or below it. Then N's entry becomes the
+  // empty key (minus infinity, as grow_root writes it) first: a structural replacement
+  // (same child, same place in P's key order, one bitmap store), before the log names the
+  // split, so its redo at open finds P's key order right. P has room (put checks it).
+  {
+    const View pv = sorted_view(base(), p);
+    const Entry first = p->entries()[pv.pos[0]];
+    if (first.value == n_off && compare(base(), first, sep) >= 0) {
+      replace_entry(p, pv, 0, Entry{0, 0, n_off}, Finish::structural);
+      free_entry_key(first);  // its block, once the store naming "" is durable
+      ++first_keys_cleared_;
+    }
   }
   // 1. the log names N and P (log.sibling is 0 whenever no split is in flight). Not written
   // back here: the log is one line with log.sibling (wbtree_layout.h), whose write-back in

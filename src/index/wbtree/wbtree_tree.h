@@ -44,6 +44,10 @@ class WbTree {
   //! Splits this handle redid at open from the micro-log (0 or 1).
   std::uint64_t splits_redone() const noexcept { return splits_redone_; }
 
+  //! Splits this handle made whose node was its parent's first entry with a key at or above
+  //! the separator, so that the entry's key became "" first (split step 0).
+  std::uint64_t first_keys_cleared() const noexcept { return first_keys_cleared_; }
+
   //! Tests only: stop the next split after `step` of its steps (1: log written, 2: sibling
   //! logged, 3: attached to the parent, 4: node truncated), as a crash there would.
   void stop_next_split_after_for_testing(int step) noexcept { stop_split_after_ = step; }
@@ -93,6 +97,7 @@ class WbTree {
   Pool& pool_;
   wbtree::Anchor* anchor_;
   std::uint64_t splits_redone_ = 0;
+  std::uint64_t first_keys_cleared_ = 0;
   int stop_split_after_ = 0;
   bool omit_sibling_fence_ = false;
 };
