@@ -90,10 +90,18 @@ bool FPTree::write_slot(LeafRef l, int s, std::uint64_t key_word, bool inline_ke
   return flushed;
 }
 
+// After the pin ends, what no pinned thread can hold any more is freed (inner nodes and
+// separators a split replaced, here or in an earlier write that found readers pinned), as
+// remove() does: otherwise a workload of sets under readers would keep them until a delete.
 Status FPTree::put(Key k, Value v, PutMode mode) {
   if (k.size() > kMaxKeyLength) return Status::invalid_argument;
-  kit::EpochReclaimer::Pin pin(epochs_);  // the leaf may be unlinked under us: never freed
-  return put_pinned(k, v, mode);
+  Status s;
+  {
+    kit::EpochReclaimer::Pin pin(epochs_);  // the leaf may be unlinked under us: never freed
+    s = put_pinned(k, v, mode);
+  }
+  epochs_.reclaim();
+  return s;
 }
 
 // Under the leaf's lock (Alg. 2 / 8, concurrent form): the leaf was routed to optimistically
