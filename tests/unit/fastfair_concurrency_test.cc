@@ -1,6 +1,6 @@
 // FAST&FAIR under concurrent use (src/index/fastfair/README.md "Concurrency"): lock-free
-// readers (switch counter, B-link) while writers, serialised by the tree's writer lock,
-// insert disjoint and overlapping keys (leaf, inner and root splits), remove (merges,
+// readers (switch counter, B-link) while writers, each locking the leaf it changes (the
+// structure lock too for splits, merges and borrows), insert disjoint and overlapping keys (leaf, inner and root splits), remove (merges,
 // borrows, root collapses), upsert and update. Every value is a function of its key, so a
 // reader can check whatever it sees. Afterwards the tree is compared with a std::map,
 // verified, and the allocator audited once the epochs drain.
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -427,6 +428,269 @@ TEST(FastFairConcurrency, SingleKeyLookupsAreLinearizable) {
     }
   EXPECT_EQ(bad, 0u) << "of " << checked << " lookups";
   EXPECT_GT(checked, 1000u);
+}
+
+// Writers on the SAME leaves: a small dense universe (256-byte nodes, ~100 leaves at most),
+// each key owned by one writer (its statuses are checked exactly against the writer's own
+// map: only it writes the key) or shared by all (inserts and removes race on it: per key,
+// successful inserts minus successful removes is its final presence), and every leaf holds
+// keys of every writer. Writers grow the tree and shrink it again, round after round, so
+// leaf writes race with splits, merges and borrows (the structure path) in the same leaves;
+// two readers check as above (stable keys found, values the keys', scans ordered). Then the
+// whole tree against the reference, verify(), the allocator audit.
+TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndMerges) {
+  FastFairFixture f(256, 64u << 20);
+  constexpr unsigned kWriters = 3;
+  const unsigned universe = 1200, rounds = 2 * scale();
+  // j % 8 == 7: stable (loaded, never written); j % 8 == 6: shared; else owned by
+  // writer (j % 8) % kWriters.
+  std::vector<bool> stable(universe, false);
+  for (unsigned j = 7; j < universe; j += 8) {
+    stable[j] = true;
+    ASSERT_EQ(f.tree->insert(as_key(key_of(j)), value_of(key_of(j))), Status::ok);
+  }
+  States st(universe);  // all 0: the readers check the stable keys and every value
+  std::vector<std::atomic<std::uint64_t>> ins_ok(universe), rem_ok(universe);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
+  std::vector<std::map<std::string, Value>> own(kWriters);
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < 2; ++r)
+    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), universe, std::cref(stable),
+                    std::cref(st), 31u + r, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      std::uint64_t x = 0x2545F4914F6CDD1Dull * (w + 1);
+      auto next = [&] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x;
+      };
+      auto& mine = own[w];
+      auto bad = [&](unsigned j, const char* op, Status got) {
+        errors.fetch_add(1);
+        ADD_FAILURE() << "writer " << w << ": " << op << " of key " << j << " gave status "
+                      << static_cast<int>(got);
+      };
+      for (unsigned r = 0; r < rounds; ++r)
+        for (int grow = 1; grow >= 0; --grow)
+          for (unsigned n = 0; n < universe; ++n) {
+            const unsigned j = static_cast<unsigned>(next() % universe);
+            if (j % 8 == 7) continue;
+            const std::string k = key_of(j);
+            const unsigned dice = static_cast<unsigned>(next() % 100);
+            if (j % 8 == 6) {  // shared: insert or remove, racing the other writers
+              if (dice < (grow ? 65u : 30u)) {
+                const Status s = f.tree->insert(as_key(k), value_of(k));
+                if (s == Status::ok) ins_ok[j].fetch_add(1);
+                else if (s != Status::exists) bad(j, "shared insert", s);
+              } else {
+                const Status s = f.tree->remove(as_key(k));
+                if (s == Status::ok) rem_ok[j].fetch_add(1);
+                else if (s != Status::not_found) bad(j, "shared remove", s);
+              }
+              continue;
+            }
+            if ((j % 8) % kWriters != w) continue;
+            const bool present = mine.count(k) != 0;
+            if (dice < (grow ? 55u : 15u)) {
+              const Status s = f.tree->insert(as_key(k), value_of(k));
+              if (s != (present ? Status::exists : Status::ok)) bad(j, "insert", s);
+              mine.emplace(k, value_of(k));
+            } else if (dice < (grow ? 65u : 25u)) {
+              const Status s = f.tree->upsert(as_key(k), value_of(k));
+              if (s != Status::ok) bad(j, "upsert", s);
+              mine.emplace(k, value_of(k));
+            } else if (dice < (grow ? 80u : 40u)) {
+              const Status s = f.tree->update(as_key(k), value_of(k));
+              if (s != (present ? Status::ok : Status::not_found)) bad(j, "update", s);
+            } else {
+              const Status s = f.tree->remove(as_key(k));
+              if (s != (present ? Status::ok : Status::not_found)) bad(j, "remove", s);
+              mine.erase(k);
+            }
+          }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(f.tree->rebalances().merges, 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned j = 0; j < universe; ++j) {
+    if (stable[j]) ref.emplace(key_of(j), value_of(key_of(j)));
+    if (j % 8 == 6) {
+      const std::uint64_t in = ins_ok[j].load(), out = rem_ok[j].load();
+      ASSERT_TRUE(in == out || in == out + 1) << "key " << j << ": " << in << " inserts, "
+                                              << out << " removes succeeded";
+      if (in == out + 1) ref.emplace(key_of(j), value_of(key_of(j)));
+    }
+  }
+  for (const auto& m : own) ref.insert(m.begin(), m.end());
+  check_against(f, ref);
+  std::printf("[fastfair same leaves] %llu reader ops, %llu merges, %llu borrows, height %u\n",
+              static_cast<unsigned long long>(reads.load()),
+              static_cast<unsigned long long>(f.tree->rebalances().merges),
+              static_cast<unsigned long long>(f.tree->rebalances().borrows), f.tree->height());
+}
+
+// --- the leaf path's lock and re-validation (deterministic) -------------------------------
+
+//! Sets a test-only fault set for one scope (no other test thread runs meanwhile).
+struct FaultScope {
+  explicit FaultScope(unsigned f, void (*hook)(int) = nullptr) {
+    fastfair::faults::active = f;
+    fastfair::faults::pause_hook = hook;
+  }
+  ~FaultScope() {
+    fastfair::faults::active = 0;
+    fastfair::faults::pause_hook = nullptr;
+  }
+};
+
+//! One paused writer: the thread that calls arm() stops once at hook point `where` until
+//! release(); every other thread (and later calls) passes.
+struct Pause {
+  static inline std::atomic<std::thread::id> who{};
+  static inline std::atomic<int> where{0};
+  static inline std::atomic<bool> paused{false}, go{false};
+  //! Before the paused writer's thread starts.
+  static void reset() {
+    paused = false;
+    go = false;
+    who = std::thread::id{};
+  }
+  //! On the writer's thread.
+  static void arm(int at) {
+    where = at;
+    who = std::this_thread::get_id();
+  }
+  static void hook(int at) {
+    if (at != where.load() || who.load() != std::this_thread::get_id()) return;
+    who = std::thread::id{};  // once
+    paused = true;
+    while (!go.load()) std::this_thread::yield();
+  }
+  static void wait_paused() {
+    while (!paused.load()) std::this_thread::yield();
+  }
+  static void release() { go = true; }
+};
+
+// A leaf-path insert descends to leaf L (its key 155 is past L's keys), then stops before
+// locking L. Meanwhile L splits (the structure path: S takes its upper half, the parent
+// learns S with separator 150) and 150, S's first key, is removed: S's first key is now
+// 160. The writer resumes: 155 is past L's keys and below the first key of L's sibling, so
+// the sibling test alone would let it into L, where lookups (routed to S: 155 >= 150) never
+// look. The re-validation sees the structure sequence changed and descends again. The
+// broken variant (faults::no_writer_validation) must lose the key.
+TEST(FastFairConcurrency, LeafPathRevalidatesAfterASplitUnderItsDescent) {
+  for (const bool broken : {false, true}) {
+    FastFairFixture f(256, 4u << 20);  // 14 records per node
+    for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // root split: [10..70] [80..150]
+    for (std::uint64_t k = 160; k <= 210; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);  // L full
+    FaultScope faults(fastfair::faults::writer_pause |
+                          (broken ? fastfair::faults::no_writer_validation : 0u),
+                      &Pause::hook);
+    Status got = Status::corrupt;
+    Pause::reset();
+    std::thread a([&] {
+      Pause::arm(0);
+      got = f.put(155, 155);
+    });
+    Pause::wait_paused();
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    ASSERT_EQ(f.put(220, 220), Status::ok);  // L splits: [80..140] [150..220]
+    ASSERT_EQ(f.del(150), Status::ok);       // S's first key: 160 (no rebalance)
+    ASSERT_EQ(f.tree->rebalances().merges, merges);
+    Pause::release();
+    a.join();
+    ASSERT_EQ(got, Status::ok);
+    const bool found = f.get(155) == std::optional<Value>(155);
+    const bool verified = f.tree->verify().ok();
+    if (!broken) {
+      EXPECT_TRUE(found);
+      EXPECT_TRUE(verified);
+    } else {
+      EXPECT_FALSE(found && verified) << "the broken variant should put 155 into the wrong leaf";
+    }
+  }
+}
+
+// A leaf-path insert descends to the right leaf R of [L, R] and stops before locking it;
+// meanwhile removes merge R into L (the structure path: R is unlinked, retired and marked
+// obsolete). The writer resumes: its lock attempt fails (obsolete) and it descends again,
+// so the key lands in L. The broken variant writes into the unlinked R: the key is lost.
+TEST(FastFairConcurrency, LeafPathRestartsOnAnUnlinkedLeaf) {
+  for (const bool broken : {false, true}) {
+    FastFairFixture f(256, 4u << 20);
+    for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    FaultScope faults(fastfair::faults::writer_pause |
+                          (broken ? fastfair::faults::no_writer_validation : 0u),
+                      &Pause::hook);
+    Status got = Status::corrupt;
+    Pause::reset();
+    std::thread a([&] {
+      Pause::arm(0);
+      got = f.put(125, 125);
+    });
+    Pause::wait_paused();
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    ASSERT_EQ(f.del(10), Status::ok);  // L below half: L and R merge (R unlinked)
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    Pause::release();
+    a.join();
+    ASSERT_EQ(got, Status::ok);
+    const bool found = f.get(125) == std::optional<Value>(125);
+    if (!broken) {
+      EXPECT_TRUE(found);
+      f.expect_verified();
+    } else {
+      EXPECT_FALSE(found) << "the broken variant should write into the unlinked leaf";
+    }
+  }
+}
+
+// Writers of different leaves do not wait for each other: writer A holds leaf L's lock
+// (paused after its validation); an insert into another leaf completes meanwhile, an insert
+// into L waits until A is done. (With one writer lock per tree the first insert would wait.)
+TEST(FastFairConcurrency, WritersOfDifferentLeavesDoNotWaitForEachOther) {
+  FastFairFixture f(256, 4u << 20);
+  for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+  ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+  FaultScope faults(fastfair::faults::writer_pause, &Pause::hook);
+  Pause::reset();
+  std::thread a([&] {
+    Pause::arm(1);
+    EXPECT_EQ(f.put(15, 15), Status::ok);  // into [10..70]
+  });
+  Pause::wait_paused();
+  std::atomic<bool> other_done{false}, same_done{false};
+  std::thread b([&] {
+    EXPECT_EQ(f.put(85, 85), Status::ok);  // into [80..150]
+    other_done = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!other_done.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(other_done.load()) << "an insert into another leaf waited for A";
+  std::thread c([&] {
+    EXPECT_EQ(f.put(25, 25), Status::ok);  // into A's leaf
+    same_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(same_done.load()) << "an insert into A's locked leaf did not wait";
+  Pause::release();
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_TRUE(same_done.load());
+  for (std::uint64_t k : {15u, 25u, 85u}) EXPECT_EQ(f.get(k), std::optional<Value>(k));
+  f.expect_verified();
 }
 
 // --- deterministic interleavings ----------------------------------------------------------

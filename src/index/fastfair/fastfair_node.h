@@ -35,9 +35,21 @@ enum : unsigned {
   stop_after_cut = 8u,                  // split stops before the parent insert
   skip_dead_repair = 16u,               // Witcher bug 4: writers leave a dead slot as it is
   stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
+  no_writer_validation = 64u,           // the leaf path skips its re-validation after the lock
+  writer_pause = 128u,                  // the leaf path calls pause_hook (see below)
 };
 inline unsigned active = 0;
+//! Called by a leaf-path writer with `writer_pause`: pause_hook(0) after its descent, before
+//! it locks the leaf; pause_hook(1) once the leaf is locked and validated.
+inline void (*pause_hook)(int where) = nullptr;
 }  // namespace faults
+
+//! One atomic acquire load of a pool word a writer may change under a reader (or under a
+//! leaf-path writer's lock-free descent).
+template <class T>
+inline T ld(const T* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 
 //! Flushes and fences the line being written when the next store goes to another line
 //! (the FAST rule); finish() writes back the last one.
@@ -91,8 +103,9 @@ struct NodeRef {
     return e - (find_dead(e) >= 0 ? 1u : 0u);
   }
   //! Smallest live key word, kEmpty if none.
-  //! (A dead slot 0 holds the same word as the live slot 1.)
-  std::uint64_t first_key() const noexcept { return n->rec[0].key; }
+  //! (A dead slot 0 holds the same word as the live slot 1.) One atomic load: a writer reads
+  //! the first key of a sibling whose own writer may be changing it.
+  std::uint64_t first_key() const noexcept { return ld(&n->rec[0].key); }
   //! Largest live key word, kEmpty if none (the slot before end is never dead).
   std::uint64_t last_key() const noexcept {
     const unsigned e = end();
@@ -117,12 +130,14 @@ struct NodeRef {
   }
 
   //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
-  //! set if s is at or past the last key (then it may belong to the sibling).
+  //! set if s is at or past the last key (then it may belong to the sibling). One atomic
+  //! load per word (the same mov on x86-64): a leaf-path writer routes with it while the
+  //! structure writer may change the node, and validates its whole descent afterwards.
   std::uint64_t route(const SearchKey& s, const KeyReader& kr, bool* beyond) const noexcept {
-    std::uint64_t child = n->h.leftmost;
+    std::uint64_t child = ld(&n->h.leftmost);
     *beyond = true;
     for (unsigned i = 0; i < slots; ++i) {
-      const std::uint64_t k = n->rec[i].key;
+      const std::uint64_t k = ld(&n->rec[i].key);
       if (k == kEmpty) break;
       // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
       // it is <= s the live copy after it is taken instead.
@@ -130,9 +145,9 @@ struct NodeRef {
         *beyond = false;
         break;
       }
-      child = n->rec[i].ptr;
+      child = ld(&n->rec[i].ptr);
     }
-    if (child == 0) child = n->rec[0].ptr;  // below a split sibling's fence: not reached
+    if (child == 0) child = ld(&n->rec[0].ptr);  // below a split sibling's fence: not reached
     return child;
   }
 
@@ -162,12 +177,6 @@ struct NodeRef {
 // slot. Right to left, the first copy met is the right (live) one. FAST_FAIR issue #16: the
 // authors' inner search loaded a record twice and could pair one record's key with
 // another's pointer; here each decision uses the one load of each word.
-
-//! One atomic acquire load of a pool word a writer may change under a reader.
-template <class T>
-inline T ld(const T* p) noexcept {
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
 
 //! The default reader probe (tests pass one that runs a writer step before each load).
 struct NoProbe {

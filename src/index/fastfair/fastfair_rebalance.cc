@@ -54,7 +54,7 @@ bool FastFairTree::collapse_root() {
   if (child == 0 || node(child)->h.sibling != 0) return false;  // a dangling sibling: later
   const std::uint64_t old = anchor_->root;
   pm::commit_nt(&anchor_->root, child);  // commit of the collapse
-  retire(old);
+  retire_node(old);
   ++rebalances_.root_collapses;
   return true;
 }
@@ -110,10 +110,17 @@ void FastFairTree::rebalance(const Path& path, unsigned level) {
 // a crashed merge left between them) — stores that precede the pair's commits.
 bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t right) {
   NodeRef l = ref(left), r = ref(right);
+  if (l.leaf()) {  // both leaves locked before they are read (one is already: x)
+    hold(left);
+    hold(right);
+  }
   if (uncut_at(l) >= 0 || uncut_at(r) >= 0) return false;
   // Chain adjacency: an empty node between them is one a crashed merge detached.
-  for (std::uint64_t d = l.n->h.sibling; d != right; d = node(d)->h.sibling)
-    if (d == 0 || ref(d).end() != 0 || node(d)->h.level != l.n->h.level) return false;
+  for (std::uint64_t d = l.n->h.sibling; d != right; d = node(d)->h.sibling) {
+    if (d == 0 || node(d)->h.level != l.n->h.level) return false;
+    if (l.leaf()) hold(d);
+    if (ref(d).end() != 0) return false;
+  }
   const unsigned nl = l.live_count(), nr = r.live_count();
   const bool merge = nl + nr <= slots_;
   std::uint64_t fresh = 0, sep_block = 0;
@@ -136,7 +143,7 @@ bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t r
     const std::uint64_t d = l.n->h.sibling;
     pm::store_release(&l.n->h.sibling, node(d)->h.sibling);
     pm::persist(&l.n->h.sibling, sizeof(std::uint64_t));
-    retire(d);
+    retire_node(d);
     ++repairs_.unlinked;
   }
   compact(p);
@@ -170,7 +177,7 @@ void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
   pm::commit_nt(&l.n->h.sibling, r.n->h.sibling);  // commit: it leaves the chain
-  retire(off_of(r.n));
+  retire_node(off_of(r.n));
   ++rebalances_.merges;
 }
 
@@ -197,7 +204,7 @@ void FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r,
     append(l, &all[nl], t - nl, true);  // commit (its fence orders the fresh node too)
     pm::commit_nt(&l.n->h.sibling, fresh);  // commit: the old right node leaves the chain
   }
-  retire(off_of(r.n));
+  retire_node(off_of(r.n));
   // The parent learns of the fresh node (it has room: it just lost a record). Its dead
   // slot (the detach's) goes first.
   compact(p);

@@ -25,7 +25,10 @@ FastFairTree::FastFairTree(Pool& pool, Anchor* anchor) noexcept
       base_(pool.base()),
       node_size_(anchor->node_size),
       slots_(slots_for(anchor->node_size)),
-      kr_(pool.base()) {}
+      kr_(pool.base()),
+      gen_(pool.generation()) {
+  held_.reserve(16);
+}
 
 namespace {
 bool valid_node_size(std::uint64_t s) {
@@ -81,23 +84,6 @@ Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
 }
 
 unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
-
-Status FastFairTree::insert(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::insert);
-}
-Status FastFairTree::upsert(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::upsert);
-}
-Status FastFairTree::update(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::update);
-}
-Status FastFairTree::remove(Key k) {
-  WriteLock w(*this);
-  return remove_locked(k);
-}
 
 // Readers and writers alike: one atomic load of the sibling word and of its first key (a
 // writer, under the lock, reads what only it changes; the loads cost it nothing).
