@@ -693,6 +693,24 @@ TEST(FastFairConcurrency, WritersOfDifferentLeavesDoNotWaitForEachOther) {
   f.expect_verified();
 }
 
+// verify() reports a leaf whose lock word a write left held, or marked obsolete, in this
+// generation (the concurrency tests' final verify() so checks that every write unlocked),
+// and ignores the same words from an older generation (a restart never sees one held).
+TEST(FastFairConcurrency, VerifyReportsALeafLeftLockedOrObsolete) {
+  FastFairFixture f(256, 4u << 20);
+  for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+  auto* leaf = const_cast<Node*>(f.tree->node_at(f.tree->node_at(f.tree->root())->h.leftmost));
+  const std::uint64_t gen = f.pool->generation();
+  f.expect_verified();
+  for (std::uint64_t word : {gen << 2 | kit::kGenLocked, gen << 2 | kit::kGenObsolete}) {
+    leaf->h.spare = word;
+    EXPECT_FALSE(f.tree->verify().ok()) << "lock word " << word;
+  }
+  leaf->h.spare = (gen - 1) << 2 | kit::kGenLocked;  // a crashed session's: free
+  f.expect_verified();
+  leaf->h.spare = 0;
+}
+
 // --- deterministic interleavings ----------------------------------------------------------
 
 //! A tracer for the writer's thread that lets it make one pool store only when the reader
