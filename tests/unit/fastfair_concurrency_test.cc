@@ -133,9 +133,13 @@ void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
       const std::size_t max = n % 64 == 0 ? 2000 : 100;
       t.scan(as_key(k), max, [&](Key kk, Value v) {
         std::string s = str(kk);
-        if ((!seen.empty() && s <= seen.back()) || s < k || v != value_of(s)) {
+        const bool order = !seen.empty() && s <= seen.back(), below = s < k,
+                   foreign = v != value_of(s);
+        if (order || below || foreign) {
           errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan out of order, repeated, below its bound, or foreign";
+          ADD_FAILURE() << "reader: scan " << (order ? "out of order or repeated " : "")
+                        << (below ? "below its bound " : "") << (foreign ? "foreign value " : "")
+                        << "at its " << seen.size() << "th key (" << s.size() << " bytes)";
         }
         seen.push_back(std::move(s));
         return true;
@@ -430,6 +434,18 @@ TEST(FastFairConcurrency, SingleKeyLookupsAreLinearizable) {
   EXPECT_GT(checked, 1000u);
 }
 
+//! Sets a test-only fault set for one scope (no other test thread runs meanwhile).
+struct FaultScope {
+  explicit FaultScope(unsigned f, void (*hook)(int) = nullptr) {
+    fastfair::faults::active = f;
+    fastfair::faults::pause_hook = hook;
+  }
+  ~FaultScope() {
+    fastfair::faults::active = 0;
+    fastfair::faults::pause_hook = nullptr;
+  }
+};
+
 // Writers on the SAME leaves: a small dense universe (256-byte nodes, ~100 leaves at most),
 // each key owned by one writer (its statuses are checked exactly against the writer's own
 // map: only it writes the key) or shared by all (inserts and removes race on it: per key,
@@ -439,6 +455,17 @@ TEST(FastFairConcurrency, SingleKeyLookupsAreLinearizable) {
 // two readers check as above (stable keys found, values the keys', scans ordered). Then the
 // whole tree against the reference, verify(), the allocator audit.
 TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndMerges) {
+  // Every other leaf-path write yields between its descent and its lock (the test-only
+  // hook), which widens the window a structure change can fall into. By hand,
+  // WORT_FASTFAIR_BROKEN_VALIDATION=1 runs it with the broken variant (no re-validation
+  // after the lock), which it should catch (README "Concurrency": how often it does).
+  const bool broken = std::getenv("WORT_FASTFAIR_BROKEN_VALIDATION") != nullptr;
+  FaultScope delay(fastfair::faults::writer_pause |
+                       (broken ? fastfair::faults::no_writer_validation : 0u),
+                   [](int where) {
+                     thread_local unsigned n = 0;
+                     if (where == 0 && ++n % 2 == 0) std::this_thread::yield();
+                   });
   FastFairFixture f(256, 64u << 20);
   constexpr unsigned kWriters = 3;
   const unsigned universe = 1200, rounds = 2 * scale();
@@ -537,18 +564,6 @@ TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndM
 }
 
 // --- the leaf path's lock and re-validation (deterministic) -------------------------------
-
-//! Sets a test-only fault set for one scope (no other test thread runs meanwhile).
-struct FaultScope {
-  explicit FaultScope(unsigned f, void (*hook)(int) = nullptr) {
-    fastfair::faults::active = f;
-    fastfair::faults::pause_hook = hook;
-  }
-  ~FaultScope() {
-    fastfair::faults::active = 0;
-    fastfair::faults::pause_hook = nullptr;
-  }
-};
 
 //! One paused writer: the thread that calls arm() stops once at hook point `where` until
 //! release(); every other thread (and later calls) passes.
