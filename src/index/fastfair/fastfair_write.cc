@@ -644,6 +644,14 @@ Status FastFairTree::remove_smo(Key k) {
       link = true;
       continue;
     }
+    // An uncut inner node on the path (a crash between an inner merge's append and its
+    // unlink, or a split's link and cut) stops the rebalance (it leaves an uncut parent as
+    // it is: its stores would follow this remove's commit), and a descent that is never
+    // beyond its keys never cuts it, so a tree emptied by removes could keep it for good
+    // (crash test DRAIN). Cut it before this remove's commit, and start again.
+    bool cut = false;
+    for (unsigned l = 1; l <= path.height && !cut; ++l) cut = repair_cut(ref(path.at[l]));
+    if (cut) continue;
     // At most one dead slot per node: the previous one (a delete's, or a crashed insert's:
     // Witcher bug 4, whose deleted key survived in it) is squeezed out before this commit.
     if (compact(leaf)) i = leaf.find(s, kr_);
