@@ -979,5 +979,97 @@ TEST(FastFairConcurrency, MergeUnderAReaderIsFollowedThroughTheSiblingReadBefore
   EXPECT_GT(misses[0], 0u) << "the after-only reader should skip the merged-away node";
 }
 
+// An append under a right-to-left reader: the cause of the one reader failure the same-leaves
+// test showed (README "Concurrency"). A right-to-left read finds the node's end first, then
+// reads leftwards from the slot before it and takes the first copy of a key it meets as the
+// live one, which is right only if it also read the slot to the right. A merge appends the
+// right node's records past that end without changing the switch counter; a remove of the
+// node's last record before them then stores the first appended key word into that record's
+// slot (the FAST delete commit: the slot becomes the dead left copy, still holding the
+// removed record's value) — in a node whose counter is odd already, again without changing
+// it. A reader that found the end before the append and reads that slot after the remove
+// has read nothing to its right: it pairs the first appended key with the removed record's
+// value, and its counter check passes. An append now sets the counter even (records appear
+// on the right, as an insert's do), so that reader reads the node again.
+// L = [10..70] with its counter odd, R = [80..140]; the writer removes 140 (R below half:
+// merged into L, the root collapses to L), then 70 (its slot takes 80's key word). Readers of
+// L: a lookup of 80 (find_sync) and a scan's collect_sync, every burst of writer stores
+// before every load; faults::append_keeps_direction is the broken variant.
+TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 3), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    ASSERT_EQ(f.put(75, 75), Status::ok);
+    ASSERT_EQ(f.del(75), Status::ok);   // L's counter odd; no dead slot (it was the last)
+    ASSERT_EQ(f.del(150), Status::ok);  // R = [80..140], no rebalance
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(140), Status::ok);  // R below half: appended to L, the root collapses
+    ASSERT_EQ(f.del(70), Status::ok);   // 70's slot := 80's key word (the dead left copy)
+  };
+  auto value_ok = [](std::uint64_t key, std::uint64_t v) { return v == key / 10 * 3; };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t l = f.tree->node_at(f.tree->root())->h.leftmost;
+    ASSERT_EQ(f.tree->node_at(l)->h.switch_counter & 1u, 1u);
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    ASSERT_EQ(f.tree->root(), l);  // the merged L is the root
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
+  for (int broken = 0; broken <= 1; ++broken) {
+    FaultScope faults(broken ? fastfair::faults::append_keeps_direction : 0u);
+    for (int scan = 0; scan <= 1; ++scan)
+      for (unsigned at = 0; at < 36; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const Node* l = f.tree->node_at(f.tree->node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(f.pool->base());
+          const std::string ks = k8(80);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool bad = false;
+          interleave(f, op, at, burst, [&](auto probe) {
+            if (!scan) {
+              // Before the merge 80 is not in L (-2: beyond), after it it is; never -1.
+              const fastfair::Found got = fastfair::find_sync(l, f.tree->slots(), s, kr, probe);
+              bad = got.at == -1 || (got.at >= 0 && !value_ok(80, got.value));
+              return;
+            }
+            fastfair::Record out[64];
+            const unsigned m = fastfair::collect_sync(l, f.tree->slots(), nullptr, kr, out, probe);
+            for (unsigned i = 0; i < m; ++i)
+              if (!value_ok(out[i].key, out[i].ptr) || (i > 0 && out[i].key <= out[i - 1].key))
+                bad = true;
+          });
+          ++runs;
+          if (bad) ++wrong[broken][scan];
+        }
+  }
+  std::printf("[fastfair append under a reader] %llu interleavings; wrong lookups/scans %llu/%llu, "
+              "broken variant %llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]));
+  EXPECT_EQ(wrong[0][0], 0u);
+  EXPECT_EQ(wrong[0][1], 0u);
+  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should pair 80 with 70's value";
+  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should scan 80 with 70's value";
+}
+
 }  // namespace
 }  // namespace wort::test

@@ -37,6 +37,7 @@ enum : unsigned {
   stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
   no_writer_validation = 64u,           // the leaf path skips its re-validation after the lock
   writer_pause = 128u,                  // the leaf path calls pause_hook (see below)
+  append_keeps_direction = 256u,        // an append leaves the switch counter odd
 };
 inline unsigned active = 0;
 //! Called by a leaf-path writer with `writer_pause`: pause_hook(0) after its descent, before
@@ -364,36 +365,45 @@ inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
 //! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
 //! into out (capacity >= slots); returns how many. A record read twice (it moved during
 //! the read) appears once. Left to right, the next slot's key, loaded after this slot's
-//! pointer for the dead check, is the next iteration's key.
+//! pointer for the dead check, is the next iteration's key. `probe` as in find_sync (tests).
+template <class Probe = NoProbe>
 inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* from,
-                             const KeyReader& kr, Record* out) noexcept {
+                             const KeyReader& kr, Record* out, Probe probe = {}) noexcept {
   for (;;) {
+    probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
     unsigned m = 0;
     bool torn = false;
     if ((c & 1u) == 0) {
+      probe();
       std::uint64_t k = ld(&n->rec[0].key);
       for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
         if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
+          if (i + 1 < slots) probe();
           k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
           continue;
         }
+        probe();
         const std::uint64_t v = ld(&n->rec[i].ptr);
+        probe();
         if (ld(&n->rec[i].key) != k) {
           torn = true;
           break;
         }
+        if (i + 1 < slots) probe();
         const std::uint64_t next = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
         if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
         k = next;  // (next == k: this slot is the dead left copy, the next one is live)
       }
     } else {
-      NoProbe np;
-      for (unsigned i = detail::end_ltr(n, slots, np); i-- > 0;) {
+      for (unsigned i = detail::end_ltr(n, slots, probe); i-- > 0;) {
+        probe();
         const std::uint64_t k = ld(&n->rec[i].key);
         if (k == kEmpty) continue;
         if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
+        probe();
         const std::uint64_t v = ld(&n->rec[i].ptr);
+        probe();
         if (ld(&n->rec[i].key) != k) {
           torn = true;
           break;
@@ -403,6 +413,7 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
       }
       for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
     }
+    probe();
     if (torn || ld(&n->h.switch_counter) != c) continue;
     return m;
   }
