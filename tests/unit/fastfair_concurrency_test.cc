@@ -989,12 +989,12 @@ TEST(FastFairConcurrency, MergeUnderAReaderIsFollowedThroughTheSiblingReadBefore
 // removed record's value) — in a node whose counter is odd already, again without changing
 // it. A reader that found the end before the append and reads that slot after the remove
 // has read nothing to its right: it pairs the first appended key with the removed record's
-// value, and its counter check passes. An append now sets the counter even (records appear
-// on the right, as an insert's do), so that reader reads the node again.
+// value, and its counter check passes. An append now changes the counter (+2) after its
+// commit, so that reader reads the node again.
 // L = [10..70] with its counter odd, R = [80..140]; the writer removes 140 (R below half:
 // merged into L, the root collapses to L), then 70 (its slot takes 80's key word). Readers of
 // L: a lookup of 80 (find_sync) and a scan's collect_sync, every burst of writer stores
-// before every load; faults::append_keeps_direction is the broken variant.
+// before every load; faults::append_keeps_counter is the broken variant.
 TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
   auto setup = [](FastFairFixture& f) {
     for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 3), Status::ok);
@@ -1031,7 +1031,7 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
   ASSERT_GT(stores, 10u);
   std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
   for (int broken = 0; broken <= 1; ++broken) {
-    FaultScope faults(broken ? fastfair::faults::append_keeps_direction : 0u);
+    FaultScope faults(broken ? fastfair::faults::append_keeps_counter : 0u);
     for (int scan = 0; scan <= 1; ++scan)
       for (unsigned at = 0; at < 36; ++at)
         for (unsigned burst = 1; burst <= stores; ++burst) {
@@ -1050,7 +1050,8 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
               return;
             }
             fastfair::Record out[64];
-            const unsigned m = fastfair::collect_sync(l, f.tree->slots(), nullptr, kr, out, probe);
+            const unsigned m =
+                fastfair::collect_sync(l, f.tree->slots(), nullptr, kr, out, probe);
             for (unsigned i = 0; i < m; ++i)
               if (!value_ok(out[i].key, out[i].ptr) || (i > 0 && out[i].key <= out[i - 1].key))
                 bad = true;
@@ -1069,6 +1070,123 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
   EXPECT_EQ(wrong[0][1], 0u);
   EXPECT_GT(wrong[1][0], 0u) << "the broken variant should pair 80 with 70's value";
   EXPECT_GT(wrong[1][1], 0u) << "the broken variant should scan 80 with 70's value";
+}
+
+// A split and then a merge under a reader: the reader of leaf L (its sibling word R loaded
+// before the read) sees the split's cut and ends L there; then the merge of the split's new
+// node B back into L appends B's records past that cut and sets L's sibling word back to R.
+// Were L's sibling word loaded only after the read's last counter check (as lookups and
+// scans did), both words would be R and B's records — L's old upper half — would be missed
+// (a lookup says "not found", a scan skips them). Loaded before that check (find_sync's
+// `after`), it is either B, or the merge's append has committed and the counter, which
+// every append now changes after its commit, makes the read repeat. L = [10..16, 20..70] (full, counter
+// even), R = [80..150]; the writer inserts 18 (L splits: B = [17..70]), removes 18 and then
+// 17 (B below half: merged into L). Two bursts: the writer's first stores before the
+// reader's second load, then all the rest before its load number `at`. Variants: the fixed
+// reader; the sibling word loaded after the check; appends that leave an even counter as
+// it is (faults::append_keeps_counter).
+TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 30), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    for (std::uint64_t k = 11; k <= 17; ++k) ASSERT_EQ(f.put(k, k * 3), Status::ok);  // L full
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.put(18, 54), Status::ok);  // L splits: [10..16] | B [17, 18, 20..70]
+    ASSERT_EQ(f.del(18), Status::ok);
+    ASSERT_EQ(f.del(17), Status::ok);      // B below half: appended to L, unlinked
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t loff = f.tree->node_at(f.tree->root())->h.leftmost;
+    const Node* l = f.tree->node_at(loff);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), f.tree->slots());
+    ASSERT_EQ(l->h.switch_counter & 1u, 0u);
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);  // B merged into L
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 20u);
+  enum { kFixed, kLateSibling, kNoBump };
+  std::uint64_t runs = 0, misses[3] = {0, 0, 0};
+  for (int variant : {kFixed, kLateSibling, kNoBump}) {
+    FaultScope faults(variant == kNoBump ? fastfair::faults::append_keeps_counter : 0u);
+    for (std::uint64_t key : {20ull, 50ull, 70ull})
+      for (unsigned first = 1; first < stores; ++first)
+        for (unsigned at = 2; at < 40; ++at) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::byte* base = f.pool->base();
+          auto node_at = [base](std::uint64_t off) {
+            return reinterpret_cast<const Node*>(base + off);
+          };
+          const Node* l = node_at(node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(base);
+          const std::string ks = k8(key);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool found = false;
+          StoreGate g;
+          std::thread w([&] {
+            pm::set_tracer(&g);
+            op(f);
+            pm::set_tracer(nullptr);
+            g.finished.store(true);
+          });
+          unsigned loads = 0;
+          auto probe = [&] {
+            const unsigned now = loads++;
+            if (now == 1) g.step(first);
+            if (now == at) {
+              g.open();
+              while (!g.finished.load()) std::this_thread::yield();
+            }
+          };
+          probe();
+          const std::uint64_t before = fastfair::ld(&l->h.sibling);
+          std::uint64_t after = 0;
+          const fastfair::Found a =
+              variant == kLateSibling ? fastfair::find_sync(l, f.tree->slots(), s, kr, probe)
+                                      : fastfair::find_sync(l, f.tree->slots(), s, kr, probe, &after);
+          if (a.at >= 0) {
+            found = a.value == key * 3;
+          } else if (a.at == -2) {
+            if (variant == kLateSibling) {
+              probe();
+              after = fastfair::ld(&l->h.sibling);
+            }
+            const std::uint64_t next = fastfair::sibling_for(before, after, s, kr, node_at);
+            if (next != 0) {
+              const fastfair::Found b =
+                  fastfair::find_sync(node_at(next), f.tree->slots(), s, kr, probe);
+              found = b.at >= 0 && b.value == key * 3;
+            }
+          }
+          g.open();
+          w.join();
+          ++runs;
+          if (!found) ++misses[variant];
+        }
+  }
+  std::printf("[fastfair split then merge under a reader] %llu interleavings; misses %llu, "
+              "sibling loaded late %llu, appends without a counter change %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(misses[0]),
+              static_cast<unsigned long long>(misses[1]),
+              static_cast<unsigned long long>(misses[2]));
+  EXPECT_EQ(misses[kFixed], 0u);
+  EXPECT_GT(misses[kLateSibling], 0u) << "the late sibling load should miss B's records";
+  EXPECT_GT(misses[kNoBump], 0u) << "without the append's counter change B should be missed";
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ enum : unsigned {
   stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
   no_writer_validation = 64u,           // the leaf path skips its re-validation after the lock
   writer_pause = 128u,                  // the leaf path calls pause_hook (see below)
-  append_keeps_direction = 256u,        // an append leaves the switch counter odd
+  append_keeps_counter = 256u,          // an append leaves the switch counter as it is
 };
 inline unsigned active = 0;
 //! Called by a leaf-path writer with `writer_pause`: pause_hook(0) after its descent, before
@@ -252,16 +252,23 @@ inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const K
 
 //! Lock-free leaf search in the direction of the switch counter, read again until the
 //! counter is the same before and after (kRetry = false: the broken variant without that
-//! retry, kept so a test can show it failing).
+//! retry, kept so a test can show it failing). `after`: the node's sibling word, loaded
+//! before that last counter load, so it is the one of the read the counter validated (a
+//! merge that appended to this node past the end the read saw, then unlinked the node the
+//! read could have gone on to, changed the counter: see sibling_for).
 template <bool kRetry = true, class Probe = NoProbe>
 inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
-                       Probe probe = {}) noexcept {
+                       Probe probe = {}, std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
     const Found f = (c & 1u) ? detail::find_rtl(n, slots, s, kr, probe)
                              : detail::find_ltr(n, slots, s, kr, probe);
     if (f.at == detail::kTorn) continue;
+    if (after != nullptr) {
+      probe();
+      *after = ld(&n->h.sibling);
+    }
     if constexpr (kRetry) {
       probe();
       if (ld(&n->h.switch_counter) != c) continue;
@@ -274,7 +281,8 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
 //! leftmost); *beyond if s is at or past the last key. Same protocol as find_sync.
 template <bool kRetry = true, class Probe = NoProbe>
 inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& s,
-                                const KeyReader& kr, bool* beyond, Probe probe = {}) noexcept {
+                                const KeyReader& kr, bool* beyond, Probe probe = {},
+                                std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
@@ -317,6 +325,10 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
       if (child == 0 && !torn) *beyond = first;
     }
     if (torn) continue;
+    if (after != nullptr) {  // as in find_sync
+      probe();
+      *after = ld(&n->h.sibling);
+    }
     if constexpr (kRetry) {
       probe();
       if (ld(&n->h.switch_counter) != c) continue;
@@ -334,6 +346,10 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
 //! records) appends the right node's records to this node past the end the read may have
 //! seen, then unlinks the right node — which still holds them (retired, unchanged, kept by
 //! the reader's pin). 0 if neither holds s's range. `node_at` maps an offset to its node.
+//! `after` must be loaded before the read's last counter check (find_sync's `after`): a
+//! split of this node (link B, cut) and then a merge of B back into it (append past the cut
+//! the read saw, sibling word back to `before`) would otherwise leave B's records in
+//! neither; the append changes the counter, so the read is repeated instead.
 template <class NodeAt>
 inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, const SearchKey& s,
                                  const KeyReader& kr, NodeAt node_at) noexcept {
@@ -348,8 +364,9 @@ inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, cons
 }
 
 //! A scan's next node after a lock-free read of one: of the sibling words loaded before and
-//! after the read, the one whose first key is smaller (a split's new node precedes the old
-//! sibling; a merged-away right node precedes the node its unlink made the sibling).
+//! after the read (`after` as in sibling_for), the one whose first key is smaller (a
+//! split's new node precedes the old sibling; a merged-away right node precedes the node
+//! its unlink made the sibling).
 template <class NodeAt>
 inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
                                    const KeyReader& kr, NodeAt node_at) noexcept {
@@ -365,10 +382,12 @@ inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
 //! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
 //! into out (capacity >= slots); returns how many. A record read twice (it moved during
 //! the read) appears once. Left to right, the next slot's key, loaded after this slot's
-//! pointer for the dead check, is the next iteration's key. `probe` as in find_sync (tests).
+//! pointer for the dead check, is the next iteration's key. `probe` and `after` as in
+//! find_sync.
 template <class Probe = NoProbe>
 inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* from,
-                             const KeyReader& kr, Record* out, Probe probe = {}) noexcept {
+                             const KeyReader& kr, Record* out, Probe probe = {},
+                             std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
@@ -413,8 +432,13 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
       }
       for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
     }
+    if (torn) continue;
+    if (after != nullptr) {  // as in find_sync
+      probe();
+      *after = ld(&n->h.sibling);
+    }
     probe();
-    if (torn || ld(&n->h.switch_counter) != c) continue;
+    if (ld(&n->h.switch_counter) != c) continue;
     return m;
   }
 }
@@ -438,5 +462,11 @@ bool repair_dead(NodeRef nr);
 //! back, unfenced: the operation's next fence orders it) only when the parity changes;
 //! returns whether it did.
 bool set_direction(NodeRef nr, bool inserting);
+//! After an append's commit (records past the old end): the counter moved on by 2 (its
+//! direction kept), so that every lock-free read of the node that began before the commit
+//! is repeated (README "Concurrency"). A volatile store: no restart needs it (there is no
+//! reader then), and it is not written back on purpose (the next write-back of the line
+//! may take it).
+void bump_after_append(NodeRef nr);
 
 }  // namespace wort::fastfair

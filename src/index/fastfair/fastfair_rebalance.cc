@@ -25,18 +25,19 @@ using namespace fastfair;
 
 // Appends n records (n >= 1) after the last one of nr in one commit: the slots past the
 // end are written first (invisible: the end is the first kEmpty key), then the first
-// slot's key makes them all live. The end moves right, so the switch counter is set even
-// first (as an insert's): a right-to-left reader found the end before it reads the slots,
-// and one that found it before the append would take the slot before it — which a later
-// delete of the node's last record turns into the dead left copy of the first appended key
-// (that record's value under that key) — for the live record (README "Concurrency").
+// slot's key makes them all live. The end moves right, so after the commit the switch
+// counter changes (+2): every lock-free read of the node that began before the commit is
+// repeated. A right-to-left reader finds the end before it reads the slots, and one that
+// found it before the append would take the slot before it — which a later delete of the
+// node's last record turns into the dead left copy of the first appended key (that
+// record's value under that key) — for the live record; and a reader that saw a split's
+// cut of this node and ended its read there must not take the sibling word this merge then
+// restores (the unlink, after this) for its next node (README "Concurrency").
 void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
                           bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(n >= 1 && nr.end() + n <= slots_);
   // Appended records sort after the node's last key (the right node of a pair).
   WORT_DCHECK(nr.end() == 0 || kr_.compare_words(nr.last_key(), recs[0].key) < 0);
-  // Written back here, ordered by the fence before the commit (faults: the broken variant).
-  if (!(faults::active & faults::append_keeps_direction)) [[likely]] set_direction(nr, true);
   Record* r = nr.rec();
   const unsigned end = nr.end();
   for (unsigned i = 1; i < n; ++i) {
@@ -51,6 +52,8 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
   pm::flush(&r[end], (n + (sentinel ? 1 : 0)) * sizeof(Record));
   pm::fence();
   pm::commit_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
+  // Before the unlink that follows (faults: the broken variant).
+  if (!(faults::active & faults::append_keeps_counter)) [[likely]] bump_after_append(nr);
 }
 
 bool FastFairTree::collapse_root() {
