@@ -1,6 +1,6 @@
 // FAST&FAIR under concurrent use (src/index/fastfair/README.md "Concurrency"): lock-free
-// readers (switch counter, B-link) while writers, serialised by the tree's writer lock,
-// insert disjoint and overlapping keys (leaf, inner and root splits), remove (merges,
+// readers (switch counter, B-link) while writers, each locking the leaf it changes (the
+// structure lock too for splits, merges and borrows), insert disjoint and overlapping keys (leaf, inner and root splits), remove (merges,
 // borrows, root collapses), upsert and update. Every value is a function of its key, so a
 // reader can check whatever it sees. Afterwards the tree is compared with a std::map,
 // verified, and the allocator audited once the epochs drain.
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,9 +133,13 @@ void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
       const std::size_t max = n % 64 == 0 ? 2000 : 100;
       t.scan(as_key(k), max, [&](Key kk, Value v) {
         std::string s = str(kk);
-        if ((!seen.empty() && s <= seen.back()) || s < k || v != value_of(s)) {
+        const bool order = !seen.empty() && s <= seen.back(), below = s < k,
+                   foreign = v != value_of(s);
+        if (order || below || foreign) {
           errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan out of order, repeated, below its bound, or foreign";
+          ADD_FAILURE() << "reader: scan " << (order ? "out of order or repeated " : "")
+                        << (below ? "below its bound " : "") << (foreign ? "foreign value " : "")
+                        << "at its " << seen.size() << "th key (" << s.size() << " bytes)";
         }
         seen.push_back(std::move(s));
         return true;
@@ -429,6 +434,298 @@ TEST(FastFairConcurrency, SingleKeyLookupsAreLinearizable) {
   EXPECT_GT(checked, 1000u);
 }
 
+//! Sets a test-only fault set for one scope (no other test thread runs meanwhile).
+struct FaultScope {
+  explicit FaultScope(unsigned f, void (*hook)(int) = nullptr) {
+    fastfair::faults::active = f;
+    fastfair::faults::pause_hook = hook;
+  }
+  ~FaultScope() {
+    fastfair::faults::active = 0;
+    fastfair::faults::pause_hook = nullptr;
+  }
+};
+
+// Writers on the SAME leaves: a small dense universe (256-byte nodes, ~100 leaves at most),
+// each key owned by one writer (its statuses are checked exactly against the writer's own
+// map: only it writes the key) or shared by all (inserts and removes race on it: per key,
+// successful inserts minus successful removes is its final presence), and every leaf holds
+// keys of every writer. Writers grow the tree and shrink it again, round after round, so
+// leaf writes race with splits, merges and borrows (the structure path) in the same leaves;
+// two readers check as above (stable keys found, values the keys', scans ordered). Then the
+// whole tree against the reference, verify(), the allocator audit.
+TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndMerges) {
+  // Every other leaf-path write yields between its descent and its lock (the test-only
+  // hook), which widens the window a structure change can fall into. By hand,
+  // WORT_FASTFAIR_BROKEN_VALIDATION=1 runs it with the broken variant (no re-validation
+  // after the lock), which it should catch (README "Concurrency": how often it does).
+  const bool broken = std::getenv("WORT_FASTFAIR_BROKEN_VALIDATION") != nullptr;
+  FaultScope delay(fastfair::faults::writer_pause |
+                       (broken ? fastfair::faults::no_writer_validation : 0u),
+                   [](int where) {
+                     thread_local unsigned n = 0;
+                     if (where == 0 && ++n % 2 == 0) std::this_thread::yield();
+                   });
+  FastFairFixture f(256, 64u << 20);
+  constexpr unsigned kWriters = 3;
+  const unsigned universe = 1200, rounds = 2 * scale();
+  // j % 8 == 7: stable (loaded, never written); j % 8 == 6: shared; else owned by
+  // writer (j % 8) % kWriters.
+  std::vector<bool> stable(universe, false);
+  for (unsigned j = 7; j < universe; j += 8) {
+    stable[j] = true;
+    ASSERT_EQ(f.tree->insert(as_key(key_of(j)), value_of(key_of(j))), Status::ok);
+  }
+  States st(universe);  // all 0: the readers check the stable keys and every value
+  std::vector<std::atomic<std::uint64_t>> ins_ok(universe), rem_ok(universe);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
+  std::vector<std::map<std::string, Value>> own(kWriters);
+  std::vector<std::thread> th;
+  for (unsigned r = 0; r < 2; ++r)
+    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), universe, std::cref(stable),
+                    std::cref(st), 31u + r, std::ref(errors), std::ref(reads));
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      std::uint64_t x = 0x2545F4914F6CDD1Dull * (w + 1);
+      auto next = [&] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x;
+      };
+      auto& mine = own[w];
+      auto bad = [&](unsigned j, const char* op, Status got) {
+        errors.fetch_add(1);
+        ADD_FAILURE() << "writer " << w << ": " << op << " of key " << j << " gave status "
+                      << static_cast<int>(got);
+      };
+      for (unsigned r = 0; r < rounds; ++r)
+        for (int grow = 1; grow >= 0; --grow)
+          for (unsigned n = 0; n < universe; ++n) {
+            const unsigned j = static_cast<unsigned>(next() % universe);
+            if (j % 8 == 7) continue;
+            const std::string k = key_of(j);
+            const unsigned dice = static_cast<unsigned>(next() % 100);
+            if (j % 8 == 6) {  // shared: insert or remove, racing the other writers
+              if (dice < (grow ? 65u : 30u)) {
+                const Status s = f.tree->insert(as_key(k), value_of(k));
+                if (s == Status::ok) ins_ok[j].fetch_add(1);
+                else if (s != Status::exists) bad(j, "shared insert", s);
+              } else {
+                const Status s = f.tree->remove(as_key(k));
+                if (s == Status::ok) rem_ok[j].fetch_add(1);
+                else if (s != Status::not_found) bad(j, "shared remove", s);
+              }
+              continue;
+            }
+            if ((j % 8) % kWriters != w) continue;
+            const bool present = mine.count(k) != 0;
+            if (dice < (grow ? 55u : 15u)) {
+              const Status s = f.tree->insert(as_key(k), value_of(k));
+              if (s != (present ? Status::exists : Status::ok)) bad(j, "insert", s);
+              mine.emplace(k, value_of(k));
+            } else if (dice < (grow ? 65u : 25u)) {
+              const Status s = f.tree->upsert(as_key(k), value_of(k));
+              if (s != Status::ok) bad(j, "upsert", s);
+              mine.emplace(k, value_of(k));
+            } else if (dice < (grow ? 80u : 40u)) {
+              const Status s = f.tree->update(as_key(k), value_of(k));
+              if (s != (present ? Status::ok : Status::not_found)) bad(j, "update", s);
+            } else {
+              const Status s = f.tree->remove(as_key(k));
+              if (s != (present ? Status::ok : Status::not_found)) bad(j, "remove", s);
+              mine.erase(k);
+            }
+          }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  for (auto& t : th) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(f.tree->rebalances().merges, 0u);
+  std::map<std::string, Value> ref;
+  for (unsigned j = 0; j < universe; ++j) {
+    if (stable[j]) ref.emplace(key_of(j), value_of(key_of(j)));
+    if (j % 8 == 6) {
+      const std::uint64_t in = ins_ok[j].load(), out = rem_ok[j].load();
+      ASSERT_TRUE(in == out || in == out + 1) << "key " << j << ": " << in << " inserts, "
+                                              << out << " removes succeeded";
+      if (in == out + 1) ref.emplace(key_of(j), value_of(key_of(j)));
+    }
+  }
+  for (const auto& m : own) ref.insert(m.begin(), m.end());
+  check_against(f, ref);
+  std::printf("[fastfair same leaves] %llu reader ops, %llu merges, %llu borrows, height %u\n",
+              static_cast<unsigned long long>(reads.load()),
+              static_cast<unsigned long long>(f.tree->rebalances().merges),
+              static_cast<unsigned long long>(f.tree->rebalances().borrows), f.tree->height());
+}
+
+// --- the leaf path's lock and re-validation (deterministic) -------------------------------
+
+//! One paused writer: the thread that calls arm() stops once at hook point `where` until
+//! release(); every other thread (and later calls) passes.
+struct Pause {
+  static inline std::atomic<std::thread::id> who{};
+  static inline std::atomic<int> where{0};
+  static inline std::atomic<bool> paused{false}, go{false};
+  //! Before the paused writer's thread starts.
+  static void reset() {
+    paused = false;
+    go = false;
+    who = std::thread::id{};
+  }
+  //! On the writer's thread.
+  static void arm(int at) {
+    where = at;
+    who = std::this_thread::get_id();
+  }
+  static void hook(int at) {
+    if (at != where.load() || who.load() != std::this_thread::get_id()) return;
+    who = std::thread::id{};  // once
+    paused = true;
+    while (!go.load()) std::this_thread::yield();
+  }
+  static void wait_paused() {
+    while (!paused.load()) std::this_thread::yield();
+  }
+  static void release() { go = true; }
+};
+
+// A leaf-path insert descends to leaf L (its key 155 is past L's keys), then stops before
+// locking L. Meanwhile L splits (the structure path: S takes its upper half, the parent
+// learns S with separator 150) and 150, S's first key, is removed: S's first key is now
+// 160. The writer resumes: 155 is past L's keys and below the first key of L's sibling, so
+// the sibling test alone would let it into L, where lookups (routed to S: 155 >= 150) never
+// look. The re-validation sees the structure sequence changed and descends again. The
+// broken variant (faults::no_writer_validation) must lose the key.
+TEST(FastFairConcurrency, LeafPathRevalidatesAfterASplitUnderItsDescent) {
+  for (const bool broken : {false, true}) {
+    FastFairFixture f(256, 4u << 20);  // 14 records per node
+    for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // root split: [10..70] [80..150]
+    for (std::uint64_t k = 160; k <= 210; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);  // L full
+    FaultScope faults(fastfair::faults::writer_pause |
+                          (broken ? fastfair::faults::no_writer_validation : 0u),
+                      &Pause::hook);
+    Status got = Status::corrupt;
+    Pause::reset();
+    std::thread a([&] {
+      Pause::arm(0);
+      got = f.put(155, 155);
+    });
+    Pause::wait_paused();
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    ASSERT_EQ(f.put(220, 220), Status::ok);  // L splits: [80..140] [150..220]
+    ASSERT_EQ(f.del(150), Status::ok);       // S's first key: 160 (no rebalance)
+    ASSERT_EQ(f.tree->rebalances().merges, merges);
+    Pause::release();
+    a.join();
+    ASSERT_EQ(got, Status::ok);
+    const bool found = f.get(155) == std::optional<Value>(155);
+    const bool verified = f.tree->verify().ok();
+    if (!broken) {
+      EXPECT_TRUE(found);
+      EXPECT_TRUE(verified);
+    } else {
+      EXPECT_FALSE(found && verified) << "the broken variant should put 155 into the wrong leaf";
+    }
+  }
+}
+
+// A leaf-path insert descends to the right leaf R of [L, R] and stops before locking it;
+// meanwhile removes merge R into L (the structure path: R is unlinked, retired and marked
+// obsolete). The writer resumes: its lock attempt fails (obsolete) and it descends again,
+// so the key lands in L. The broken variant writes into the unlinked R: the key is lost.
+TEST(FastFairConcurrency, LeafPathRestartsOnAnUnlinkedLeaf) {
+  for (const bool broken : {false, true}) {
+    FastFairFixture f(256, 4u << 20);
+    for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    FaultScope faults(fastfair::faults::writer_pause |
+                          (broken ? fastfair::faults::no_writer_validation : 0u),
+                      &Pause::hook);
+    Status got = Status::corrupt;
+    Pause::reset();
+    std::thread a([&] {
+      Pause::arm(0);
+      got = f.put(125, 125);
+    });
+    Pause::wait_paused();
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    ASSERT_EQ(f.del(10), Status::ok);  // L below half: L and R merge (R unlinked)
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    Pause::release();
+    a.join();
+    ASSERT_EQ(got, Status::ok);
+    const bool found = f.get(125) == std::optional<Value>(125);
+    if (!broken) {
+      EXPECT_TRUE(found);
+      f.expect_verified();
+    } else {
+      EXPECT_FALSE(found) << "the broken variant should write into the unlinked leaf";
+    }
+  }
+}
+
+// Writers of different leaves do not wait for each other: writer A holds leaf L's lock
+// (paused after its validation); an insert into another leaf completes meanwhile, an insert
+// into L waits until A is done. (With one writer lock per tree the first insert would wait.)
+TEST(FastFairConcurrency, WritersOfDifferentLeavesDoNotWaitForEachOther) {
+  FastFairFixture f(256, 4u << 20);
+  for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+  ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+  FaultScope faults(fastfair::faults::writer_pause, &Pause::hook);
+  Pause::reset();
+  std::thread a([&] {
+    Pause::arm(1);
+    EXPECT_EQ(f.put(15, 15), Status::ok);  // into [10..70]
+  });
+  Pause::wait_paused();
+  std::atomic<bool> other_done{false}, same_done{false};
+  std::thread b([&] {
+    EXPECT_EQ(f.put(85, 85), Status::ok);  // into [80..150]
+    other_done = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!other_done.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(other_done.load()) << "an insert into another leaf waited for A";
+  std::thread c([&] {
+    EXPECT_EQ(f.put(25, 25), Status::ok);  // into A's leaf
+    same_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(same_done.load()) << "an insert into A's locked leaf did not wait";
+  Pause::release();
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_TRUE(same_done.load());
+  for (std::uint64_t k : {15u, 25u, 85u}) EXPECT_EQ(f.get(k), std::optional<Value>(k));
+  f.expect_verified();
+}
+
+// verify() reports a leaf whose lock word a write left held, or marked obsolete, in this
+// generation (the concurrency tests' final verify() so checks that every write unlocked),
+// and ignores the same words from an older generation (a restart never sees one held).
+TEST(FastFairConcurrency, VerifyReportsALeafLeftLockedOrObsolete) {
+  FastFairFixture f(256, 4u << 20);
+  for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
+  auto* leaf = const_cast<Node*>(f.tree->node_at(f.tree->node_at(f.tree->root())->h.leftmost));
+  const std::uint64_t gen = f.pool->generation();
+  f.expect_verified();
+  for (std::uint64_t word : {gen << 2 | kit::kGenLocked, gen << 2 | kit::kGenObsolete}) {
+    leaf->h.spare = word;
+    EXPECT_FALSE(f.tree->verify().ok()) << "lock word " << word;
+  }
+  leaf->h.spare = (gen - 1) << 2 | kit::kGenLocked;  // a crashed session's: free
+  f.expect_verified();
+  leaf->h.spare = 0;
+}
+
 // --- deterministic interleavings ----------------------------------------------------------
 
 //! A tracer for the writer's thread that lets it make one pool store only when the reader
@@ -680,6 +977,216 @@ TEST(FastFairConcurrency, MergeUnderAReaderIsFollowedThroughTheSiblingReadBefore
               static_cast<unsigned long long>(misses[0]));
   EXPECT_EQ(misses[1], 0u);
   EXPECT_GT(misses[0], 0u) << "the after-only reader should skip the merged-away node";
+}
+
+// An append under a right-to-left reader: the cause of the one reader failure the same-leaves
+// test showed (README "Concurrency"). A right-to-left read finds the node's end first, then
+// reads leftwards from the slot before it and takes the first copy of a key it meets as the
+// live one, which is right only if it also read the slot to the right. A merge appends the
+// right node's records past that end without changing the switch counter; a remove of the
+// node's last record before them then stores the first appended key word into that record's
+// slot (the FAST delete commit: the slot becomes the dead left copy, still holding the
+// removed record's value) — in a node whose counter is odd already, again without changing
+// it. A reader that found the end before the append and reads that slot after the remove
+// has read nothing to its right: it pairs the first appended key with the removed record's
+// value, and its counter check passes. An append now changes the counter (+2) after its
+// commit, so that reader reads the node again.
+// L = [10..70] with its counter odd, R = [80..140]; the writer removes 140 (R below half:
+// merged into L, the root collapses to L), then 70 (its slot takes 80's key word). Readers of
+// L: a lookup of 80 (find_sync) and a scan's collect_sync, every burst of writer stores
+// before every load; faults::append_keeps_counter is the broken variant.
+TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 3), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    ASSERT_EQ(f.put(75, 75), Status::ok);
+    ASSERT_EQ(f.del(75), Status::ok);   // L's counter odd; no dead slot (it was the last)
+    ASSERT_EQ(f.del(150), Status::ok);  // R = [80..140], no rebalance
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(140), Status::ok);  // R below half: appended to L, the root collapses
+    ASSERT_EQ(f.del(70), Status::ok);   // 70's slot := 80's key word (the dead left copy)
+  };
+  auto value_ok = [](std::uint64_t key, std::uint64_t v) { return v == key / 10 * 3; };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t l = f.tree->node_at(f.tree->root())->h.leftmost;
+    ASSERT_EQ(f.tree->node_at(l)->h.switch_counter & 1u, 1u);
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    ASSERT_EQ(f.tree->root(), l);  // the merged L is the root
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
+  for (int broken = 0; broken <= 1; ++broken) {
+    FaultScope faults(broken ? fastfair::faults::append_keeps_counter : 0u);
+    for (int scan = 0; scan <= 1; ++scan)
+      for (unsigned at = 0; at < 36; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const Node* l = f.tree->node_at(f.tree->node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(f.pool->base());
+          const std::string ks = k8(80);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool bad = false;
+          interleave(f, op, at, burst, [&](auto probe) {
+            if (!scan) {
+              // Before the merge 80 is not in L (-2: beyond), after it it is; never -1.
+              const fastfair::Found got = fastfair::find_sync(l, f.tree->slots(), s, kr, probe);
+              bad = got.at == -1 || (got.at >= 0 && !value_ok(80, got.value));
+              return;
+            }
+            fastfair::Record out[64];
+            const unsigned m =
+                fastfair::collect_sync(l, f.tree->slots(), nullptr, kr, out, probe);
+            for (unsigned i = 0; i < m; ++i)
+              if (!value_ok(out[i].key, out[i].ptr) || (i > 0 && out[i].key <= out[i - 1].key))
+                bad = true;
+          });
+          ++runs;
+          if (bad) ++wrong[broken][scan];
+        }
+  }
+  std::printf("[fastfair append under a reader] %llu interleavings; wrong lookups/scans %llu/%llu, "
+              "broken variant %llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]));
+  EXPECT_EQ(wrong[0][0], 0u);
+  EXPECT_EQ(wrong[0][1], 0u);
+  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should pair 80 with 70's value";
+  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should scan 80 with 70's value";
+}
+
+// A split and then a merge under a reader: the reader of leaf L (its sibling word R loaded
+// before the read) sees the split's cut and ends L there; then the merge of the split's new
+// node B back into L appends B's records past that cut and sets L's sibling word back to R.
+// Were L's sibling word loaded only after the read's last counter check (as lookups and
+// scans did), both words would be R and B's records — L's old upper half — would be missed
+// (a lookup says "not found", a scan skips them). Loaded before that check (find_sync's
+// `after`), it is either B, or the merge's append has committed and the counter, which
+// every append now changes after its commit, makes the read repeat. L = [10..16, 20..70] (full, counter
+// even), R = [80..150]; the writer inserts 18 (L splits: B = [17..70]), removes 18 and then
+// 17 (B below half: merged into L). Two bursts: the writer's first stores before the
+// reader's second load, then all the rest before its load number `at`. Variants: the fixed
+// reader; the sibling word loaded after the check; appends that leave an even counter as
+// it is (faults::append_keeps_counter).
+TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 30), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    for (std::uint64_t k = 11; k <= 17; ++k) ASSERT_EQ(f.put(k, k * 3), Status::ok);  // L full
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.put(18, 54), Status::ok);  // L splits: [10..16] | B [17, 18, 20..70]
+    ASSERT_EQ(f.del(18), Status::ok);
+    ASSERT_EQ(f.del(17), Status::ok);      // B below half: appended to L, unlinked
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t loff = f.tree->node_at(f.tree->root())->h.leftmost;
+    const Node* l = f.tree->node_at(loff);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), f.tree->slots());
+    ASSERT_EQ(l->h.switch_counter & 1u, 0u);
+    const std::uint64_t merges = f.tree->rebalances().merges;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
+    ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);  // B merged into L
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 20u);
+  enum { kFixed, kLateSibling, kNoBump };
+  std::uint64_t runs = 0, misses[3] = {0, 0, 0};
+  for (int variant : {kFixed, kLateSibling, kNoBump}) {
+    FaultScope faults(variant == kNoBump ? fastfair::faults::append_keeps_counter : 0u);
+    for (std::uint64_t key : {20ull, 50ull, 70ull})
+      for (unsigned first = 1; first < stores; ++first)
+        for (unsigned at = 2; at < 40; ++at) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::byte* base = f.pool->base();
+          auto node_at = [base](std::uint64_t off) {
+            return reinterpret_cast<const Node*>(base + off);
+          };
+          const Node* l = node_at(node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(base);
+          const std::string ks = k8(key);
+          const auto s = fastfair::SearchKey::of(as_key(ks));
+          bool found = false;
+          StoreGate g;
+          std::thread w([&] {
+            pm::set_tracer(&g);
+            op(f);
+            pm::set_tracer(nullptr);
+            g.finished.store(true);
+          });
+          unsigned loads = 0;
+          auto probe = [&] {
+            const unsigned now = loads++;
+            if (now == 1) g.step(first);
+            if (now == at) {
+              g.open();
+              while (!g.finished.load()) std::this_thread::yield();
+            }
+          };
+          probe();
+          const std::uint64_t before = fastfair::ld(&l->h.sibling);
+          std::uint64_t after = 0;
+          const fastfair::Found a =
+              variant == kLateSibling ? fastfair::find_sync(l, f.tree->slots(), s, kr, probe)
+                                      : fastfair::find_sync(l, f.tree->slots(), s, kr, probe, &after);
+          if (a.at >= 0) {
+            found = a.value == key * 3;
+          } else if (a.at == -2) {
+            if (variant == kLateSibling) {
+              probe();
+              after = fastfair::ld(&l->h.sibling);
+            }
+            const std::uint64_t next = fastfair::sibling_for(before, after, s, kr, node_at);
+            if (next != 0) {
+              const fastfair::Found b =
+                  fastfair::find_sync(node_at(next), f.tree->slots(), s, kr, probe);
+              found = b.at >= 0 && b.value == key * 3;
+            }
+          }
+          g.open();
+          w.join();
+          ++runs;
+          if (!found) ++misses[variant];
+        }
+  }
+  std::printf("[fastfair split then merge under a reader] %llu interleavings; misses %llu, "
+              "sibling loaded late %llu, appends without a counter change %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(misses[0]),
+              static_cast<unsigned long long>(misses[1]),
+              static_cast<unsigned long long>(misses[2]));
+  EXPECT_EQ(misses[kFixed], 0u);
+  EXPECT_GT(misses[kLateSibling], 0u) << "the late sibling load should miss B's records";
+  EXPECT_GT(misses[kNoBump], 0u) << "without the append's counter change B should be missed";
 }
 
 }  // namespace

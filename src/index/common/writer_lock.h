@@ -1,6 +1,6 @@
-// index/common/writer_lock.h — one writer at a time per tree, for indexes whose readers
-// take no lock and whose writers have no per-node locks yet (the ART engine, FAST&FAIR): a DRAM spin lock, outside the pool, so a
-// restart can never see it held, and the guard a write holds for its whole length, which on
+// index/common/writer_lock.h — one writer at a time: a DRAM spin lock, outside the pool, so
+// a restart can never see it held (the ART engine's per-tree writer lock; FAST&FAIR's and
+// FPTree's structure locks), and the guard a write holds for its whole length, which on
 // release frees the retired blocks no reader can hold any more (epoch.h).
 #pragma once
 

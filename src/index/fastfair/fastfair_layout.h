@@ -30,6 +30,11 @@
 //   last_idx  reserved (the paper's last-index hint is not kept: the end is the first
 //             kEmpty key, which a linear search reads anyway).
 //   slots     records per node, checked against the anchor by the walk.
+//   spare     a leaf's writer lock, kit::gen_lock (index/common/gen_lock.h): tagged with
+//             the pool's open generation, so a restart never sees it held; stored only with
+//             pm::cas_volatile / store_volatile_release (never written back on purpose), or
+//             in a fresh leaf's image by the SMO that creates it locked. Unused in inner
+//             nodes (the structure lock covers them).
 //
 // Logical content of a node (the "endurable transient inconsistency" of §3.2):
 //   end      the first slot whose key word is kEmpty (slots if none); slots >= end are
@@ -92,11 +97,12 @@ struct NodeHeader {
   std::uint8_t deleted;
   std::uint16_t last_index;  // reserved, always 0
   std::uint16_t slots;
-  std::uint64_t spare;
+  std::uint64_t spare;  // leaves: the writer lock word (kit::gen_lock)
 };
 static_assert(sizeof(NodeHeader) == 32, "the header leaves line 0 room for two records");
 static_assert(offsetof(NodeHeader, sibling) == 8, "sibling: one aligned 8-byte store");
 static_assert(offsetof(NodeHeader, switch_counter) == 18);
+static_assert(offsetof(NodeHeader, spare) % 8 == 0, "spare: the leaf lock word, one CAS");
 
 struct Node {
   NodeHeader h;

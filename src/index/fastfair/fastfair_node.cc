@@ -100,4 +100,9 @@ bool set_direction(NodeRef nr, bool inserting) {
   return true;
 }
 
+void bump_after_append(NodeRef nr) {
+  const std::uint8_t c = nr.n->h.switch_counter;
+  pm::store_volatile(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 2));
+}
+
 }  // namespace wort::fastfair

@@ -35,9 +35,22 @@ enum : unsigned {
   stop_after_cut = 8u,                  // split stops before the parent insert
   skip_dead_repair = 16u,               // Witcher bug 4: writers leave a dead slot as it is
   stop_after_detach = 32u,              // a merge stops once the parent let go (crash state)
+  no_writer_validation = 64u,           // the leaf path skips its re-validation after the lock
+  writer_pause = 128u,                  // the leaf path calls pause_hook (see below)
+  append_keeps_counter = 256u,          // an append leaves the switch counter as it is
 };
 inline unsigned active = 0;
+//! Called by a leaf-path writer with `writer_pause`: pause_hook(0) after its descent, before
+//! it locks the leaf; pause_hook(1) once the leaf is locked and validated.
+inline void (*pause_hook)(int where) = nullptr;
 }  // namespace faults
+
+//! One atomic acquire load of a pool word a writer may change under a reader (or under a
+//! leaf-path writer's lock-free descent).
+template <class T>
+inline T ld(const T* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 
 //! Flushes and fences the line being written when the next store goes to another line
 //! (the FAST rule); finish() writes back the last one.
@@ -91,8 +104,9 @@ struct NodeRef {
     return e - (find_dead(e) >= 0 ? 1u : 0u);
   }
   //! Smallest live key word, kEmpty if none.
-  //! (A dead slot 0 holds the same word as the live slot 1.)
-  std::uint64_t first_key() const noexcept { return n->rec[0].key; }
+  //! (A dead slot 0 holds the same word as the live slot 1.) One atomic load: a writer reads
+  //! the first key of a sibling whose own writer may be changing it.
+  std::uint64_t first_key() const noexcept { return ld(&n->rec[0].key); }
   //! Largest live key word, kEmpty if none (the slot before end is never dead).
   std::uint64_t last_key() const noexcept {
     const unsigned e = end();
@@ -117,12 +131,14 @@ struct NodeRef {
   }
 
   //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
-  //! set if s is at or past the last key (then it may belong to the sibling).
+  //! set if s is at or past the last key (then it may belong to the sibling). One atomic
+  //! load per word (the same mov on x86-64): a leaf-path writer routes with it while the
+  //! structure writer may change the node, and validates its whole descent afterwards.
   std::uint64_t route(const SearchKey& s, const KeyReader& kr, bool* beyond) const noexcept {
-    std::uint64_t child = n->h.leftmost;
+    std::uint64_t child = ld(&n->h.leftmost);
     *beyond = true;
     for (unsigned i = 0; i < slots; ++i) {
-      const std::uint64_t k = n->rec[i].key;
+      const std::uint64_t k = ld(&n->rec[i].key);
       if (k == kEmpty) break;
       // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
       // it is <= s the live copy after it is taken instead.
@@ -130,9 +146,9 @@ struct NodeRef {
         *beyond = false;
         break;
       }
-      child = n->rec[i].ptr;
+      child = ld(&n->rec[i].ptr);
     }
-    if (child == 0) child = n->rec[0].ptr;  // below a split sibling's fence: not reached
+    if (child == 0) child = ld(&n->rec[0].ptr);  // below a split sibling's fence: not reached
     return child;
   }
 
@@ -162,12 +178,6 @@ struct NodeRef {
 // slot. Right to left, the first copy met is the right (live) one. FAST_FAIR issue #16: the
 // authors' inner search loaded a record twice and could pair one record's key with
 // another's pointer; here each decision uses the one load of each word.
-
-//! One atomic acquire load of a pool word a writer may change under a reader.
-template <class T>
-inline T ld(const T* p) noexcept {
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
 
 //! The default reader probe (tests pass one that runs a writer step before each load).
 struct NoProbe {
@@ -242,16 +252,23 @@ inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const K
 
 //! Lock-free leaf search in the direction of the switch counter, read again until the
 //! counter is the same before and after (kRetry = false: the broken variant without that
-//! retry, kept so a test can show it failing).
+//! retry, kept so a test can show it failing). `after`: the node's sibling word, loaded
+//! before that last counter load, so it is the one of the read the counter validated (a
+//! merge that appended to this node past the end the read saw, then unlinked the node the
+//! read could have gone on to, changed the counter: see sibling_for).
 template <bool kRetry = true, class Probe = NoProbe>
 inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
-                       Probe probe = {}) noexcept {
+                       Probe probe = {}, std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
     const Found f = (c & 1u) ? detail::find_rtl(n, slots, s, kr, probe)
                              : detail::find_ltr(n, slots, s, kr, probe);
     if (f.at == detail::kTorn) continue;
+    if (after != nullptr) {
+      probe();
+      *after = ld(&n->h.sibling);
+    }
     if constexpr (kRetry) {
       probe();
       if (ld(&n->h.switch_counter) != c) continue;
@@ -264,7 +281,8 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
 //! leftmost); *beyond if s is at or past the last key. Same protocol as find_sync.
 template <bool kRetry = true, class Probe = NoProbe>
 inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& s,
-                                const KeyReader& kr, bool* beyond, Probe probe = {}) noexcept {
+                                const KeyReader& kr, bool* beyond, Probe probe = {},
+                                std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
@@ -307,6 +325,10 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
       if (child == 0 && !torn) *beyond = first;
     }
     if (torn) continue;
+    if (after != nullptr) {  // as in find_sync
+      probe();
+      *after = ld(&n->h.sibling);
+    }
     if constexpr (kRetry) {
       probe();
       if (ld(&n->h.switch_counter) != c) continue;
@@ -324,6 +346,10 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
 //! records) appends the right node's records to this node past the end the read may have
 //! seen, then unlinks the right node — which still holds them (retired, unchanged, kept by
 //! the reader's pin). 0 if neither holds s's range. `node_at` maps an offset to its node.
+//! `after` must be loaded before the read's last counter check (find_sync's `after`): a
+//! split of this node (link B, cut) and then a merge of B back into it (append past the cut
+//! the read saw, sibling word back to `before`) would otherwise leave B's records in
+//! neither; the append changes the counter, so the read is repeated instead.
 template <class NodeAt>
 inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, const SearchKey& s,
                                  const KeyReader& kr, NodeAt node_at) noexcept {
@@ -338,8 +364,9 @@ inline std::uint64_t sibling_for(std::uint64_t before, std::uint64_t after, cons
 }
 
 //! A scan's next node after a lock-free read of one: of the sibling words loaded before and
-//! after the read, the one whose first key is smaller (a split's new node precedes the old
-//! sibling; a merged-away right node precedes the node its unlink made the sibling).
+//! after the read (`after` as in sibling_for), the one whose first key is smaller (a
+//! split's new node precedes the old sibling; a merged-away right node precedes the node
+//! its unlink made the sibling).
 template <class NodeAt>
 inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
                                    const KeyReader& kr, NodeAt node_at) noexcept {
@@ -355,36 +382,47 @@ inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
 //! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
 //! into out (capacity >= slots); returns how many. A record read twice (it moved during
 //! the read) appears once. Left to right, the next slot's key, loaded after this slot's
-//! pointer for the dead check, is the next iteration's key.
+//! pointer for the dead check, is the next iteration's key. `probe` and `after` as in
+//! find_sync.
+template <class Probe = NoProbe>
 inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* from,
-                             const KeyReader& kr, Record* out) noexcept {
+                             const KeyReader& kr, Record* out, Probe probe = {},
+                             std::uint64_t* after = nullptr) noexcept {
   for (;;) {
+    probe();
     const std::uint8_t c = ld(&n->h.switch_counter);
     unsigned m = 0;
     bool torn = false;
     if ((c & 1u) == 0) {
+      probe();
       std::uint64_t k = ld(&n->rec[0].key);
       for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
         if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
+          if (i + 1 < slots) probe();
           k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
           continue;
         }
+        probe();
         const std::uint64_t v = ld(&n->rec[i].ptr);
+        probe();
         if (ld(&n->rec[i].key) != k) {
           torn = true;
           break;
         }
+        if (i + 1 < slots) probe();
         const std::uint64_t next = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
         if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
         k = next;  // (next == k: this slot is the dead left copy, the next one is live)
       }
     } else {
-      NoProbe np;
-      for (unsigned i = detail::end_ltr(n, slots, np); i-- > 0;) {
+      for (unsigned i = detail::end_ltr(n, slots, probe); i-- > 0;) {
+        probe();
         const std::uint64_t k = ld(&n->rec[i].key);
         if (k == kEmpty) continue;
         if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
+        probe();
         const std::uint64_t v = ld(&n->rec[i].ptr);
+        probe();
         if (ld(&n->rec[i].key) != k) {
           torn = true;
           break;
@@ -394,7 +432,13 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
       }
       for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
     }
-    if (torn || ld(&n->h.switch_counter) != c) continue;
+    if (torn) continue;
+    if (after != nullptr) {  // as in find_sync
+      probe();
+      *after = ld(&n->h.sibling);
+    }
+    probe();
+    if (ld(&n->h.switch_counter) != c) continue;
     return m;
   }
 }
@@ -418,5 +462,11 @@ bool repair_dead(NodeRef nr);
 //! back, unfenced: the operation's next fence orders it) only when the parity changes;
 //! returns whether it did.
 bool set_direction(NodeRef nr, bool inserting);
+//! After an append's commit (records past the old end): the counter moved on by 2 (its
+//! direction kept), so that every lock-free read of the node that began before the commit
+//! is repeated (README "Concurrency"). A volatile store: no restart needs it (there is no
+//! reader then), and it is not written back on purpose (the next write-back of the line
+//! may take it).
+void bump_after_append(NodeRef nr);
 
 }  // namespace wort::fastfair

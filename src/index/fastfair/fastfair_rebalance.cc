@@ -25,7 +25,14 @@ using namespace fastfair;
 
 // Appends n records (n >= 1) after the last one of nr in one commit: the slots past the
 // end are written first (invisible: the end is the first kEmpty key), then the first
-// slot's key makes them all live.
+// slot's key makes them all live. The end moves right, so after the commit the switch
+// counter changes (+2): every lock-free read of the node that began before the commit is
+// repeated. A right-to-left reader finds the end before it reads the slots, and one that
+// found it before the append would take the slot before it — which a later delete of the
+// node's last record turns into the dead left copy of the first appended key (that
+// record's value under that key) — for the live record; and a reader that saw a split's
+// cut of this node and ended its read there must not take the sibling word this merge then
+// restores (the unlink, after this) for its next node (README "Concurrency").
 void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
                           bool /*unfenced: the fence before the commit orders it*/) {
   WORT_DCHECK(n >= 1 && nr.end() + n <= slots_);
@@ -45,6 +52,8 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
   pm::flush(&r[end], (n + (sentinel ? 1 : 0)) * sizeof(Record));
   pm::fence();
   pm::commit_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
+  // Before the unlink that follows (faults: the broken variant).
+  if (!(faults::active & faults::append_keeps_counter)) [[likely]] bump_after_append(nr);
 }
 
 bool FastFairTree::collapse_root() {
@@ -54,7 +63,7 @@ bool FastFairTree::collapse_root() {
   if (child == 0 || node(child)->h.sibling != 0) return false;  // a dangling sibling: later
   const std::uint64_t old = anchor_->root;
   pm::commit_nt(&anchor_->root, child);  // commit of the collapse
-  retire(old);
+  retire_node(old);
   ++rebalances_.root_collapses;
   return true;
 }
@@ -110,10 +119,17 @@ void FastFairTree::rebalance(const Path& path, unsigned level) {
 // a crashed merge left between them) — stores that precede the pair's commits.
 bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t right) {
   NodeRef l = ref(left), r = ref(right);
+  if (l.leaf()) {  // both leaves locked before they are read (one is already: x)
+    hold(left);
+    hold(right);
+  }
   if (uncut_at(l) >= 0 || uncut_at(r) >= 0) return false;
   // Chain adjacency: an empty node between them is one a crashed merge detached.
-  for (std::uint64_t d = l.n->h.sibling; d != right; d = node(d)->h.sibling)
-    if (d == 0 || ref(d).end() != 0 || node(d)->h.level != l.n->h.level) return false;
+  for (std::uint64_t d = l.n->h.sibling; d != right; d = node(d)->h.sibling) {
+    if (d == 0 || node(d)->h.level != l.n->h.level) return false;
+    if (l.leaf()) hold(d);
+    if (ref(d).end() != 0) return false;
+  }
   const unsigned nl = l.live_count(), nr = r.live_count();
   const bool merge = nl + nr <= slots_;
   std::uint64_t fresh = 0, sep_block = 0;
@@ -136,7 +152,7 @@ bool FastFairTree::rebalance_pair(NodeRef p, std::uint64_t left, std::uint64_t r
     const std::uint64_t d = l.n->h.sibling;
     pm::store_release(&l.n->h.sibling, node(d)->h.sibling);
     pm::persist(&l.n->h.sibling, sizeof(std::uint64_t));
-    retire(d);
+    retire_node(d);
     ++repairs_.unlinked;
   }
   compact(p);
@@ -170,7 +186,7 @@ void FastFairTree::merge_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r) {
   if (faults::active & faults::stop_after_detach) [[unlikely]] return;
   if (const unsigned nr = r.end(); nr != 0) append(l, r.rec(), nr, false);  // commit: records join
   pm::commit_nt(&l.n->h.sibling, r.n->h.sibling);  // commit: it leaves the chain
-  retire(off_of(r.n));
+  retire_node(off_of(r.n));
   ++rebalances_.merges;
 }
 
@@ -197,7 +213,7 @@ void FastFairTree::borrow_pair(NodeRef p, unsigned rj, NodeRef l, NodeRef r,
     append(l, &all[nl], t - nl, true);  // commit (its fence orders the fresh node too)
     pm::commit_nt(&l.n->h.sibling, fresh);  // commit: the old right node leaves the chain
   }
-  retire(off_of(r.n));
+  retire_node(off_of(r.n));
   // The parent learns of the fresh node (it has room: it just lost a record). Its dead
   // slot (the detach's) goes first.
   compact(p);

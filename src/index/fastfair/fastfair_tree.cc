@@ -25,7 +25,10 @@ FastFairTree::FastFairTree(Pool& pool, Anchor* anchor) noexcept
       base_(pool.base()),
       node_size_(anchor->node_size),
       slots_(slots_for(anchor->node_size)),
-      kr_(pool.base()) {}
+      kr_(pool.base()),
+      gen_(pool.generation()) {
+  held_.reserve(16);
+}
 
 namespace {
 bool valid_node_size(std::uint64_t s) {
@@ -82,23 +85,6 @@ Result<std::unique_ptr<FastFairTree>> FastFairTree::open(Pool& pool) {
 
 unsigned FastFairTree::height() const noexcept { return node(anchor_->root)->h.level; }
 
-Status FastFairTree::insert(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::insert);
-}
-Status FastFairTree::upsert(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::upsert);
-}
-Status FastFairTree::update(Key k, Value v) {
-  WriteLock w(*this);
-  return put(k, v, PutMode::update);
-}
-Status FastFairTree::remove(Key k) {
-  WriteLock w(*this);
-  return remove_locked(k);
-}
-
 // Readers and writers alike: one atomic load of the sibling word and of its first key (a
 // writer, under the lock, reads what only it changes; the loads cost it nothing).
 std::uint64_t FastFairTree::sibling_to_follow(NodeRef nr, const SearchKey& s) const {
@@ -120,10 +106,10 @@ std::uint64_t FastFairTree::leaf_for(const SearchKey& s) const {
     if (nr.leaf()) return cur;  // a node's level never changes
     const std::uint64_t before = ld(&nr.n->h.sibling);
     bool beyond = false;
-    const std::uint64_t child = route_sync(nr.n, slots_, s, kr_, &beyond);
+    std::uint64_t after = 0;
+    const std::uint64_t child = route_sync(nr.n, slots_, s, kr_, &beyond, NoProbe{}, &after);
     if (beyond) {
-      if (std::uint64_t sib =
-              sibling_for(before, ld(&nr.n->h.sibling), s, kr_, node_at)) {
+      if (std::uint64_t sib = sibling_for(before, after, s, kr_, node_at)) {
         cur = sib;
         continue;
       }
@@ -140,10 +126,11 @@ std::optional<Value> FastFairTree::lookup(Key k) const {
   for (;;) {
     const Node* nd = node(cur);
     const std::uint64_t before = ld(&nd->h.sibling);
-    const Found f = find_sync(nd, slots_, s, kr_);
+    std::uint64_t after = 0;
+    const Found f = find_sync(nd, slots_, s, kr_, NoProbe{}, &after);
     if (f.at >= 0) return f.value;
     if (f.at == -1) return std::nullopt;
-    cur = sibling_for(before, ld(&nd->h.sibling), s, kr_, node_at);
+    cur = sibling_for(before, after, s, kr_, node_at);
     if (cur == 0) return std::nullopt;
   }
 }
@@ -166,16 +153,19 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   };
   Record recs[slots_for(kMaxNodeSize)];
   auto node_at = [this](std::uint64_t off) { return node(off); };
-  std::uint64_t before = 0;
+  // The sibling word loaded before a node's read and the one loaded after it, before the
+  // read's last counter check (see sibling_for).
+  std::uint64_t before = 0, after = 0;
   for (std::uint64_t cur = leaf_for(s); cur != 0;
-       cur = next_for_scan(before, ld(&node(cur)->h.sibling), kr_, node_at)) {
+       cur = next_for_scan(before, after, kr_, node_at)) {
     const Node* nd = node(cur);
     before = ld(&nd->h.sibling);
     for (;;) {
       const std::uint8_t c = ld(&nd->h.switch_counter);
       if (c & 1u) {
         // Right to left: read the node into a buffer (one consistent view), then visit.
-        const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs);
+        const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs,
+                                        NoProbe{}, &after);
         for (unsigned i = 0; i < m && !stop; ++i) visit(recs[i].key, recs[i].ptr);
         break;
       }
@@ -205,7 +195,9 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
         k = next;
       }
       if (stop) return n;
-      if (!again && ld(&nd->h.switch_counter) == c) break;  // the node's end, consistently
+      if (again) continue;
+      after = ld(&nd->h.sibling);
+      if (ld(&nd->h.switch_counter) == c) break;  // the node's end, consistently
     }
     if (stop) return n;
   }

@@ -6,6 +6,12 @@
 // (B-link). Writers that meet a transient state a crash left (a dead slot, an uncut split,
 // a sibling missing from its parent) repair it; open() repairs nothing and walks only the
 // kit's checked walk. See README.md in this folder.
+//
+// Concurrency (README "Concurrency"): readers take no lock. A write that changes one leaf
+// and nothing else (the common case) locks only that leaf (a kit::gen_lock word in the
+// header's `spare`), after a lock-free descent that it validates once the leaf is locked;
+// a write that splits, merges, borrows or repairs a crash state takes the structure lock
+// and the locks of every leaf it reads or changes.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +21,10 @@
 #include <string_view>
 #include <vector>
 
+#include <atomic>
+
 #include "index/common/epoch.h"
+#include "index/common/gen_lock.h"
 #include "index/common/writer_lock.h"
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
@@ -27,8 +36,9 @@ namespace wort {
 class FastFairTree {
  public:
   static constexpr std::string_view kKind = "fastfair";
-  //! Lock-free readers (§5: switch counter, B-link); writers serialised by one DRAM lock
-  //! per tree (README "Concurrency"). verify/stats/dump/visit_blocks want a quiescent tree.
+  //! Lock-free readers (§5: switch counter, B-link); writers lock the leaf they change, a
+  //! split, merge or borrow takes the structure lock too (README "Concurrency").
+  //! verify/stats/dump/visit_blocks want a quiescent tree.
   static constexpr bool kConcurrent = true;
 
   //! A new tree (one empty leaf as the root). opts.words[0]: node size in bytes (0: 512;
@@ -51,7 +61,8 @@ class FastFairTree {
   void dump(std::ostream& os) const;
   Result<void> visit_blocks(BlockVisitorFn v) const;
 
-  //! Transient states this handle has repaired since it was opened (tests).
+  //! Transient states this handle has repaired since it was opened (tests; dead_slots is
+  //! counted with an atomic add, leaf-path writers repair concurrently).
   struct Repairs {
     std::uint64_t dead_slots = 0;      // a dead slot shifted out (crashed insert / delete)
     std::uint64_t cuts = 0;            // an uncut split completed (crash before the cut)
@@ -91,13 +102,40 @@ class FastFairTree {
   };
   enum class Descent { ok, restart, error };
 
-  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
-  //! release, retired blocks no reader can hold are freed.
-  using WriteLock = kit::WriteGuard<FastFairTree>;
-  friend WriteLock;
-  //! A block a durable commit unlinked: freed once no reader can hold it.
+  //! A block a durable commit unlinked: freed once no reader can hold it (every writer is
+  //! pinned, so this only queues it; the write's reclaim() after its unpin frees it).
   void retire(std::uint64_t off) { epochs_.retire(off); }
-  Status remove_locked(Key k);
+  //! A node an SMO unlinked: retired, and marked obsolete when the SMO unlocks it (a leaf).
+  void retire_node(std::uint64_t off);
+
+  // --- the leaf path (fastfair_write.cc): one leaf lock, no structure change ---
+  //! A leaf locked and validated for a search key: `at` its find() result, `root` whether
+  //! it is the root (a remove from it never rebalances).
+  struct Locked {
+    std::uint64_t off;
+    int at;
+    bool root;
+  };
+  //! The structure sequence once no SMO is under way (even).
+  std::uint64_t smo_quiet() const noexcept;
+  //! The leaf for s by a lock-free descent (one atomic load per word, no retry: the caller
+  //! validates); 0 if the descent met a sibling to follow (crash state or SMO under way).
+  std::uint64_t writer_leaf(const SearchKey& s, bool* root) const;
+  //! Descends, locks the leaf and validates (not obsolete, no SMO since the descent began,
+  //! no crash state to repair on the way). False: the structure path must do this write.
+  bool lock_leaf(const SearchKey& s, Locked* lk);
+  void unlock_leaf(std::uint64_t off) noexcept { kit::gen_unlock(&node(off)->h.spare, gen_); }
+  //! The write on the leaf path; false (nothing changed) when it needs the structure path.
+  bool put_leaf(Key k, const SearchKey& s, Value v, PutMode mode, Status* out);
+  bool remove_leaf(const SearchKey& s, Status* out);
+
+  // --- the structure path: the structure lock, then leaf locks ---
+  void begin_smo();
+  void end_smo();
+  //! SMO path: locks leaf `off` (if not held yet) before the SMO reads or changes it.
+  void hold(std::uint64_t off);
+  Status put_smo(Key k, Value v, PutMode mode);
+  Status remove_smo(Key k);
 
   FastFairTree(Pool& pool, fastfair::Anchor* anchor) noexcept;
 
@@ -164,10 +202,23 @@ class FastFairTree {
   std::uint64_t node_size_;
   unsigned slots_;
   fastfair::KeyReader kr_;
+  std::uint64_t gen_;  //!< pool generation: the tag of the leaves' lock words
   Repairs repairs_;
   Rebalances rebalances_;
-  kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
   mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
+  //! The structure lock: one SMO (split, merge, borrow, repair, root change) at a time;
+  //! the only writer of inner nodes and the anchor.
+  kit::WriterMutex smo_;
+  //! The leaves the running SMO holds (smo_ holder only); `dead`: unlinked by it.
+  struct Held {
+    std::uint64_t off;
+    bool dead;
+  };
+  std::vector<Held> held_;
+  //! Structure sequence: odd while an SMO runs, +2 per SMO. A leaf-path writer reads it
+  //! before its descent and again once its leaf is locked and read (own cache line: every
+  //! writer reads it, only SMOs write it).
+  alignas(64) std::atomic<std::uint64_t> smo_seq_{0};
 };
 
 }  // namespace wort

@@ -142,7 +142,14 @@ Result<void> FastFairTree::verify() const {
           return bad("node " + hex(off) + " holds a key at or above the next separator");
         prev = r.key;
       }
-      if (nr.leaf()) continue;
+      if (nr.leaf()) {
+        // Quiescent: no writer holds a leaf, and no leaf in the tree was unlinked.
+        const std::uint64_t lock = nr.n->h.spare;
+        if (kit::gen_lock_held(lock, gen_)) return bad("leaf " + hex(off) + " is left locked");
+        if (kit::gen_lock_obsolete(lock, gen_))
+          return bad("leaf " + hex(off) + " is in the tree but marked obsolete");
+        continue;
+      }
       if (nr.n->h.leftmost != 0) listed.push_back({nr.n->h.leftmost, kEmpty});
       for (const Record& r : recs) listed.push_back({r.ptr, r.key});
     }

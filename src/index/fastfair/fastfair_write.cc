@@ -5,6 +5,8 @@
 // Every insert reserves the blocks it may need (one node per full level on its path, three
 // for a root split, separator copies, the key block) before its first pool store, so
 // out_of_space changes nothing.
+#include <sched.h>
+
 #include <cstring>
 
 #include "index/common/anchor.h"
@@ -83,6 +85,10 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
   h.tag = kNodeTag;
   h.level = level;
   h.slots = static_cast<std::uint16_t>(slots_);
+  if (level == 0) {  // an SMO's new leaf: born locked by it (the structure path's alone)
+    h.spare = gen_ << 2 | kit::kGenLocked;  // a restart never sees it held (older generation)
+    held_.push_back(Held{off, false});
+  }
   pm::copy(&nd->h, &h, sizeof h);
   if (n != 0) pm::copy(nd->rec, recs, n * sizeof(Record));
   pm::fill(&nd->rec[n], 0xFF, node_size_ - sizeof h - n * sizeof(Record));  // kEmpty keys
@@ -97,7 +103,7 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
 bool FastFairTree::compact(NodeRef nr) {
   if (faults::active & faults::skip_dead_repair) [[unlikely]] return false;
   if (!repair_dead(nr)) return false;
-  ++repairs_.dead_slots;
+  __atomic_fetch_add(&repairs_.dead_slots, 1, __ATOMIC_RELAXED);  // leaf-path writers too
   return true;
 }
 
@@ -178,6 +184,7 @@ FastFairTree::Descent FastFairTree::descend(const SearchKey& s, unsigned target,
   path.moved_right = false;
   for (;;) {
     NodeRef nr = ref(cur);
+    if (nr.leaf()) hold(cur);  // before the leaf is read: leaf-path writers change leaves
     bool beyond = true;
     const std::uint64_t child = nr.leaf() ? 0 : nr.route(s, kr_, &beyond);
     if (nr.leaf()) beyond = nr.find(s, kr_) == -2;
@@ -299,7 +306,7 @@ void FastFairTree::split_root(NodeRef nr, Reserve& res, std::uint64_t sep_copy,
   fresh_node(root, static_cast<std::uint8_t>(level + 1), *a1, 0, &up, 1);
   *sep = nr.rec()[m].key;
   pm::publish_nt(&anchor_->root, root);  // commit of the root split
-  retire(off_of(nr.n));  // its key blocks now belong to *a1 and *b
+  retire_node(off_of(nr.n));  // its key blocks now belong to *a1 and *b
 }
 
 namespace {
@@ -356,9 +363,225 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
 }
 
 // --- operations -------------------------------------------------------------------------
+//
+// Every write pins the epoch (a node it read may be unlinked by another writer meanwhile:
+// never freed while pinned) and, after its unpin, frees what no pinned thread can hold.
+// It first tries the leaf path (one leaf lock; see lock_leaf); a write that must split,
+// merge, borrow or repair a crash state takes the structure path: the structure lock, then
+// the single-writer code below (put_smo, remove_smo) with the lock of every leaf it reads or
+// changes (hold()).
+
+namespace {
+constexpr unsigned kLeafAttempts = 16;  // validation failures before the structure path
+}  // namespace
+
+std::uint64_t FastFairTree::smo_quiet() const noexcept {
+  for (unsigned spins = 0;; ++spins) {
+    const std::uint64_t q = smo_seq_.load(std::memory_order_acquire);
+    if ((q & 1u) == 0) [[likely]] return q;
+    if (spins < 64) __builtin_ia32_pause();
+    else sched_yield();
+  }
+}
+
+std::uint64_t FastFairTree::writer_leaf(const SearchKey& s, bool* root) const {
+  NodeRef nr = ref(ld(&anchor_->root));
+  *root = nr.leaf();
+  while (!nr.leaf()) {  // a node's level never changes
+    bool beyond = false;
+    const std::uint64_t child = nr.route(s, kr_, &beyond);
+    if (beyond && sibling_to_follow(nr, s) != 0) return 0;
+    nr = ref(child);
+  }
+  return off_of(nr.n);
+}
+
+// The leaf path's lock and its re-validation. Inner nodes change only under the structure
+// lock, and every SMO makes smo_seq_ odd before its first store and even after its last,
+// and changes a leaf's key range only holding that leaf's lock. So once the leaf is locked
+// and read: the sequence unchanged since before the descent means no SMO ran during the
+// descent or changed this leaf, and the leaf the descent found is still the one for s (a
+// descent that read a word an SMO stored synchronises with that SMO and sees the new
+// sequence). An unlinked leaf is obsolete (gen_lock fails). A sibling to follow, or an
+// uncut split (crash states: the leaf's range is not what the parent says), goes to the
+// structure path, whose descent repairs them as before. (The sibling's first key alone
+// cannot validate a leaf: it rises when the sibling's first record is removed, so a key
+// between the parent's separator and that first key would pass it and land in the wrong
+// leaf; see README "Concurrency".)
+bool FastFairTree::lock_leaf(const SearchKey& s, Locked* lk) {
+  for (unsigned attempt = 0; attempt < kLeafAttempts; ++attempt) {
+    const std::uint64_t seq = smo_quiet();
+    bool root = false;
+    const std::uint64_t off = writer_leaf(s, &root);
+    if (off == 0) return false;
+    const unsigned f = faults::active;  // (tests only)
+    bool validate = true;
+    if (f != 0) [[unlikely]] {
+      if ((f & faults::writer_pause) && faults::pause_hook) faults::pause_hook(0);
+      validate = !(f & faults::no_writer_validation);
+    }
+    if (!kit::gen_lock(&node(off)->h.spare, gen_) && validate) continue;  // unlinked: again
+    const NodeRef leaf = ref(off);
+    const bool uncut = uncut_at(leaf) >= 0;
+    const int at = leaf.find(s, kr_);
+    const bool right = at == -2 && sibling_to_follow(leaf, s) != 0;
+    if (validate && smo_seq_.load(std::memory_order_acquire) != seq) [[unlikely]] {
+      unlock_leaf(off);  // an SMO ran meanwhile: descend again
+      continue;
+    }
+    if (uncut || right) [[unlikely]] {
+      unlock_leaf(off);
+      return false;
+    }
+    if ((f & faults::writer_pause) && faults::pause_hook) [[unlikely]] faults::pause_hook(1);
+    *lk = Locked{off, at, root};
+    return true;
+  }
+  return false;  // SMOs kept changing the tree under us: the structure path always succeeds
+}
+
+bool FastFairTree::put_leaf(Key k, const SearchKey& s, Value v, PutMode mode, Status* out) {
+  Locked lk;
+  if (!lock_leaf(s, &lk)) return false;
+  NodeRef leaf = ref(lk.off);
+  if (lk.at >= 0) {
+    if (mode == PutMode::insert) {
+      *out = Status::exists;
+    } else {
+      // Commit of upsert / update: the value word, non-temporal (no reader sees it before it
+      // is durable); publish_nt in a values_are_blocks pool (the caller's block goes first).
+      kit::commit_value_nt(pool_, &leaf.rec()[lk.at].ptr, v);
+      *out = Status::ok;
+    }
+    unlock_leaf(lk.off);
+    return true;
+  }
+  if (mode == PutMode::update) {
+    *out = Status::not_found;
+    unlock_leaf(lk.off);
+    return true;
+  }
+  compact(leaf);  // at most one dead slot: the previous one goes before this commit
+  const unsigned end = leaf.end();
+  if (end >= slots_) {  // a split: the structure path redoes the write
+    unlock_leaf(lk.off);
+    return false;
+  }
+  std::uint64_t word = 0;
+  if (Status st = make_key_word(k, &word); st != Status::ok) {
+    *out = st;
+    unlock_leaf(lk.off);
+    return true;
+  }
+  // In a values_are_blocks pool the value names a block the caller has just written back:
+  // the commit's leading fence (fast_insert's, always there) orders it, like a key block's.
+  fast_insert(leaf, end, leaf.lower_bound(s, kr_, end), word, v,
+              is_indirect(word) || pool_.values_are_blocks());
+  unlock_leaf(lk.off);
+  *out = Status::ok;
+  return true;
+}
+
+bool FastFairTree::remove_leaf(const SearchKey& s, Status* out) {
+  Locked lk;
+  if (!lock_leaf(s, &lk)) return false;
+  NodeRef leaf = ref(lk.off);
+  if (lk.at < 0) {
+    *out = Status::not_found;
+    unlock_leaf(lk.off);
+    return true;
+  }
+  // A leaf left below half (not the root) rebalances: the structure path redoes the write.
+  if (!lk.root && leaf.live_count() <= slots_ / 2) {
+    unlock_leaf(lk.off);
+    return false;
+  }
+  int i = lk.at;
+  // At most one dead slot per node: the previous one (a delete's, or a crashed insert's:
+  // Witcher bug 4, whose deleted key survived in it) is squeezed out before this commit.
+  if (compact(leaf)) i = leaf.find(s, kr_);
+  const std::uint64_t word = leaf.rec()[i].key;
+  fast_remove(leaf, leaf.end(), static_cast<unsigned>(i));
+  unlock_leaf(lk.off);
+  if (is_indirect(word)) retire(word & kOffsetMask);  // its unlink is durable
+  *out = Status::ok;
+  return true;
+}
+
+// --- the structure path ---------------------------------------------------------------
+//
+// Lock order: the structure lock, then leaf locks in any order. A leaf-path writer holds
+// at most one leaf lock and waits for nothing while it holds it (it waits for an SMO to
+// end, in smo_quiet, before it locks; it unlocks before it takes the structure lock), so
+// the SMO's waits for leaf locks always end, and there is one SMO at a time.
+
+void FastFairTree::begin_smo() {
+  smo_.lock();
+  // An RMW (a full barrier): the odd sequence is visible before any store of this SMO.
+  smo_seq_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void FastFairTree::end_smo() {
+  for (const Held& h : held_) kit::gen_unlock(&node(h.off)->h.spare, gen_, h.dead);
+  held_.clear();
+  smo_seq_.fetch_add(1, std::memory_order_release);
+  smo_.unlock();
+}
+
+void FastFairTree::hold(std::uint64_t off) {
+  for (const Held& h : held_)
+    if (h.off == off) return;
+  // Reached from the root under the structure lock: linked, so never obsolete.
+  const bool locked = kit::gen_lock(&node(off)->h.spare, gen_);
+  WORT_DCHECK(locked);
+  (void)locked;
+  held_.push_back(Held{off, false});
+}
+
+void FastFairTree::retire_node(std::uint64_t off) {
+  for (Held& h : held_)
+    if (h.off == off) h.dead = true;
+  retire(off);
+}
+
+Status FastFairTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
+Status FastFairTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
+Status FastFairTree::update(Key k, Value v) { return put(k, v, PutMode::update); }
 
 Status FastFairTree::put(Key k, Value v, PutMode mode) {
   if (k.size() > kMaxKeyLength) return Status::invalid_argument;
+  const SearchKey s = SearchKey::of(k);
+  Status st = Status::ok;
+  {
+    kit::EpochReclaimer::Pin pin(epochs_);
+    if (!put_leaf(k, s, v, mode, &st)) {
+      begin_smo();
+      st = put_smo(k, v, mode);
+      end_smo();
+    }
+  }
+  epochs_.reclaim();
+  return st;
+}
+
+Status FastFairTree::remove(Key k) {
+  const SearchKey s = SearchKey::of(k);
+  Status st = Status::ok;
+  {
+    kit::EpochReclaimer::Pin pin(epochs_);
+    if (!remove_leaf(s, &st)) {
+      begin_smo();
+      st = remove_smo(k);
+      end_smo();
+    }
+  }
+  epochs_.reclaim();
+  return st;
+}
+
+// The single-writer code, under the structure lock (the leaves it reads or changes locked
+// by descend(), rebalance_pair() and fresh_node()).
+Status FastFairTree::put_smo(Key k, Value v, PutMode mode) {
   const SearchKey s = SearchKey::of(k);
   bool link = false;
   for (unsigned attempt = 0;; ++attempt) {
@@ -403,7 +626,7 @@ Status FastFairTree::put(Key k, Value v, PutMode mode) {
   }
 }
 
-Status FastFairTree::remove_locked(Key k) {
+Status FastFairTree::remove_smo(Key k) {
   const SearchKey s = SearchKey::of(k);
   bool link = false;
   for (unsigned attempt = 0;; ++attempt) {
@@ -421,6 +644,14 @@ Status FastFairTree::remove_locked(Key k) {
       link = true;
       continue;
     }
+    // An uncut inner node on the path (a crash between an inner merge's append and its
+    // unlink, or a split's link and cut) stops the rebalance (it leaves an uncut parent as
+    // it is: its stores would follow this remove's commit), and a descent that is never
+    // beyond its keys never cuts it, so a tree emptied by removes could keep it for good
+    // (crash test DRAIN). Cut it before this remove's commit, and start again.
+    bool cut = false;
+    for (unsigned l = 1; l <= path.height && !cut; ++l) cut = repair_cut(ref(path.at[l]));
+    if (cut) continue;
     // At most one dead slot per node: the previous one (a delete's, or a crashed insert's:
     // Witcher bug 4, whose deleted key survived in it) is squeezed out before this commit.
     if (compact(leaf)) i = leaf.find(s, kr_);
