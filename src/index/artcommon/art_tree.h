@@ -73,14 +73,14 @@ inline void before_locking() noexcept {
   return !g_broken_writer_skips_validation.load(std::memory_order_relaxed);
 }
 //! A remove is running on this thread: build_node may take a spare (allocate_node).
-inline thread_local bool t_removing = false;
+inline constinit thread_local bool t_removing = false;
 //! Blocks this thread's write attempt unlinked, retired once it has released its locks and
 //! its pin (ArtTree::retire_pending): a single-threaded write frees them at once, as before.
 struct Unlinked {
   std::uint64_t off[4];
   unsigned n = 0;
 };
-inline thread_local Unlinked t_unlinked;
+inline constinit thread_local Unlinked t_unlinked{};
 }  // namespace detail
 
 static_assert(InPlaceNodeOps<Node48Ops> && InPlaceNodeOps<Node256Ops>,
@@ -207,6 +207,7 @@ class ArtTree {
   Ref* slot_of(NodeBase* owner, int b) const {
     if (owner == nullptr) return &anchor_->root;
     if (b == kEok) return &owner->eok;
+    if (type_of(owner) == NodeType::node256) return &reinterpret_cast<Node256*>(owner)->child[b];
     return child_slot(owner, static_cast<std::uint8_t>(b));
   }
   std::uint64_t* lock_of(NodeBase* owner) {
@@ -222,19 +223,37 @@ class ArtTree {
   //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it
   //! unlinked once its locks and pin are released.
   template <class Fn>
-  Status run_write(Fn&& fn);
+  [[gnu::always_inline]] Status run_write(Fn&& fn);
   void retire_pending();
+  //! Where a write's lock-free descent stopped: the arguments of the case that follows.
+  struct At {
+    NodeBase* owner;  //!< holds the slot r was read from (nullptr: the anchor's root)
+    int ob;           //!< r's byte in owner (kEok: owner's end-of-key slot)
+    Ref r;            //!< the slot's word as the descent read it
+    unsigned depth;   //!< key bytes consumed above r
+    NodeHeader hdr;   //!< r's header as the descent read it (r a node)
+  };
+  //! The child of n under b for a writer's descent: as lookup_leaf reads it (NODE256
+  //! inline, the other types through their reader-safe find).
+  [[gnu::always_inline]] static Ref descend_child(const NodeBase* n, std::uint8_t b) {
+    const NodeType t = type_of(n);
+    if (t == NodeType::node256) return load_ref(&reinterpret_cast<const Node256*>(n)->child[b]);
+    if (t == Flavor::Node16::kType) return Flavor::Node16::find(n, b);
+    if (t == Flavor::Node4::kType) return Flavor::Node4::find(n, b);
+    if (t == NodeType::node48) return Node48Ops::find(n, b);
+    unknown_node_type(t);
+  }
   Status put(Key k, Value v, bool overwrite);
-  Status put_once(Key k, Value v, bool overwrite);
-  Status put_at_leaf(NodeBase* owner, int ob, Ref old, unsigned depth, Key k, Value v,
-                     bool overwrite);
-  Status put_at_eok(NodeBase* n, const NodeHeader& hdr, Key k, Value v, bool overwrite);
-  Status add_child(NodeBase* owner, int ob, Ref r, NodeBase* n, const NodeHeader& hdr,
-                   std::uint8_t b, Key k, Value v);
-  Status split_prefix(NodeBase* owner, int ob, Ref r, NodeBase* n, const NodeHeader& hdr,
-                      unsigned depth, unsigned mismatch, Key k, Value v);
-  unsigned prefix_mismatch(const NodeBase* n, const NodeHeader& hdr, unsigned depth,
-                           Key k) const;
+  Status put_empty(Key k, Value v);
+  Status put_at_leaf(const At& at, Key k, Value v, bool overwrite);
+  Status put_at_eok(const At& at, Key k, Value v, bool overwrite);
+  Status add_child(const At& at, std::uint8_t b, Key k, Value v);
+  template <class Ops>
+  Status add_as(const At& at, std::uint8_t b, Key k, Value v);
+  template <class Ops>
+  Status add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref fresh);
+  Status split_prefix(const At& at, unsigned mismatch, Key k, Value v);
+  unsigned prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned depth, Key k) const;
   Status build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e, Ref* out);
   Status allocate_node(NodeType t, std::uint64_t* off);
   static unsigned spare_index(NodeType t);
@@ -244,8 +263,7 @@ class ArtTree {
   Status rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e);
   Status update_once(Key k, Value v);
   Status remove_once(Key k);
-  Status remove_entry(NodeBase* owner, int ob, Ref r, NodeBase* n, const NodeHeader& hdr,
-                      unsigned depth, int b, Ref victim);
+  Status remove_entry(const At& at, int b, Ref victim);
   Status merge(NodeLocks& locks, Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);

@@ -111,7 +111,7 @@ Status ArtTree<F>::run_write(Fn&& fn) {
       kit::EpochReclaimer::NestablePin pin(epochs_);
       s = fn();
     }
-    retire_pending();
+    if (detail::t_unlinked.n != 0) [[unlikely]] retire_pending();
     if (s != kRestart) [[likely]] {
       epochs_.reclaim();
       return s;

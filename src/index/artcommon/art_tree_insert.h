@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "index/artcommon/art_tree.h"
 #include "index/common/anchor.h"
@@ -11,54 +12,57 @@ namespace wort::artcommon {
 template <ArtFlavor F>
 Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxArtKey) return Status::invalid_argument;
-  return run_write([&] { return put_once(k, v, overwrite); });
+  // One attempt: a lock-free descent (as a reader reads: every word a writer may change with
+  // one atomic load, a child through its node type's reader-safe find), then the case's
+  // locks and re-checks, out of line. A node whose header depth disagrees with the depth it
+  // is reached at is inside another write's split or merge window (open() repaired every
+  // crash's): restart.
+  return run_write([&]() -> Status {
+    NodeBase* owner = nullptr;  // the node holding the slot r was read from (nullptr: anchor)
+    int ob = 0;                 // r's byte in owner
+    Ref r = load(&anchor_->root);
+    unsigned depth = 0;
+    if (r == kNull) return put_empty(k, v);
+    for (;;) {
+      if (is_leaf(r)) return put_at_leaf(At{owner, ob, r, depth, {}}, k, v, overwrite);
+      NodeBase* n = node(r);
+      const NodeHeader hdr = load_word(&n->hdr);
+      if (hdr.depth != depth) [[unlikely]] return kRestart;
+      // (no call for a node without a compressed path: most levels of a large tree)
+      const unsigned mismatch = hdr.prefix_len == 0 ? 0 : prefix_mismatch(n, hdr, depth, k);
+      if (mismatch < hdr.prefix_len)
+        return split_prefix(At{owner, ob, r, depth, hdr}, mismatch, k, v);
+      const unsigned pos = hdr.branch_pos();
+      if (k.size() == pos) return put_at_eok(At{owner, ob, r, depth, hdr}, k, v, overwrite);
+      const std::uint8_t b = key_byte(k, pos);
+      const Ref c = descend_child(n, b);
+      if (c == kNull) return add_child(At{owner, ob, r, depth, hdr}, b, k, v);
+      owner = n;
+      ob = b;
+      r = c;
+      depth = pos + 1;
+    }
+  });
 }
 
-//! One attempt: a lock-free descent (as a reader reads: every word a writer may change with
-//! one atomic load, a child through its node type's reader-safe find), then the case's
-//! locks and re-checks. A node whose header depth disagrees with the depth it is reached at
-//! is inside another write's split or merge window (open() repaired every crash's): restart.
+//! The tree is empty: the root slot := a new leaf. Locks: the anchor's root lock.
 template <ArtFlavor F>
-Status ArtTree<F>::put_once(Key k, Value v, bool overwrite) {
-  NodeBase* owner = nullptr;  // the node holding the slot r was read from (nullptr: anchor)
-  int ob = 0;                 // r's byte in owner
-  Ref r = load(&anchor_->root);
-  unsigned depth = 0;
-  for (;;) {
-    if (r == kNull) {  // empty tree
-      detail::before_locking();
-      NodeLocks l = locks();
-      if (!l.lock(&root_lock_)) return kRestart;
-      if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
-      Ref fresh;
-      if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-      pm::publish_nt(&anchor_->root, fresh);
-      return Status::ok;
-    }
-    if (is_leaf(r)) return put_at_leaf(owner, ob, r, depth, k, v, overwrite);
-    NodeBase* n = node(r);
-    const NodeHeader hdr = load_word(&n->hdr);
-    if (hdr.depth != depth) [[unlikely]] return kRestart;
-    const unsigned mismatch = prefix_mismatch(n, hdr, depth, k);
-    if (mismatch < hdr.prefix_len)
-      return split_prefix(owner, ob, r, n, hdr, depth, mismatch, k, v);
-    const unsigned pos = hdr.branch_pos();
-    if (k.size() == pos) return put_at_eok(n, hdr, k, v, overwrite);
-    const std::uint8_t b = key_byte(k, pos);
-    const Ref c = find_child(n, b);
-    if (c == kNull) return add_child(owner, ob, r, n, hdr, b, k, v);
-    owner = n;
-    ob = b;
-    r = c;
-    depth = pos + 1;
-  }
+Status ArtTree<F>::put_empty(Key k, Value v) {
+  detail::before_locking();
+  NodeLocks l = locks();
+  if (!l.lock(&root_lock_)) return kRestart;
+  if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  pm::publish_nt(&anchor_->root, fresh);
+  return Status::ok;
 }
 
 //! First position (relative to depth) where k leaves the node's compressed path (header
 //! snapshot hdr); the prefix length if it follows it all. Bytes past the header's four come
 //! from a leaf below the node (any: they all share its path).
 template <ArtFlavor F>
-unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, const NodeHeader& hdr, unsigned depth,
+unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned depth,
                                      Key k) const {
   const unsigned plen = hdr.prefix_len;
   const unsigned stored = std::min(plen, kHeaderPrefix);
@@ -74,14 +78,17 @@ unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, const NodeHeader& hdr, u
 //! The slot (owner's, under ob) holds a leaf: same key → exists/overwrite; otherwise a
 //! NODE4 holding both leaves replaces it (commit: the slot). Locks: the owner.
 template <ArtFlavor F>
-Status ArtTree<F>::put_at_leaf(NodeBase* owner, int ob, Ref old, unsigned depth, Key k, Value v,
-                               bool overwrite) {
+Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref old = at.r;
+  const unsigned depth = at.depth;
   Leaf* l = leaf(old);
   const bool same = leaf_matches(l, k);
   if (same && !overwrite) return Status::exists;  // linearized at the load of the slot
   detail::before_locking();
-  NodeLocks lk = locks();
-  if (!lk.lock(lock_of(owner))) return kRestart;
+  OneLock lk(lock_of(owner), gen_);
+  if (!lk.held()) return kRestart;
   if (!slot_holds(owner, ob, old) && detail::changed()) return kRestart;
   if (same) {
     kit::commit_value_nt(pool_, &l->value, v);
@@ -111,16 +118,17 @@ Status ArtTree<F>::put_at_leaf(NodeBase* owner, int ob, Ref old, unsigned depth,
 
 //! The key ends at this node: its end-of-key slot (commit: the slot, in place). Locks: n.
 template <ArtFlavor F>
-Status ArtTree<F>::put_at_eok(NodeBase* n, const NodeHeader& hdr, Key k, Value v,
-                              bool overwrite) {
+Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
+  NodeBase* const n = node(at.r);
+  const NodeHeader hdr = at.hdr;
   const Ref e = load(&n->eok);
   if (e != kNull) {
     if (!leaf_matches(leaf(e), k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
   }
   detail::before_locking();
-  NodeLocks lk = locks();
-  if (!lk.lock(lock_word(n))) return kRestart;
+  OneLock lk(lock_word(n), gen_);
+  if (!lk.held()) return kRestart;
   if ((load(&n->eok) != e || load_word(&n->hdr) != hdr) && detail::changed()) return kRestart;
   if (e != kNull) {
     kit::commit_value_nt(pool_, &leaf(e)->value, v);
@@ -136,44 +144,67 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, const NodeHeader& hdr, Key k, Value v
 //! the node type allows and has room (locks: n), otherwise a copy — the same type for
 //! ART+CoW edits, the next larger type when full (locks: owner, then n, released obsolete).
 template <ArtFlavor F>
-Status ArtTree<F>::add_child(NodeBase* owner, int ob, Ref r, NodeBase* n, const NodeHeader& hdr,
-                             std::uint8_t b, Key k, Value v) {
+Status ArtTree<F>::add_child(const At& at, std::uint8_t b, Key k, Value v) {
   detail::before_locking();
-  return with_ops(type_of(n), [&](auto ops) -> Status {
-    using Ops = decltype(ops);
-    NodeLocks lk = locks();
-    Ref fresh = kNull;
-    if constexpr (Ops::kInPlace) {
-      if (!lk.lock(lock_word(n))) return kRestart;
-      if ((Ops::slot(n, b) != nullptr || load_word(&n->hdr) != hdr) && detail::changed())
-        return kRestart;
-      if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-      if (Ops::add(n, b, fresh)) return Status::ok;
-      lk.release();  // full: it grows, which stores into owner's slot too
-    }
-    if (!lk.lock(lock_of(owner)) || !lk.lock(lock_word(n))) {
-      if (fresh != kNull) free_ref(fresh);
-      return kRestart;
-    }
-    if ((!slot_holds(owner, ob, r) || Ops::slot(n, b) != nullptr ||
-         load_word(&n->hdr) != hdr) && detail::changed()) {
-      if (fresh != kNull) free_ref(fresh);
-      return kRestart;
-    }
-    if (fresh == kNull) {
-      if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-    }
-    Entries e;
-    collect(n, e);
-    const NodeType t = e.n < Ops::kCapacity ? Ops::kType : grown_type(Ops::kType);
-    e.insert(b, fresh);
-    Ref* slot = slot_of(owner, ob);
-    if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-    Status s = rebuild(slot, n, t, e);
-    if (s != Status::ok) free_ref(fresh);
-    else lk.obsolete(lock_word(n));
-    return s;
-  });
+  const NodeType t = type_of(node(at.r));
+  if (t == NodeType::node256) return add_as<Node256Ops>(at, b, k, v);
+  if (t == F::Node16::kType) return add_as<typename F::Node16>(at, b, k, v);
+  if (t == F::Node4::kType) return add_as<typename F::Node4>(at, b, k, v);
+  if (t == NodeType::node48) return add_as<Node48Ops>(at, b, k, v);
+  unknown_node_type(t);
+}
+
+template <ArtFlavor F>
+template <class Ops>
+Status ArtTree<F>::add_as(const At& at, std::uint8_t b, Key k, Value v) {
+  Ref fresh = kNull;
+  if constexpr (Ops::kInPlace) {
+    NodeBase* const n = node(at.r);
+    OneLock l(lock_word(n), gen_);
+    if (!l.held()) return kRestart;
+    bool taken;
+    if constexpr (std::is_same_v<Ops, Node256Ops>)  // inline: the common case of a big tree
+      taken = load(&reinterpret_cast<Node256*>(n)->child[b]) != kNull;
+    else
+      taken = Ops::slot(n, b) != nullptr;
+    if ((taken || load_word(&n->hdr) != at.hdr) && detail::changed()) return kRestart;
+    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+    if (Ops::add(n, b, fresh)) return Status::ok;
+  }  // full: it grows, which stores into owner's slot too (n's lock released first)
+  return add_by_copy<Ops>(at, b, k, v, fresh);
+}
+
+//! add_child by a new node (grown, or an ART+CoW copy): locks owner, then n; `fresh` is
+//! the new leaf if an in-place attempt made it already.
+template <ArtFlavor F>
+template <class Ops>
+Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref fresh) {
+  NodeBase* const owner = at.owner;
+  NodeBase* const n = node(at.r);
+  const auto restart = [&] {
+    if (fresh != kNull) free_ref(fresh);
+    return kRestart;
+  };
+  OneLock lo(lock_of(owner), gen_);
+  if (!lo.held()) return restart();
+  OneLock ln(lock_word(n), gen_);  // released first
+  if (!ln.held()) return restart();
+  if ((!slot_holds(owner, at.ob, at.r) || Ops::slot(n, b) != nullptr ||
+       load_word(&n->hdr) != at.hdr) && detail::changed())
+    return restart();
+  if (fresh == kNull) {
+    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  }
+  Entries e;
+  collect(n, e);
+  const NodeType t = e.n < Ops::kCapacity ? Ops::kType : grown_type(Ops::kType);
+  e.insert(b, fresh);
+  Ref* slot = slot_of(owner, at.ob);
+  if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+  Status s = rebuild(slot, n, t, e);
+  if (s != Status::ok) free_ref(fresh);
+  else ln.obsolete();
+  return s;
 }
 
 template <ArtFlavor F>
@@ -268,13 +299,19 @@ Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e)
 //!   ART+CoW: n is copied with the new header; the pointer swap publishes both; n is
 //!            released obsolete.
 template <ArtFlavor F>
-Status ArtTree<F>::split_prefix(NodeBase* owner, int ob, Ref r, NodeBase* n,
-                                const NodeHeader& hdr, unsigned depth, unsigned mismatch,
-                                Key k, Value v) {
+Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref r = at.r;
+  NodeBase* const n = node(r);
+  const NodeHeader hdr = at.hdr;
+  const unsigned depth = at.depth;
   const Key w = leaf_key(reader_min_leaf(r));  // any key below n: they all share its path
   detail::before_locking();
-  NodeLocks lk = locks();
-  if (!lk.lock(lock_of(owner)) || !lk.lock(lock_word(n))) return kRestart;
+  OneLock lo(lock_of(owner), gen_);
+  if (!lo.held()) return kRestart;
+  OneLock ln(lock_word(n), gen_);  // released first
+  if (!ln.held()) return kRestart;
   if ((!slot_holds(owner, ob, r) || load_word(&n->hdr) != hdr) && detail::changed())
     return kRestart;
   const unsigned cut = depth + mismatch;  // the new parent branches here
@@ -309,7 +346,7 @@ Status ArtTree<F>::split_prefix(NodeBase* owner, int ob, Ref r, NodeBase* n,
   pm::publish_nt(slot, parent);
   if constexpr (!F::kDepthRepair) {
     retire_ref(r);
-    lk.obsolete(lock_word(n));
+    ln.obsolete();
   }
   return Status::ok;
 }

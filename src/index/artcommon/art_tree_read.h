@@ -43,7 +43,15 @@ const Leaf* ArtTree<F>::min_leaf_of(Ref r) const {
     const NodeBase* n = node(r);
     if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
     Ref first = kNull;
-    if constexpr (kReader) {
+    if (type_of(n) == NodeType::node256) {  // most levels of a large tree: no call per child
+      // (NODE256 entries change only by commits: no re-check, NodeOps::kReusesSlots)
+      const Ref* c = reinterpret_cast<const Node256*>(n)->child;
+      for (unsigned b = 0; b < 256 && first == kNull; ++b) first = load(&c[b]);
+      if (first == kNull) [[unlikely]] {
+        if constexpr (kReader) continue;  // emptied under a reader: read it again
+        return nullptr;                   // (a quiescent tree never has an empty node)
+      }
+    } else if constexpr (kReader) {
       for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
         first = checked_leaf(n, b, c);
         return first == kNull;  // removed since the node was read: the next one
@@ -90,8 +98,8 @@ Status ArtTree<F>::update_once(Key k, Value v) {
   }
   if (r == kNull || !leaf_matches(leaf(r), k)) return Status::not_found;
   detail::before_locking();
-  NodeLocks lk = locks();
-  if (!lk.lock(lock_of(owner))) return kRestart;
+  OneLock lk(lock_of(owner), gen_);
+  if (!lk.held()) return kRestart;
   if (!slot_holds(owner, ob, r) && detail::changed()) return kRestart;
   kit::commit_value_nt(pool_, &leaf(r)->value, v);
   return Status::ok;

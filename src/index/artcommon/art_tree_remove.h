@@ -49,14 +49,14 @@ Status ArtTree<F>::remove_once(Key k) {
     if (k.size() == pos) {
       const Ref e = load(&n->eok);
       if (e == kNull || !leaf_matches(leaf(e), k)) return Status::not_found;
-      return remove_entry(owner, ob, r, n, hdr, depth, kEok, e);
+      return remove_entry(At{owner, ob, r, depth, hdr}, kEok, e);
     }
     const std::uint8_t b = key_byte(k, pos);
-    const Ref c = find_child(n, b);
+    const Ref c = descend_child(n, b);
     if (c == kNull) return Status::not_found;
     if (is_leaf(c)) {
       if (!leaf_matches(leaf(c), k)) return Status::not_found;
-      return remove_entry(owner, ob, r, n, hdr, depth, b, c);
+      return remove_entry(At{owner, ob, r, depth, hdr}, b, c);
     }
     owner = n;
     ob = b;
@@ -80,8 +80,13 @@ NodeType ArtTree<F>::shrunk_type(NodeType t, unsigned remaining) {
 //! rewritten or which is copied); n (and a copied C) released obsolete. The case is decided
 //! again under the locks.
 template <ArtFlavor F>
-Status ArtTree<F>::remove_entry(NodeBase* owner, int ob, Ref r, NodeBase* n,
-                                const NodeHeader& hdr, unsigned depth, int b, Ref victim) {
+Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref r = at.r;
+  NodeBase* const n = node(r);
+  const NodeHeader hdr = at.hdr;
+  const unsigned depth = at.depth;
   detail::before_locking();
   NodeLocks lk = locks();
   for (bool both = false;; both = true) {

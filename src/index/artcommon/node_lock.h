@@ -49,9 +49,8 @@ inline std::uint64_t* lock_word(NodeBase* n) noexcept {
   return reinterpret_cast<std::uint64_t*>(&n->type);
 }
 
-//! Takes the lock word w in generation gen, spinning while another writer holds it. False,
-//! not held, if the node is obsolete (unlinked): the caller restarts.
-inline bool node_lock(std::uint64_t* w, std::uint64_t gen) noexcept {
+//! node_lock after a first attempt failed: spins while another writer holds w.
+[[gnu::noinline]] inline bool node_lock_slow(std::uint64_t* w, std::uint64_t gen) noexcept {
   for (;;) {
     const std::uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     const bool current = (v >> kLockGenShift) == gen;
@@ -65,8 +64,20 @@ inline bool node_lock(std::uint64_t* w, std::uint64_t gen) noexcept {
   }
 }
 
+//! Takes the lock word w in generation gen, spinning while another writer holds it. False,
+//! not held, if the node is obsolete (unlinked): the caller restarts. The free case inline:
+//! one load and one CAS.
+[[gnu::always_inline]] inline bool node_lock(std::uint64_t* w, std::uint64_t gen) noexcept {
+  const std::uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+  if ((v >> kLockGenShift) != gen || (v & (kLockLocked | kLockObsolete)) == 0) [[likely]] {
+    if (pm::cas_volatile(w, v, (v & kLockTypeMask) | gen << kLockGenShift | kLockLocked))
+      [[likely]] return true;
+  }
+  return node_lock_slow(w, gen);
+}
+
 //! Releases w (held by the caller); `obsolete` marks the node unlinked for good.
-inline void node_unlock(std::uint64_t* w, std::uint64_t gen, bool obsolete) noexcept {
+[[gnu::always_inline]] inline void node_unlock(std::uint64_t* w, std::uint64_t gen, bool obsolete) noexcept {
   const std::uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
   WORT_DCHECK((v >> kLockGenShift) == gen && (v & kLockLocked) != 0);
   pm::store_volatile_release(
@@ -84,7 +95,7 @@ class NodeLocks {
   NodeLocks& operator=(const NodeLocks&) = delete;
 
   //! Takes w; false (not held) if its node is obsolete: the caller restarts.
-  bool lock(std::uint64_t* w) noexcept {
+  [[gnu::always_inline]] bool lock(std::uint64_t* w) noexcept {
     WORT_DCHECK(n_ < 3);
     if (!node_lock(w, gen_)) return false;
     word_[n_++] = w;
@@ -107,6 +118,29 @@ class NodeLocks {
   std::uint64_t* word_[3];
   unsigned n_ = 0;
   unsigned obsolete_ = 0;
+};
+
+//! One lock word held for a scope: NodeLocks without its bookkeeping. A write that stores
+//! into one node (an in-place add or remove, a leaf split, an end-of-key slot, a value)
+//! holds one; a grow or copy holds two, owner's constructed first (released last).
+class OneLock {
+ public:
+  [[gnu::always_inline]] OneLock(std::uint64_t* w, std::uint64_t gen) noexcept
+      : w_(node_lock(w, gen) ? w : nullptr), gen_(gen) {}
+  [[gnu::always_inline]] ~OneLock() {
+    if (w_ != nullptr) node_unlock(w_, gen_, obsolete_);
+  }
+  OneLock(const OneLock&) = delete;
+  OneLock& operator=(const OneLock&) = delete;
+  //! False: the node is obsolete (unlinked); the caller restarts.
+  bool held() const noexcept { return w_ != nullptr; }
+  //! The write unlinked the node: its lock is released obsolete.
+  void obsolete() noexcept { obsolete_ = true; }
+
+ private:
+  std::uint64_t* w_;
+  std::uint64_t gen_;
+  bool obsolete_ = false;
 };
 
 //! What one attempt of a write returns when it must start again from the root (a lock found
