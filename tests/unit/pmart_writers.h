@@ -213,6 +213,9 @@ TYPED_TEST_P(PmartWriters, SkippedValidationIsCaught) {
     std::vector<std::string> preload;
     std::function<void(T&)> paused, change;
     std::map<std::string, Value> expect;
+    // The broken variant adds a byte the node already has: with WORT_DCHECK on (Debug,
+    // sanitizer builds) the node type's add aborts on it before the test can look.
+    bool broken_trips_dcheck = false;
   };
   // A NODE48 (20 children under the path "w"): added to and removed from in place in both
   // flavors (an ART+CoW NODE4/NODE16 is copied instead: a write that decided on it finds it
@@ -232,7 +235,7 @@ TYPED_TEST_P(PmartWriters, SkippedValidationIsCaught) {
   const std::vector<Scenario> scenarios = {
       // The paused insert decided "byte 'Z' is free under n"; the change filled it first.
       {"same free byte", wide, [&](T& t) { ins(t, "wZa"); }, [&](T& t) { ins(t, "wZb"); },
-       with(wide_vals, {"wZa", "wZb"})},
+       with(wide_vals, {"wZa", "wZb"}), true},
       // The paused insert decided "split leaf wa"; the change split it first.
       {"same leaf split", wide, [&](T& t) { ins(t, "wax"); }, [&](T& t) { ins(t, "way"); },
        with(wide_vals, {"wax", "way"})},
@@ -247,7 +250,12 @@ TYPED_TEST_P(PmartWriters, SkippedValidationIsCaught) {
   };
   for (bool broken : {false, true}) {
     unsigned caught = 0;
+    unsigned run = 0;
     for (const auto& sc : scenarios) {
+#if defined(WORT_DEBUG_CHECKS)
+      if (broken && sc.broken_trips_dcheck) continue;
+#endif
+      ++run;
       ConcFixture<T> f;
       for (const auto& k : sc.preload) ASSERT_EQ(f.tree->insert(as_key(k), val(k)), Status::ok);
       artcommon::g_broken_writer_skips_validation.store(broken);
@@ -258,8 +266,8 @@ TYPED_TEST_P(PmartWriters, SkippedValidationIsCaught) {
       if (broken) EXPECT_FALSE(ok) << sc.name << ": the broken variant was not caught";
       caught += !ok;
     }
-    std::printf("[%s writers] broken=%d: %u of %zu scenarios lost a write or corrupted\n",
-                std::string(T::kKind).c_str(), broken, caught, scenarios.size());
+    std::printf("[%s writers] broken=%d: %u of %u scenarios lost a write or corrupted\n",
+                std::string(T::kKind).c_str(), broken, caught, run);
   }
 }
 

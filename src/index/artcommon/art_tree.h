@@ -12,11 +12,12 @@
 // Node ops with kInPlace add/remove a child in place with their own commit store; the
 // others (ART+CoW NODE4/NODE16) are copied, edited and published by a parent-pointer swap.
 //
-// Concurrency (stage 1 of issue 13): lookups and scans take no lock and never block; the
-// writes (insert, upsert, update, remove) are serialised by one writer lock per tree (a
-// DRAM spin lock, outside the pool). Every commit is non-temporal (sync.h: no reader sees a
-// value before it is durable); blocks a write unlinks are retired to an epoch reclaimer
-// (index/common/epoch.h) that readers pin. verify(), stats(), dump() and visit_blocks() want
+// Concurrency (issue 13): lookups and scans take no lock and never block; a write (insert,
+// upsert, update, remove) descends lock-free, then locks only the nodes it stores into
+// (node_lock.h: a generation-tagged word per node), top-down, re-checks what it saw, and
+// restarts from the root on a change (ROWEX). Every commit is non-temporal (sync.h: no
+// reader sees a value before it is durable); blocks a write unlinks are retired to an
+// epoch reclaimer (index/common/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
 // a quiescent tree. See README.md.
 //
 // Every structural change ends in one 8-byte store: a node's commit word (in-place add or
@@ -45,7 +46,7 @@
 #include "index/artcommon/node_ops.h"
 #include "index/artcommon/sync.h"
 #include "index/common/epoch.h"
-#include "index/common/writer_lock.h"
+#include "index/common/writer_lock.h"  // kit::WriterMutex: remove's reserve
 #include "wort/index.h"
 
 namespace wort::artcommon {
@@ -192,7 +193,7 @@ class ArtTree {
   const Leaf* find_leaf(Key k) const;
   template <bool kReader>
   const Leaf* min_leaf_of(Ref r) const;
-  //! The smallest leaf under r, for a writer (under the writer lock) or a quiescent check.
+  //! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
   const Leaf* min_leaf(Ref r) const { return min_leaf_of<false>(r); }
   //! The smallest leaf under r, for a lock-free reader.
   const Leaf* reader_min_leaf(Ref r) const { return min_leaf_of<true>(r); }

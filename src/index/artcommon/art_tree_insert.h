@@ -277,7 +277,7 @@ template <ArtFlavor F>
 Status ArtTree<F>::copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out) {
   Entries e;
   collect(n, e);
-  return build_node(n->type, hdr, n->eok, e, out);
+  return build_node(type_of(n), hdr, n->eok, e, out);
 }
 
 //! Replaces n by a fresh node of type t holding `e` (commit: the parent's pointer).
