@@ -14,7 +14,8 @@
 //
 // Concurrency (issue 13): lookups and scans take no lock and never block; a write (insert,
 // upsert, update, remove) descends lock-free, then locks only the nodes it stores into
-// (node_lock.h: a generation-tagged word per node), top-down, re-checks what it saw, and
+// (node_lock.h: DRAM lock stripes, a generation-tagged obsolete mark in the node), top-down,
+// re-checks what it saw, and
 // restarts from the root on a change (ROWEX). Every commit is non-temporal (sync.h: no
 // reader sees a value before it is durable); blocks a write unlinks are retired to an
 // epoch reclaimer (index/common/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
@@ -211,16 +212,13 @@ class ArtTree {
     if (type_of(owner) == NodeType::node256) return &reinterpret_cast<Node256*>(owner)->child[b];
     return child_slot(owner, static_cast<std::uint8_t>(b));
   }
-  std::uint64_t* lock_of(NodeBase* owner) {
-    return owner == nullptr ? &root_lock_ : lock_word(owner);
-  }
   //! Under the owner's lock: its slot for b still exists and holds r.
   bool slot_holds(NodeBase* owner, int b, Ref r) const {
     const Ref* s = slot_of(owner, b);
     return s != nullptr && load(s) == r;
   }
   //! The locks of one write: the pool's open generation tags them.
-  NodeLocks locks() const noexcept { return NodeLocks(gen_); }
+  NodeLocks locks() noexcept { return NodeLocks(locks_, gen_); }
   //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it
   //! unlinked once its locks and pin are released.
   template <class Fn>
@@ -281,8 +279,8 @@ class ArtTree {
 
   Pool& pool_;
   Anchor* anchor_;
-  const std::uint64_t gen_;  //!< the pool's open generation (tags every lock word)
-  std::uint64_t root_lock_ = 0;  //!< the anchor's root slot's lock (DRAM, node_lock.h)
+  const std::uint64_t gen_;  //!< the pool's open generation (tags every obsolete mark)
+  LockTable locks_;  //!< the writers' lock stripes (DRAM, node_lock.h)
   kit::WriterMutex spare_lock_;  //!< remove's reserve, anchor_->spare (DRAM)
   std::atomic<std::uint64_t> restarts_{0};
   mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};

@@ -82,7 +82,7 @@ void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
 }
 
-//! Noted for retire_pending: the block's lock word may still be released (obsolete) by this
+//! Noted for retire_pending: the block's obsolete mark may still be stored by this
 //! write, so it is retired only once the write has released its locks and its pin.
 template <ArtFlavor F>
 void ArtTree<F>::retire_ref(Ref r) {

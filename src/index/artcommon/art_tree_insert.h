@@ -50,7 +50,7 @@ template <ArtFlavor F>
 Status ArtTree<F>::put_empty(Key k, Value v) {
   detail::before_locking();
   NodeLocks l = locks();
-  if (!l.lock(&root_lock_)) return kRestart;
+  if (!l.lock(nullptr)) return kRestart;
   if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
@@ -87,7 +87,7 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   const bool same = leaf_matches(l, k);
   if (same && !overwrite) return Status::exists;  // linearized at the load of the slot
   detail::before_locking();
-  OneLock lk(lock_of(owner), gen_);
+  OneLock lk(locks_, owner, gen_);
   if (!lk.held()) return kRestart;
   if (!slot_holds(owner, ob, old) && detail::changed()) return kRestart;
   if (same) {
@@ -127,7 +127,7 @@ Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
     if (!overwrite) return Status::exists;
   }
   detail::before_locking();
-  OneLock lk(lock_word(n), gen_);
+  OneLock lk(locks_, n, gen_);
   if (!lk.held()) return kRestart;
   if ((load(&n->eok) != e || load_word(&n->hdr) != hdr) && detail::changed()) return kRestart;
   if (e != kNull) {
@@ -160,7 +160,7 @@ Status ArtTree<F>::add_as(const At& at, std::uint8_t b, Key k, Value v) {
   Ref fresh = kNull;
   if constexpr (Ops::kInPlace) {
     NodeBase* const n = node(at.r);
-    OneLock l(lock_word(n), gen_);
+    OneLock l(locks_, n, gen_);
     if (!l.held()) return kRestart;
     bool taken;
     if constexpr (std::is_same_v<Ops, Node256Ops>)  // inline: the common case of a big tree
@@ -185,10 +185,8 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
     if (fresh != kNull) free_ref(fresh);
     return kRestart;
   };
-  OneLock lo(lock_of(owner), gen_);
-  if (!lo.held()) return restart();
-  OneLock ln(lock_word(n), gen_);  // released first
-  if (!ln.held()) return restart();
+  NodeLocks lk = locks();
+  if (!lk.lock(owner) || !lk.lock(n)) return restart();
   if ((!slot_holds(owner, at.ob, at.r) || Ops::slot(n, b) != nullptr ||
        load_word(&n->hdr) != at.hdr) && detail::changed())
     return restart();
@@ -203,7 +201,7 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   Status s = rebuild(slot, n, t, e);
   if (s != Status::ok) free_ref(fresh);
-  else ln.obsolete();
+  else lk.obsolete(n);
   return s;
 }
 
@@ -308,10 +306,8 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   const unsigned depth = at.depth;
   const Key w = leaf_key(reader_min_leaf(r));  // any key below n: they all share its path
   detail::before_locking();
-  OneLock lo(lock_of(owner), gen_);
-  if (!lo.held()) return kRestart;
-  OneLock ln(lock_word(n), gen_);  // released first
-  if (!ln.held()) return kRestart;
+  NodeLocks lk = locks();
+  if (!lk.lock(owner) || !lk.lock(n)) return kRestart;
   if ((!slot_holds(owner, ob, r) || load_word(&n->hdr) != hdr) && detail::changed())
     return kRestart;
   const unsigned cut = depth + mismatch;  // the new parent branches here
@@ -346,7 +342,7 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   pm::publish_nt(slot, parent);
   if constexpr (!F::kDepthRepair) {
     retire_ref(r);
-    ln.obsolete();
+    lk.obsolete(n);
   }
   return Status::ok;
 }

@@ -98,7 +98,7 @@ Status ArtTree<F>::update_once(Key k, Value v) {
   }
   if (r == kNull || !leaf_matches(leaf(r), k)) return Status::not_found;
   detail::before_locking();
-  OneLock lk(lock_of(owner), gen_);
+  OneLock lk(locks_, owner, gen_);
   if (!lk.held()) return kRestart;
   if (!slot_holds(owner, ob, r) && detail::changed()) return kRestart;
   kit::commit_value_nt(pool_, &leaf(r)->value, v);

@@ -30,7 +30,7 @@ Status ArtTree<F>::remove_once(Key k) {
     if (!leaf_matches(leaf(root), k)) return Status::not_found;
     detail::before_locking();
     NodeLocks lk = locks();
-    if (!lk.lock(&root_lock_)) return kRestart;
+    if (!lk.lock(nullptr)) return kRestart;
     if (load(&anchor_->root) != root && detail::changed()) return kRestart;
     pm::commit_nt(&anchor_->root, kNull);
     retire_ref(root);
@@ -90,8 +90,8 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
   detail::before_locking();
   NodeLocks lk = locks();
   for (bool both = false;; both = true) {
-    if (both && !lk.lock(lock_of(owner))) return kRestart;
-    if (!lk.lock(lock_word(n))) return kRestart;
+    if (both && !lk.lock(owner)) return kRestart;
+    if (!lk.lock(n)) return kRestart;
     if (((both && !slot_holds(owner, ob, r)) || !slot_holds(n, b, victim) ||
          load_word(&n->hdr) != hdr) && detail::changed())
       return kRestart;
@@ -113,7 +113,7 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
       Ref* slot = slot_of(owner, ob);
       if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
       if (Status s = merge(lk, slot, depth, survivor); s != Status::ok) return s;
-      lk.obsolete(lock_word(n));
+      lk.obsolete(n);
       retire_ref(victim);
       return Status::ok;
     }
@@ -139,7 +139,7 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
       Ref* slot = slot_of(owner, ob);
       if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
       const Status st = rebuild(slot, n, t, e);
-      if (st == Status::ok) lk.obsolete(lock_word(n));
+      if (st == Status::ok) lk.obsolete(n);
       return st;
     });
     if (s == kRestart && !both) {
@@ -167,7 +167,7 @@ Status ArtTree<F>::merge(NodeLocks& lk, Ref* slot, unsigned depth, Ref survivor)
     return Status::ok;
   }
   NodeBase* s = node(survivor);
-  if (!lk.lock(lock_word(s))) return kRestart;  // below the node: top-down
+  if (!lk.lock(s)) return kRestart;  // below the node: top-down
   const NodeHeader sh = load_word(&s->hdr);
   const NodeHeader hdr =
       make_header(depth, sh.branch_pos() - depth, leaf_key(reader_min_leaf(survivor)));
@@ -183,7 +183,7 @@ Status ArtTree<F>::merge(NodeLocks& lk, Ref* slot, unsigned depth, Ref survivor)
     if (Status st = copy_with_header(s, hdr, &copy); st != Status::ok) return st;
     pm::publish_nt(slot, copy);
     retire_ref(survivor);
-    lk.obsolete(lock_word(s));
+    lk.obsolete(s);
   }
   retire_ref(old);
   return Status::ok;
