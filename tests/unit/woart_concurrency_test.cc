@@ -2,7 +2,9 @@
 // on Woart. Also built and run by the ThreadSanitizer build (WORT_TSAN=ON).
 #include "index/woart/woart.h"
 #include "unit/pmart_concurrency.h"
+#include "unit/pmart_writers.h"
 
 namespace wort::test {
 INSTANTIATE_TYPED_TEST_SUITE_P(woart, PmartConcurrency, ::testing::Types<woart::Woart>);
+INSTANTIATE_TYPED_TEST_SUITE_P(woart, PmartWriters, ::testing::Types<woart::Woart>);
 }  // namespace wort::test

@@ -26,6 +26,7 @@
 //   [ value 8 | key_len 4 | pad 4 | key bytes ... ]     value: the commit word of upsert
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -52,6 +53,10 @@ struct alignas(8) NodeHeader {
   std::uint8_t prefix[kHeaderPrefix] = {};  //!< first min(prefix_len, 4) of those bytes
   //! Key position the node branches on.
   unsigned branch_pos() const noexcept { return unsigned{depth} + prefix_len; }
+  //! Same depth, path length and prefix bytes: one 8-byte compare.
+  friend bool operator==(const NodeHeader& a, const NodeHeader& b) noexcept {
+    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  }
 };
 static_assert(sizeof(NodeHeader) == 8 && alignof(NodeHeader) == 8);
 static_assert(std::is_trivially_copyable_v<NodeHeader>);

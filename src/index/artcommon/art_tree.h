@@ -12,11 +12,13 @@
 // Node ops with kInPlace add/remove a child in place with their own commit store; the
 // others (ART+CoW NODE4/NODE16) are copied, edited and published by a parent-pointer swap.
 //
-// Concurrency (stage 1 of issue 13): lookups and scans take no lock and never block; the
-// writes (insert, upsert, update, remove) are serialised by one writer lock per tree (a
-// DRAM spin lock, outside the pool). Every commit is non-temporal (sync.h: no reader sees a
-// value before it is durable); blocks a write unlinks are retired to an epoch reclaimer
-// (index/common/epoch.h) that readers pin. verify(), stats(), dump() and visit_blocks() want
+// Concurrency (issue 13): lookups and scans take no lock and never block; a write (insert,
+// upsert, update, remove) descends lock-free, then locks only the nodes it stores into
+// (node_lock.h: DRAM lock stripes, a generation-tagged obsolete mark in the node), top-down,
+// re-checks what it saw, and
+// restarts from the root on a change (ROWEX). Every commit is non-temporal (sync.h: no
+// reader sees a value before it is durable); blocks a write unlinks are retired to an
+// epoch reclaimer (index/common/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
 // a quiescent tree. See README.md.
 //
 // Every structural change ends in one 8-byte store: a node's commit word (in-place add or
@@ -26,6 +28,7 @@
 // persisted.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -40,13 +43,47 @@
 #include "index/artcommon/leaf.h"
 #include "index/artcommon/node256.h"
 #include "index/artcommon/node48.h"
+#include "index/artcommon/node_lock.h"
 #include "index/artcommon/node_ops.h"
 #include "index/artcommon/sync.h"
 #include "index/common/epoch.h"
-#include "index/common/writer_lock.h"
+#include "index/common/writer_lock.h"  // kit::WriterMutex: remove's reserve
 #include "wort/index.h"
 
 namespace wort::artcommon {
+
+//! Tests only: called (with its context) by a writer after its lock-free descent decided
+//! what to store and before it takes the locks for it (insert, upsert, update, remove); it
+//! may read and write the tree (a nested write from this thread: it holds no lock yet).
+using WriterHook = void (*)(void* ctx);
+inline std::atomic<WriterHook> g_writer_locking_hook{nullptr};
+inline void* g_writer_locking_ctx = nullptr;
+//! Tests only — the broken variant the writer tests must catch: a writer that, having taken
+//! its locks, does not check that what its descent saw still holds and stores anyway.
+inline std::atomic<bool> g_broken_writer_skips_validation{false};
+
+namespace detail {
+//! g_writer_locking_hook, between a write's lock-free decision and its locks.
+inline void before_locking() noexcept {
+  if (WriterHook hook = g_writer_locking_hook.load(std::memory_order_relaxed)) [[unlikely]]
+    hook(g_writer_locking_ctx);
+}
+//! Under its locks a write found that what its descent saw has changed: true, restart —
+//! false only in the broken variant, which stores anyway. Out of line: never on the common
+//! path.
+[[gnu::noinline, gnu::cold]] inline bool changed() noexcept {
+  return !g_broken_writer_skips_validation.load(std::memory_order_relaxed);
+}
+//! A remove is running on this thread: build_node may take a spare (allocate_node).
+inline constinit thread_local bool t_removing = false;
+//! Blocks this thread's write attempt unlinked, retired once it has released its locks and
+//! its pin (ArtTree::retire_pending): a single-threaded write frees them at once, as before.
+struct Unlinked {
+  std::uint64_t off[4];
+  unsigned n = 0;
+};
+inline constinit thread_local Unlinked t_unlinked{};
+}  // namespace detail
 
 static_assert(InPlaceNodeOps<Node48Ops> && InPlaceNodeOps<Node256Ops>,
               "NODE48 and NODE256 add and remove in place in both flavors");
@@ -64,14 +101,8 @@ class ArtTree {
   //! hands the reachable blocks to the allocator's trace.
   static Result<std::unique_ptr<ArtTree>> open(Pool& pool);
 
-  Status insert(Key k, Value v) {
-    WriteLock w(*this);
-    return put(k, v, /*overwrite=*/false);
-  }
-  Status upsert(Key k, Value v) {
-    WriteLock w(*this);
-    return put(k, v, /*overwrite=*/true);
-  }
+  Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
+  Status upsert(Key k, Value v) { return put(k, v, /*overwrite=*/true); }
   Status update(Key k, Value v);
   //! Defined here and always inlined into its callers (the adapter, the bench's direct
   //! loop), as it was before the epoch pin made it larger than the inlining limit: the call
@@ -91,16 +122,18 @@ class ArtTree {
   Result<void> visit_blocks(BlockVisitorFn v) const;
   //! Unlinked blocks waiting for readers to unpin (tests).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+  //! Write attempts that started again from the root (a lock found its node obsolete, or
+  //! what the descent saw had changed under the locks). Tests and diagnostics.
+  std::uint64_t write_restarts() const noexcept {
+    return restarts_.load(std::memory_order_relaxed);
+  }
 
  private:
-  //! The tree's writer lock (index/common/writer_lock.h): held for one whole write; on
-  //! release, retired blocks no reader can hold are freed.
-  using WriteLock = kit::WriteGuard<ArtTree>;
-  friend WriteLock;
   struct ScanState;
   struct VerifyState;
 
-  ArtTree(Pool& pool, Anchor* anchor) : pool_(pool), anchor_(anchor) {}
+  ArtTree(Pool& pool, Anchor* anchor)
+      : pool_(pool), anchor_(anchor), gen_(pool.generation()) {}
 
   // --- pointers and node-type dispatch
   NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
@@ -140,7 +173,7 @@ class ArtTree {
         continue;
       }
       const std::uint8_t b = key_byte(k, pos);
-      const NodeType t = n->type;
+      const NodeType t = type_of(n);
       if (t == NodeType::node256) r = load_ref(&reinterpret_cast<const Node256*>(n)->child[b]);
       else if (t == Flavor::Node16::kType) r = Flavor::Node16::find(n, b);
       else if (t == Flavor::Node4::kType) r = Flavor::Node4::find(n, b);
@@ -161,20 +194,65 @@ class ArtTree {
   const Leaf* find_leaf(Key k) const;
   template <bool kReader>
   const Leaf* min_leaf_of(Ref r) const;
-  //! The smallest leaf under r, for a writer (under the writer lock) or a quiescent check.
+  //! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
   const Leaf* min_leaf(Ref r) const { return min_leaf_of<false>(r); }
   //! The smallest leaf under r, for a lock-free reader.
   const Leaf* reader_min_leaf(Ref r) const { return min_leaf_of<true>(r); }
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
 
-  // --- writes
+  // --- writes (ROWEX: a lock-free descent, then the locks of the nodes stored into,
+  // top-down, and a re-check of what the descent saw; README "Concurrency")
+  //! The slot a write commits is named by its owner (nullptr: the anchor's root slot) and
+  //! the byte it is under there (kEok: the owner's end-of-key slot).
+  static constexpr int kEok = -1;
+  Ref* slot_of(NodeBase* owner, int b) const {
+    if (owner == nullptr) return &anchor_->root;
+    if (b == kEok) return &owner->eok;
+    if (type_of(owner) == NodeType::node256) return &reinterpret_cast<Node256*>(owner)->child[b];
+    return child_slot(owner, static_cast<std::uint8_t>(b));
+  }
+  //! Under the owner's lock: its slot for b still exists and holds r.
+  bool slot_holds(NodeBase* owner, int b, Ref r) const {
+    const Ref* s = slot_of(owner, b);
+    return s != nullptr && load(s) == r;
+  }
+  //! The locks of one write: the pool's open generation tags them.
+  NodeLocks locks() noexcept { return NodeLocks(locks_, gen_); }
+  //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it
+  //! unlinked once its locks and pin are released.
+  template <class Fn>
+  [[gnu::always_inline]] Status run_write(Fn&& fn);
+  void retire_pending();
+  //! Where a write's lock-free descent stopped: the arguments of the case that follows.
+  struct At {
+    NodeBase* owner;  //!< holds the slot r was read from (nullptr: the anchor's root)
+    int ob;           //!< r's byte in owner (kEok: owner's end-of-key slot)
+    Ref r;            //!< the slot's word as the descent read it
+    unsigned depth;   //!< key bytes consumed above r
+    NodeHeader hdr;   //!< r's header as the descent read it (r a node)
+  };
+  //! The child of n under b for a writer's descent: as lookup_leaf reads it (NODE256
+  //! inline, the other types through their reader-safe find).
+  [[gnu::always_inline]] static Ref descend_child(const NodeBase* n, std::uint8_t b) {
+    const NodeType t = type_of(n);
+    if (t == NodeType::node256) return load_ref(&reinterpret_cast<const Node256*>(n)->child[b]);
+    if (t == Flavor::Node16::kType) return Flavor::Node16::find(n, b);
+    if (t == Flavor::Node4::kType) return Flavor::Node4::find(n, b);
+    if (t == NodeType::node48) return Node48Ops::find(n, b);
+    unknown_node_type(t);
+  }
   Status put(Key k, Value v, bool overwrite);
-  Status put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite);
-  Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
-  Status add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v);
-  Status split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch, Key k, Value v);
-  unsigned prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const;
+  Status put_empty(Key k, Value v);
+  Status put_at_leaf(const At& at, Key k, Value v, bool overwrite);
+  Status put_at_eok(const At& at, Key k, Value v, bool overwrite);
+  Status add_child(const At& at, std::uint8_t b, Key k, Value v);
+  template <class Ops>
+  Status add_as(const At& at, std::uint8_t b, Key k, Value v);
+  template <class Ops>
+  Status add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref fresh);
+  Status split_prefix(const At& at, unsigned mismatch, Key k, Value v);
+  unsigned prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned depth, Key k) const;
   Status build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e, Ref* out);
   Status allocate_node(NodeType t, std::uint64_t* off);
   static unsigned spare_index(NodeType t);
@@ -182,10 +260,10 @@ class ArtTree {
   void reserve_spares();
   Status copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out);
   Status rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e);
-  Status remove_key(Key k);
-  Status remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b, Ref victim);
-  Status remove_eok(Ref* slot, NodeBase* n, unsigned depth);
-  Status merge(Ref* slot, unsigned depth, Ref survivor);
+  Status update_once(Key k, Value v);
+  Status remove_once(Key k);
+  Status remove_entry(const At& at, int b, Ref victim);
+  Status merge(NodeLocks& locks, Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);
   void free_ref(Ref r);    //!< a block no reader ever reached (never published)
@@ -201,8 +279,10 @@ class ArtTree {
 
   Pool& pool_;
   Anchor* anchor_;
-  bool removing_ = false;  //!< a remove is running: build_node may take a spare
-  kit::WriterMutex writer_;  //!< the writer lock (WriteLock)
+  const std::uint64_t gen_;  //!< the pool's open generation (tags every obsolete mark)
+  LockTable locks_;  //!< the writers' lock stripes (DRAM, node_lock.h)
+  kit::WriterMutex spare_lock_;  //!< remove's reserve, anchor_->spare (DRAM)
+  std::atomic<std::uint64_t> restarts_{0};
   mutable kit::EpochReclaimer epochs_{&kit::free_to_allocator, &pool_.allocator()};
 };
 

@@ -39,12 +39,12 @@ const char* ArtTree<F>::node_name(NodeType t) {
 //! its commit word before it returns a leaf (NodeOps::kReusesSlots).
 template <ArtFlavor F>
 Ref ArtTree<F>::find_child(const NodeBase* n, std::uint8_t b) const {
-  return with_ops(n->type, [&](auto ops) { return decltype(ops)::find(n, b); });
+  return with_ops(type_of(n), [&](auto ops) { return decltype(ops)::find(n, b); });
 }
 
 template <ArtFlavor F>
 Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
-  return with_ops(n->type, [&](auto ops) { return decltype(ops)::slot(n, b); });
+  return with_ops(type_of(n), [&](auto ops) { return decltype(ops)::slot(n, b); });
 }
 
 //! A child c that for_each_child reported under b, made safe for a reader to follow: a leaf
@@ -52,7 +52,7 @@ Ref* ArtTree<F>::child_slot(NodeBase* n, std::uint8_t b) const {
 template <ArtFlavor F>
 Ref ArtTree<F>::checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const {
   if (!is_leaf(c)) return c;
-  return with_ops(n->type, [&](auto ops) -> Ref {
+  return with_ops(type_of(n), [&](auto ops) -> Ref {
     if constexpr (decltype(ops)::kReusesSlots) return decltype(ops)::find(n, b);
     else return c;
   });
@@ -60,12 +60,12 @@ Ref ArtTree<F>::checked_leaf(const NodeBase* n, std::uint8_t b, Ref c) const {
 
 template <ArtFlavor F>
 unsigned ArtTree<F>::child_count(const NodeBase* n) const {
-  return with_ops(n->type, [&](auto ops) { return decltype(ops)::count(n); });
+  return with_ops(type_of(n), [&](auto ops) { return decltype(ops)::count(n); });
 }
 
 template <ArtFlavor F>
 bool ArtTree<F>::for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const {
-  return with_ops(n->type, [&](auto ops) { return decltype(ops)::for_each_from(n, from, fn); });
+  return with_ops(type_of(n), [&](auto ops) { return decltype(ops)::for_each_from(n, from, fn); });
 }
 
 template <ArtFlavor F>
@@ -82,9 +82,42 @@ void ArtTree<F>::free_ref(Ref r) {
   pool_.allocator().free(ref_offset(r));
 }
 
+//! Noted for retire_pending: the block's obsolete mark may still be stored by this
+//! write, so it is retired only once the write has released its locks and its pin.
 template <ArtFlavor F>
 void ArtTree<F>::retire_ref(Ref r) {
-  epochs_.retire(ref_offset(r));
+  detail::Unlinked& u = detail::t_unlinked;
+  WORT_DCHECK(u.n < 4);
+  u.off[u.n++] = ref_offset(r);
+}
+
+template <ArtFlavor F>
+void ArtTree<F>::retire_pending() {
+  detail::Unlinked& u = detail::t_unlinked;
+  for (unsigned i = 0; i < u.n; ++i) epochs_.retire(u.off[i]);
+  u.n = 0;
+}
+
+//! One write: attempts pinned (the descent reads nodes a concurrent write may unlink; a
+//! NestablePin, as a write may run inside a scan's visitor), each releasing its locks when
+//! it returns; then what it unlinked is retired (freed at once if no thread is pinned, as
+//! single-threaded) and retired blocks no thread can hold any more are freed.
+template <ArtFlavor F>
+template <class Fn>
+Status ArtTree<F>::run_write(Fn&& fn) {
+  for (;;) {
+    Status s;
+    {
+      kit::EpochReclaimer::NestablePin pin(epochs_);
+      s = fn();
+    }
+    if (detail::t_unlinked.n != 0) [[unlikely]] retire_pending();
+    if (s != kRestart) [[likely]] {
+      epochs_.reclaim();
+      return s;
+    }
+    restarts_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 template <ArtFlavor F>

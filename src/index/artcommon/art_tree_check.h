@@ -192,6 +192,7 @@ IndexStats ArtTree<F>::stats() const {
     if (level > s.max_leaf_depth) s.max_leaf_depth = level;
   });
   if (s.keys > 0) s.avg_leaf_depth /= static_cast<double>(s.keys);
+  s.dram_bytes = sizeof(LockTable);  // the writers' lock stripes (node_lock.h), per tree
   return s;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "index/artcommon/art_tree.h"
 #include "index/common/anchor.h"
@@ -11,53 +12,85 @@ namespace wort::artcommon {
 template <ArtFlavor F>
 Status ArtTree<F>::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxArtKey) return Status::invalid_argument;
-  Ref* slot = &anchor_->root;
-  unsigned depth = 0;
-  for (;;) {
-    const Ref r = *slot;
-    if (r == kNull) {  // empty tree
-      Ref l;
-      if (Status s = make_leaf(pool_, k, v, &l); s != Status::ok) return s;
-      pm::publish_nt(slot, l);
-      return Status::ok;
+  // One attempt: a lock-free descent (as a reader reads: every word a writer may change with
+  // one atomic load, a child through its node type's reader-safe find), then the case's
+  // locks and re-checks, out of line. A node whose header depth disagrees with the depth it
+  // is reached at is inside another write's split or merge window (open() repaired every
+  // crash's): restart.
+  return run_write([&]() -> Status {
+    NodeBase* owner = nullptr;  // the node holding the slot r was read from (nullptr: anchor)
+    int ob = 0;                 // r's byte in owner
+    Ref r = load(&anchor_->root);
+    unsigned depth = 0;
+    if (r == kNull) return put_empty(k, v);
+    for (;;) {
+      if (is_leaf(r)) return put_at_leaf(At{owner, ob, r, depth, {}}, k, v, overwrite);
+      NodeBase* n = node(r);
+      const NodeHeader hdr = load_word(&n->hdr);
+      if (hdr.depth != depth) [[unlikely]] return kRestart;
+      // (no call for a node without a compressed path: most levels of a large tree)
+      const unsigned mismatch = hdr.prefix_len == 0 ? 0 : prefix_mismatch(n, hdr, depth, k);
+      if (mismatch < hdr.prefix_len)
+        return split_prefix(At{owner, ob, r, depth, hdr}, mismatch, k, v);
+      const unsigned pos = hdr.branch_pos();
+      if (k.size() == pos) return put_at_eok(At{owner, ob, r, depth, hdr}, k, v, overwrite);
+      const std::uint8_t b = key_byte(k, pos);
+      const Ref c = descend_child(n, b);
+      if (c == kNull) return add_child(At{owner, ob, r, depth, hdr}, b, k, v);
+      owner = n;
+      ob = b;
+      r = c;
+      depth = pos + 1;
     }
-    if (is_leaf(r)) return put_at_leaf(slot, depth, k, v, overwrite);
-    NodeBase* n = node(r);
-    const unsigned mismatch = prefix_mismatch(n, depth, k);
-    if (mismatch < n->hdr.prefix_len) return split_prefix(slot, n, depth, mismatch, k, v);
-    const unsigned pos = n->hdr.branch_pos();
-    if (k.size() == pos) return put_at_eok(n, k, v, overwrite);
-    const std::uint8_t b = key_byte(k, pos);
-    Ref* child = child_slot(n, b);
-    if (child == nullptr) return add_child(slot, n, b, k, v);
-    slot = child;
-    depth = pos + 1;
-  }
+  });
 }
 
-//! First position (relative to depth) where k leaves the node's compressed path; the
-//! prefix length if it follows it all. Bytes past the header's four come from a leaf.
+//! The tree is empty: the root slot := a new leaf. Locks: the anchor's root lock.
 template <ArtFlavor F>
-unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, unsigned depth, Key k) const {
-  const unsigned plen = n->hdr.prefix_len;
+Status ArtTree<F>::put_empty(Key k, Value v) {
+  detail::before_locking();
+  NodeLocks l = locks();
+  if (!l.lock(nullptr)) return kRestart;
+  if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
+  Ref fresh;
+  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  pm::publish_nt(&anchor_->root, fresh);
+  return Status::ok;
+}
+
+//! First position (relative to depth) where k leaves the node's compressed path (header
+//! snapshot hdr); the prefix length if it follows it all. Bytes past the header's four come
+//! from a leaf below the node (any: they all share its path).
+template <ArtFlavor F>
+unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned depth,
+                                     Key k) const {
+  const unsigned plen = hdr.prefix_len;
   const unsigned stored = std::min(plen, kHeaderPrefix);
   for (unsigned i = 0; i < stored; ++i)
-    if (depth + i >= k.size() || key_byte(k, depth + i) != n->hdr.prefix[i]) return i;
+    if (depth + i >= k.size() || key_byte(k, depth + i) != hdr.prefix[i]) return i;
   if (plen <= kHeaderPrefix) return plen;
-  const Key w = leaf_key(min_leaf(node_ref(pool_.offset_of(n))));
+  const Key w = leaf_key(reader_min_leaf(node_ref(pool_.offset_of(n))));
   for (unsigned i = stored; i < plen; ++i)
     if (depth + i >= k.size() || k[depth + i] != w[depth + i]) return i;
   return plen;
 }
 
-//! The slot holds a leaf: same key → exists/overwrite; otherwise a NODE4 holding both
-//! leaves replaces it (commit: the slot).
+//! The slot (owner's, under ob) holds a leaf: same key → exists/overwrite; otherwise a
+//! NODE4 holding both leaves replaces it (commit: the slot). Locks: the owner.
 template <ArtFlavor F>
-Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool overwrite) {
-  const Ref old = *slot;
+Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref old = at.r;
+  const unsigned depth = at.depth;
   Leaf* l = leaf(old);
-  if (leaf_matches(l, k)) {
-    if (!overwrite) return Status::exists;
+  const bool same = leaf_matches(l, k);
+  if (same && !overwrite) return Status::exists;  // linearized at the load of the slot
+  detail::before_locking();
+  OneLock lk(locks_, owner, gen_);
+  if (!lk.held()) return kRestart;
+  if (!slot_holds(owner, ob, old) && detail::changed()) return kRestart;
+  if (same) {
     kit::commit_value_nt(pool_, &l->value, v);
     return Status::ok;
   }
@@ -77,18 +110,28 @@ Status ArtTree<F>::put_at_leaf(Ref* slot, unsigned depth, Key k, Value v, bool o
     free_ref(fresh);
     return s;
   }
+  Ref* slot = slot_of(owner, ob);
+  if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   pm::publish_nt(slot, n);
   return Status::ok;
 }
 
-//! The key ends at this node: its end-of-key slot (commit: the slot, in place).
+//! The key ends at this node: its end-of-key slot (commit: the slot, in place). Locks: n.
 template <ArtFlavor F>
-Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
-  if (n->eok != kNull) {
-    Leaf* l = leaf(n->eok);
-    if (!leaf_matches(l, k)) return Status::corrupt;  // the path matched the whole key
+Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
+  NodeBase* const n = node(at.r);
+  const NodeHeader hdr = at.hdr;
+  const Ref e = load(&n->eok);
+  if (e != kNull) {
+    if (!leaf_matches(leaf(e), k)) return Status::corrupt;  // the path matched the whole key
     if (!overwrite) return Status::exists;
-    kit::commit_value_nt(pool_, &l->value, v);
+  }
+  detail::before_locking();
+  OneLock lk(locks_, n, gen_);
+  if (!lk.held()) return kRestart;
+  if ((load(&n->eok) != e || load_word(&n->hdr) != hdr) && detail::changed()) return kRestart;
+  if (e != kNull) {
+    kit::commit_value_nt(pool_, &leaf(e)->value, v);
     return Status::ok;
   }
   Ref fresh;
@@ -97,25 +140,69 @@ Status ArtTree<F>::put_at_eok(NodeBase* n, Key k, Value v, bool overwrite) {
   return Status::ok;
 }
 
-//! A new child under byte b: in place if the node type allows and has room, otherwise a
-//! copy (the same type for ART+CoW edits, the next larger type when full).
+//! A new child under byte b of n (reached through owner's slot ob holding r): in place if
+//! the node type allows and has room (locks: n), otherwise a copy — the same type for
+//! ART+CoW edits, the next larger type when full (locks: owner, then n, released obsolete).
 template <ArtFlavor F>
-Status ArtTree<F>::add_child(Ref* slot, NodeBase* n, std::uint8_t b, Key k, Value v) {
-  Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  return with_ops(n->type, [&](auto ops) -> Status {
-    using Ops = decltype(ops);
-    if constexpr (Ops::kInPlace) {
-      if (Ops::add(n, b, fresh)) return Status::ok;
-    }
-    Entries e;
-    collect(n, e);
-    const NodeType t = e.n < Ops::kCapacity ? Ops::kType : grown_type(Ops::kType);
-    e.insert(b, fresh);
-    Status s = rebuild(slot, n, t, e);
-    if (s != Status::ok) free_ref(fresh);
-    return s;
-  });
+Status ArtTree<F>::add_child(const At& at, std::uint8_t b, Key k, Value v) {
+  detail::before_locking();
+  const NodeType t = type_of(node(at.r));
+  if (t == NodeType::node256) return add_as<Node256Ops>(at, b, k, v);
+  if (t == F::Node16::kType) return add_as<typename F::Node16>(at, b, k, v);
+  if (t == F::Node4::kType) return add_as<typename F::Node4>(at, b, k, v);
+  if (t == NodeType::node48) return add_as<Node48Ops>(at, b, k, v);
+  unknown_node_type(t);
+}
+
+template <ArtFlavor F>
+template <class Ops>
+Status ArtTree<F>::add_as(const At& at, std::uint8_t b, Key k, Value v) {
+  Ref fresh = kNull;
+  if constexpr (Ops::kInPlace) {
+    NodeBase* const n = node(at.r);
+    OneLock l(locks_, n, gen_);
+    if (!l.held()) return kRestart;
+    bool taken;
+    if constexpr (std::is_same_v<Ops, Node256Ops>)  // inline: the common case of a big tree
+      taken = load(&reinterpret_cast<Node256*>(n)->child[b]) != kNull;
+    else
+      taken = Ops::slot(n, b) != nullptr;
+    if ((taken || load_word(&n->hdr) != at.hdr) && detail::changed()) return kRestart;
+    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+    if (Ops::add(n, b, fresh)) return Status::ok;
+  }  // full: it grows, which stores into owner's slot too (n's lock released first)
+  return add_by_copy<Ops>(at, b, k, v, fresh);
+}
+
+//! add_child by a new node (grown, or an ART+CoW copy): locks owner, then n; `fresh` is
+//! the new leaf if an in-place attempt made it already.
+template <ArtFlavor F>
+template <class Ops>
+Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref fresh) {
+  NodeBase* const owner = at.owner;
+  NodeBase* const n = node(at.r);
+  const auto restart = [&] {
+    if (fresh != kNull) free_ref(fresh);
+    return kRestart;
+  };
+  NodeLocks lk = locks();
+  if (!lk.lock(owner) || !lk.lock(n)) return restart();
+  if ((!slot_holds(owner, at.ob, at.r) || Ops::slot(n, b) != nullptr ||
+       load_word(&n->hdr) != at.hdr) && detail::changed())
+    return restart();
+  if (fresh == kNull) {
+    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  }
+  Entries e;
+  collect(n, e);
+  const NodeType t = e.n < Ops::kCapacity ? Ops::kType : grown_type(Ops::kType);
+  e.insert(b, fresh);
+  Ref* slot = slot_of(owner, at.ob);
+  if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+  Status s = rebuild(slot, n, t, e);
+  if (s != Status::ok) free_ref(fresh);
+  else lk.obsolete(n);
+  return s;
 }
 
 template <ArtFlavor F>
@@ -157,12 +244,13 @@ unsigned ArtTree<F>::spare_index(NodeType t) {
 template <ArtFlavor F>
 Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
   const Status s = pool_.allocator().allocate(node_bytes(t), off);
-  if (s != Status::out_of_space || !removing_) return s;
+  if (s != Status::out_of_space || !detail::t_removing) return s;
+  spare_lock_.lock();  // the reserve is shared by every remove
   std::uint64_t* spare = &anchor_->spare[spare_index(t)];
-  if (*spare == 0) return s;
   *off = *spare;
-  pm::store_persist(spare, std::uint64_t{0});
-  return Status::ok;
+  if (*off != 0) pm::store_persist(spare, std::uint64_t{0});
+  spare_lock_.unlock();
+  return *off == 0 ? s : Status::ok;
 }
 
 //! Fills the empty spare slots (where the pool has room). Not a commit of any operation:
@@ -170,6 +258,7 @@ Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
 //! is unreachable, so the trace frees it.
 template <ArtFlavor F>
 void ArtTree<F>::reserve_spares() {
+  spare_lock_.lock();  // the reserve is shared by every remove (a DRAM lock, outside the pool)
   for (unsigned i = 0; i < 4; ++i) {
     const NodeType t = spare_type(i);
     std::uint64_t* spare = &anchor_->spare[i];
@@ -178,6 +267,7 @@ void ArtTree<F>::reserve_spares() {
     if (pool_.allocator().allocate(node_bytes(t), &off) == Status::ok)
       pm::store_persist(spare, off);
   }
+  spare_lock_.unlock();
 }
 
 //! A copy of n (same type, same children and end-of-key leaf) with another header.
@@ -185,7 +275,7 @@ template <ArtFlavor F>
 Status ArtTree<F>::copy_with_header(NodeBase* n, const NodeHeader& hdr, Ref* out) {
   Entries e;
   collect(n, e);
-  return build_node(n->type, hdr, n->eok, e, out);
+  return build_node(type_of(n), hdr, n->eok, e, out);
 }
 
 //! Replaces n by a fresh node of type t holding `e` (commit: the parent's pointer).
@@ -193,27 +283,39 @@ template <ArtFlavor F>
 Status ArtTree<F>::rebuild(Ref* slot, NodeBase* n, NodeType t, const Entries& e) {
   Ref fresh;
   if (Status s = build_node(t, n->hdr, n->eok, e, &fresh); s != Status::ok) return s;
-  const Ref old = *slot;
+  const Ref old = load(slot);
   pm::publish_nt(slot, fresh);
   retire_ref(old);
   return Status::ok;
 }
 
 //! k leaves n's compressed path after `mismatch` bytes: a new NODE4 takes the common part
-//! and holds n (with the rest of its path) and the new leaf.
+//! and holds n (with the rest of its path) and the new leaf. Locks: owner (its slot is the
+//! commit), then n (its header is rewritten, or it is replaced by its copy).
 //!   WOART:   n's header is rewritten in place (depth and path together, one store), then
 //!            the parent's pointer swapped; recovery repairs n if the swap was lost.
-//!   ART+CoW: n is copied with the new header; the pointer swap publishes both.
+//!   ART+CoW: n is copied with the new header; the pointer swap publishes both; n is
+//!            released obsolete.
 template <ArtFlavor F>
-Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned mismatch,
-                                Key k, Value v) {
-  const Key w = leaf_key(min_leaf(*slot));
+Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref r = at.r;
+  NodeBase* const n = node(r);
+  const NodeHeader hdr = at.hdr;
+  const unsigned depth = at.depth;
+  const Key w = leaf_key(reader_min_leaf(r));  // any key below n: they all share its path
+  detail::before_locking();
+  NodeLocks lk = locks();
+  if (!lk.lock(owner) || !lk.lock(n)) return kRestart;
+  if ((!slot_holds(owner, ob, r) || load_word(&n->hdr) != hdr) && detail::changed())
+    return kRestart;
   const unsigned cut = depth + mismatch;  // the new parent branches here
   const NodeHeader parent_hdr = make_header(depth, mismatch, w);
-  const NodeHeader child_hdr = make_header(cut + 1, n->hdr.prefix_len - mismatch - 1, w);
+  const NodeHeader child_hdr = make_header(cut + 1, hdr.prefix_len - mismatch - 1, w);
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  Ref child = *slot;
+  Ref child = r;
   if constexpr (!F::kDepthRepair) {
     if (Status s = copy_with_header(n, child_hdr, &child); s != Status::ok) {
       free_ref(fresh);
@@ -228,16 +330,20 @@ Status ArtTree<F>::split_prefix(Ref* slot, NodeBase* n, unsigned depth, unsigned
   Ref parent;
   if (Status s = build_node(F::Node4::kType, parent_hdr, eok, e, &parent); s != Status::ok) {
     free_ref(fresh);
-    if (child != *slot) free_ref(child);
+    if (child != r) free_ref(child);
     return s;
   }
-  const Ref old = *slot;
+  Ref* slot = slot_of(owner, ob);
+  if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   if constexpr (F::kDepthRepair) {
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
   pm::publish_nt(slot, parent);
-  if constexpr (!F::kDepthRepair) retire_ref(old);
+  if constexpr (!F::kDepthRepair) {
+    retire_ref(r);
+    lk.obsolete(n);
+  }
   return Status::ok;
 }
 

@@ -43,7 +43,15 @@ const Leaf* ArtTree<F>::min_leaf_of(Ref r) const {
     const NodeBase* n = node(r);
     if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
     Ref first = kNull;
-    if constexpr (kReader) {
+    if (type_of(n) == NodeType::node256) {  // most levels of a large tree: no call per child
+      // (NODE256 entries change only by commits: no re-check, NodeOps::kReusesSlots)
+      const Ref* c = reinterpret_cast<const Node256*>(n)->child;
+      for (unsigned b = 0; b < 256 && first == kNull; ++b) first = load(&c[b]);
+      if (first == kNull) [[unlikely]] {
+        if constexpr (kReader) continue;  // emptied under a reader: read it again
+        return nullptr;                   // (a quiescent tree never has an empty node)
+      }
+    } else if constexpr (kReader) {
       for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
         first = checked_leaf(n, b, c);
         return first == kNull;  // removed since the node was read: the next one
@@ -64,10 +72,36 @@ const Leaf* ArtTree<F>::min_leaf_of(Ref r) const {
 
 template <ArtFlavor F>
 Status ArtTree<F>::update(Key k, Value v) {
-  WriteLock w(*this);
-  const Leaf* l = find_leaf(k);
-  if (l == nullptr) return Status::not_found;
-  kit::commit_value_nt(pool_, &const_cast<Leaf*>(l)->value, v);
+  return run_write([&] { return update_once(k, v); });
+}
+
+//! One attempt: a lock-free descent to the key's leaf (not_found linearized at the load that
+//! showed it), then the lock of the node holding its slot (the anchor's root lock for a root
+//! leaf) and a re-check that the slot still holds that leaf.
+template <ArtFlavor F>
+Status ArtTree<F>::update_once(Key k, Value v) {
+  NodeBase* owner = nullptr;
+  int ob = 0;
+  Ref r = load(&anchor_->root);
+  while (r != kNull && !is_leaf(r)) {
+    NodeBase* n = node(r);
+    const unsigned pos = load_branch_pos(n);
+    if (k.size() < pos) return Status::not_found;
+    owner = n;
+    if (k.size() == pos) {
+      ob = kEok;
+      r = load(&n->eok);
+    } else {
+      ob = key_byte(k, pos);
+      r = find_child(n, static_cast<std::uint8_t>(ob));
+    }
+  }
+  if (r == kNull || !leaf_matches(leaf(r), k)) return Status::not_found;
+  detail::before_locking();
+  OneLock lk(locks_, owner, gen_);
+  if (!lk.held()) return kRestart;
+  if (!slot_holds(owner, ob, r) && detail::changed()) return kRestart;
+  kit::commit_value_nt(pool_, &leaf(r)->value, v);
   return Status::ok;
 }
 

@@ -9,46 +9,58 @@
 
 namespace wort::artcommon {
 
-//! Runs remove_key with the spares reserved (a full pool can always remove: see
+//! Runs remove_once with the spares reserved (a full pool can always remove: see
 //! allocate_node).
 template <ArtFlavor F>
 Status ArtTree<F>::remove(Key k) {
-  WriteLock w(*this);
   reserve_spares();
-  removing_ = true;
-  const Status s = remove_key(k);
-  removing_ = false;
+  detail::t_removing = true;
+  const Status s = run_write([&] { return remove_once(k); });
+  detail::t_removing = false;
   return s;
 }
 
+//! One attempt: a lock-free descent to the key's leaf (not_found is linearized at the load
+//! that showed it), then remove_entry's locks.
 template <ArtFlavor F>
-Status ArtTree<F>::remove_key(Key k) {
-  Ref* slot = &anchor_->root;
-  const Ref root = *slot;
+Status ArtTree<F>::remove_once(Key k) {
+  const Ref root = load(&anchor_->root);
   if (root == kNull) return Status::not_found;
   if (is_leaf(root)) {
     if (!leaf_matches(leaf(root), k)) return Status::not_found;
-    pm::commit_nt(slot, kNull);
+    detail::before_locking();
+    NodeLocks lk = locks();
+    if (!lk.lock(nullptr)) return kRestart;
+    if (load(&anchor_->root) != root && detail::changed()) return kRestart;
+    pm::commit_nt(&anchor_->root, kNull);
     retire_ref(root);
     return Status::ok;
   }
+  NodeBase* owner = nullptr;
+  int ob = 0;
+  Ref r = root;
   unsigned depth = 0;
   for (;;) {
-    NodeBase* n = node(*slot);
-    const unsigned pos = n->hdr.branch_pos();
+    NodeBase* n = node(r);
+    const NodeHeader hdr = load_word(&n->hdr);
+    if (hdr.depth != depth) [[unlikely]] return kRestart;  // another write's window
+    const unsigned pos = hdr.branch_pos();
     if (k.size() < pos) return Status::not_found;
     if (k.size() == pos) {
-      if (n->eok == kNull || !leaf_matches(leaf(n->eok), k)) return Status::not_found;
-      return remove_eok(slot, n, depth);
+      const Ref e = load(&n->eok);
+      if (e == kNull || !leaf_matches(leaf(e), k)) return Status::not_found;
+      return remove_entry(At{owner, ob, r, depth, hdr}, kEok, e);
     }
     const std::uint8_t b = key_byte(k, pos);
-    Ref* cs = child_slot(n, b);
-    if (cs == nullptr) return Status::not_found;
-    if (is_leaf(*cs)) {
-      if (!leaf_matches(leaf(*cs), k)) return Status::not_found;
-      return remove_child(slot, n, depth, b, *cs);
+    const Ref c = descend_child(n, b);
+    if (c == kNull) return Status::not_found;
+    if (is_leaf(c)) {
+      if (!leaf_matches(leaf(c), k)) return Status::not_found;
+      return remove_entry(At{owner, ob, r, depth, hdr}, b, c);
     }
-    slot = cs;
+    owner = n;
+    ob = b;
+    r = c;
     depth = pos + 1;
   }
 }
@@ -61,75 +73,104 @@ NodeType ArtTree<F>::shrunk_type(NodeType t, unsigned remaining) {
   return t;
 }
 
-//! Removes the leaf `victim` under byte b of n (at slot, reached at depth).
+//! Removes the leaf `victim` under byte b of n (kEok: n's end-of-key leaf); n was reached
+//! through owner's slot ob holding r, at depth. In place when n keeps its type and >= 2
+//! entries (locks: n); otherwise n is rebuilt smaller or copied (ART+CoW), or merged away
+//! when one entry is left (locks: owner, then n, then a node survivor C, whose header is
+//! rewritten or which is copied); n (and a copied C) released obsolete. The case is decided
+//! again under the locks.
 template <ArtFlavor F>
-Status ArtTree<F>::remove_child(Ref* slot, NodeBase* n, unsigned depth, std::uint8_t b,
-                                Ref victim) {
-  const unsigned children = child_count(n);
-  if (children - 1 + (n->eok != kNull) == 1) {  // one entry left: merge n away
-    Ref survivor = n->eok;
-    if (survivor == kNull) {
-      for_each_child(n, 0, [&](std::uint8_t c, Ref r) {
-        if (c != b) survivor = r;
-        return survivor == kNull;
-      });
-    }
-    if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
-    retire_ref(victim);
-    return Status::ok;
-  }
-  Status s = with_ops(n->type, [&](auto ops) -> Status {
-    using Ops = decltype(ops);
-    const NodeType t = shrunk_type(Ops::kType, children - 1);
-    if constexpr (Ops::kInPlace) {
-      if (t == Ops::kType) {
-        Ops::remove(n, b);
-        return Status::ok;
+Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
+  NodeBase* const owner = at.owner;
+  const int ob = at.ob;
+  const Ref r = at.r;
+  NodeBase* const n = node(r);
+  const NodeHeader hdr = at.hdr;
+  const unsigned depth = at.depth;
+  detail::before_locking();
+  NodeLocks lk = locks();
+  for (bool both = false;; both = true) {
+    if (both && !lk.lock(owner)) return kRestart;
+    if (!lk.lock(n)) return kRestart;
+    if (((both && !slot_holds(owner, ob, r)) || !slot_holds(n, b, victim) ||
+         load_word(&n->hdr) != hdr) && detail::changed())
+      return kRestart;
+    const Ref eok = n->eok;
+    const unsigned children = child_count(n);
+    const unsigned left = children + (eok != kNull) - 1;
+    if (left == 1) {  // one entry left: merge n away
+      if (!both) {
+        lk.release();
+        continue;
       }
+      Ref survivor = b == kEok ? kNull : eok;
+      if (survivor == kNull) {
+        for_each_child(n, 0, [&](std::uint8_t c, Ref x) {
+          if (static_cast<int>(c) != b) survivor = x;
+          return survivor == kNull;
+        });
+      }
+      Ref* slot = slot_of(owner, ob);
+      if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+      if (Status s = merge(lk, slot, depth, survivor); s != Status::ok) return s;
+      lk.obsolete(n);
+      retire_ref(victim);
+      return Status::ok;
     }
-    Entries e;
-    collect(n, e);
-    e.erase(b);
-    return rebuild(slot, n, t, e);
-  });
-  if (s == Status::ok) retire_ref(victim);
-  return s;
-}
-
-//! Removes n's end-of-key leaf (in place unless n is left with a single child).
-template <ArtFlavor F>
-Status ArtTree<F>::remove_eok(Ref* slot, NodeBase* n, unsigned depth) {
-  const Ref victim = n->eok;
-  if (child_count(n) == 1) {
-    Ref survivor = kNull;
-    for_each_child(n, 0, [&](std::uint8_t, Ref r) {
-      survivor = r;
-      return false;
+    if (b == kEok) {  // n keeps >= 2 children: its end-of-key slot is cleared in place
+      pm::commit_nt(&n->eok, kNull);
+      retire_ref(victim);
+      return Status::ok;
+    }
+    const auto cb = static_cast<std::uint8_t>(b);
+    Status s = with_ops(type_of(n), [&](auto ops) -> Status {
+      using Ops = decltype(ops);
+      const NodeType t = shrunk_type(Ops::kType, children - 1);
+      if constexpr (Ops::kInPlace) {
+        if (t == Ops::kType) {
+          Ops::remove(n, cb);
+          return Status::ok;
+        }
+      }
+      if (!both) return kRestart;  // a copy: needs owner's lock too (below)
+      Entries e;
+      collect(n, e);
+      e.erase(cb);
+      Ref* slot = slot_of(owner, ob);
+      if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+      const Status st = rebuild(slot, n, t, e);
+      if (st == Status::ok) lk.obsolete(n);
+      return st;
     });
-    if (Status s = merge(slot, depth, survivor); s != Status::ok) return s;
-  } else {
-    pm::commit_nt(&n->eok, kNull);
+    if (s == kRestart && !both) {
+      lk.release();
+      continue;
+    }
+    if (s == Status::ok) retire_ref(victim);
+    return s;
   }
-  retire_ref(victim);
-  return Status::ok;
 }
 
-//! Replaces the node at slot (reached at depth) by its only remaining entry `survivor`. An inner survivor
-//! takes over n's depth and a path extended by n's path and branch byte:
-//!   WOART:   its header is rewritten in place and the pointer swapped under one fence
+//! Replaces the node at slot (reached at depth) by its only remaining entry `survivor`,
+//! under the locks of slot's owner and of that node. An inner survivor C is locked too (its
+//! header is rewritten, or it is copied) and takes over the node's depth and a path
+//! extended by the node's path and branch byte:
+//!   WOART:   C's header is rewritten in place and the pointer swapped under one fence
 //!            (recovery repairs a survivor reached at a depth its header disagrees with);
-//!   ART+CoW: it is copied with the new header and the copy published.
+//!   ART+CoW: C is copied with the new header, the copy published, C released obsolete.
 template <ArtFlavor F>
-Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
-  const Ref old = *slot;
+Status ArtTree<F>::merge(NodeLocks& lk, Ref* slot, unsigned depth, Ref survivor) {
+  const Ref old = load(slot);
   if (is_leaf(survivor)) {
     pm::commit_nt(slot, survivor);
     retire_ref(old);
     return Status::ok;
   }
   NodeBase* s = node(survivor);
+  if (!lk.lock(s)) return kRestart;  // below the node: top-down
+  const NodeHeader sh = load_word(&s->hdr);
   const NodeHeader hdr =
-      make_header(depth, s->hdr.branch_pos() - depth, leaf_key(min_leaf(survivor)));
+      make_header(depth, sh.branch_pos() - depth, leaf_key(reader_min_leaf(survivor)));
   if constexpr (F::kDepthRepair) {
     // No new block to order first: either store alone leaves a survivor whose depth
     // disagrees with its place but whose branch position is unchanged, which recovery
@@ -142,6 +183,7 @@ Status ArtTree<F>::merge(Ref* slot, unsigned depth, Ref survivor) {
     if (Status st = copy_with_header(s, hdr, &copy); st != Status::ok) return st;
     pm::publish_nt(slot, copy);
     retire_ref(survivor);
+    lk.obsolete(s);
   }
   retire_ref(old);
   return Status::ok;

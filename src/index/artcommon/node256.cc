@@ -1,6 +1,7 @@
 #include "index/artcommon/node256.h"
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/node_lock.h"
 #include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
@@ -42,7 +43,7 @@ void Node256Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entr
 }
 
 bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && r != kNull && find(n, b) == kNull);
   Node256* x = as256(n);
   // The new child is durable before the pointer that reaches it.
   pm::publish_nt(&x->child[b], r);
@@ -50,7 +51,7 @@ bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
-  WORT_DCHECK(n->type == kType && find(n, b) != kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && find(n, b) != kNull);
   Node256* x = as256(n);
   pm::commit_nt(&x->child[b], kNull);
 }

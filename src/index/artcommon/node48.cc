@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/node_lock.h"
 #include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
@@ -25,11 +26,11 @@ std::uint64_t used_slots(const Node48* n) noexcept {
 Ref Node48Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
   const Node48* x = as48(n);
   for (;;) {
-    const std::uint8_t i = load(&x->index[b]);
+    const std::uint8_t i = load_committed_byte(&x->index[b]);
     if (i == 0) return kNull;
     const Ref r = load(&x->child[i - 1]);
     // A slot reused since the index byte was read may hold an uncommitted leaf (node_ops.h).
-    if (!is_leaf(r) || load(&x->index[b]) == i) [[likely]] return r;
+    if (!is_leaf(r) || load_committed_byte(&x->index[b]) == i) [[likely]] return r;
   }
 }
 
@@ -46,7 +47,7 @@ unsigned Node48Ops::count(const NodeBase* n) noexcept {
 bool Node48Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
   const Node48* x = as48(n);
   for (unsigned b = from; b < 256; ++b) {
-    const std::uint8_t i = load(&x->index[b]);
+    const std::uint8_t i = load_committed_byte(&x->index[b]);
     if (i != 0 && !fn(static_cast<std::uint8_t>(b), load(&x->child[i - 1]))) return false;
   }
   return true;
@@ -65,7 +66,7 @@ void Node48Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entri
 }
 
 bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(n->type == kType && r != kNull && find(n, b) == kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && r != kNull && find(n, b) == kNull);
   Node48* x = as48(n);
   const std::uint64_t used = used_slots(x);
   if (used == (std::uint64_t{1} << 48) - 1) return false;
@@ -78,7 +79,7 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node48Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
-  WORT_DCHECK(n->type == kType && find(n, b) != kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && find(n, b) != kNull);
   Node48* x = as48(n);
   commit_field(&x->index[b], std::uint8_t{0});
 }

@@ -29,6 +29,22 @@ inline T load(const T* p) noexcept {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+//! load() of a commit byte that writers commit through its aligned 8-byte word
+//! (commit_field / publish_field: NODE48's index[b]). The same one-byte acquire load, except
+//! under ThreadSanitizer, which matches an acquire with a release only at the same address:
+//! there it loads the whole aligned word (what the commit stored) and extracts the byte, so
+//! the sanitizer sees the publication (on x86 both are plain loads).
+inline std::uint8_t load_committed_byte(const std::uint8_t* p) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t w = __atomic_load_n(
+      reinterpret_cast<const std::uint64_t*>(a & ~std::uintptr_t{7}), __ATOMIC_ACQUIRE);
+  return static_cast<std::uint8_t>(w >> (8 * (a & 7)));
+#else
+  return load(p);
+#endif
+}
+
 //! A trivially copyable 8-byte word (a node header, a NODE4 slot word) read whole.
 template <class T>
 inline T load_word(const T* p) noexcept {

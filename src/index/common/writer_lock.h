@@ -1,14 +1,11 @@
 // index/common/writer_lock.h — one writer at a time: a DRAM spin lock, outside the pool, so
-// a restart can never see it held (the ART engine's per-tree writer lock; FAST&FAIR's and
-// FPTree's structure locks), and the guard a write holds for its whole length, which on
-// release frees the retired blocks no reader can hold any more (epoch.h).
+// a restart can never see it held (FAST&FAIR's and FPTree's structure locks, the ART
+// engine's lock of remove's reserve).
 #pragma once
 
 #include <sched.h>
 
 #include <atomic>
-
-#include "index/common/epoch.h"
 
 namespace wort::kit {
 
@@ -31,25 +28,6 @@ class WriterMutex {
     } while (held.exchange(true, std::memory_order_acquire));
   }
   std::atomic<bool> held_{false};
-};
-
-//! Holds a tree's WriterMutex (`writer_`) for one whole write; on release, reclaims first
-//! (still the only writer: `epochs_`), then unlocks. One reference to the tree, as each
-//! tree's own guard had (two references cost every insert 4 instructions more). The tree
-//! declares it a friend.
-template <class Tree>
-class WriteGuard {
- public:
-  explicit WriteGuard(Tree& t) noexcept : t_(t) { t_.writer_.lock(); }
-  ~WriteGuard() {
-    t_.epochs_.reclaim();
-    t_.writer_.unlock();
-  }
-  WriteGuard(const WriteGuard&) = delete;
-  WriteGuard& operator=(const WriteGuard&) = delete;
-
- private:
-  Tree& t_;
 };
 
 }  // namespace wort::kit

@@ -5,6 +5,7 @@
 
 #include "index/artcommon/match16.h"
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/node_lock.h"
 #include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
@@ -92,7 +93,7 @@ void Node16Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
 }
 
 bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(n->type == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
   Node16* x = as16(n);
   const std::uint16_t bm = x->bitmap;
   if (bm == 0xffff) return false;
@@ -106,7 +107,7 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
-  WORT_DCHECK(n->type == kType);
+  WORT_DCHECK(artcommon::type_of(n) == kType);
   Node16* x = as16(n);
   const std::uint16_t bm = x->bitmap;
   const int p = position_of(x, bm, b);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "index/artcommon/node_image.h"
+#include "index/artcommon/node_lock.h"
 #include "index/artcommon/sync.h"
 #include "pm/persist.h"
 
@@ -121,7 +122,7 @@ void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
 }
 
 bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(n->type == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
+  WORT_DCHECK(artcommon::type_of(n) == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   if (used(s) == 4) return false;
@@ -135,7 +136,7 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
-  WORT_DCHECK(n->type == kType);
+  WORT_DCHECK(artcommon::type_of(n) == kType);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   const int p = position_of(s, b);
