@@ -41,7 +41,9 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
     // write went down to was removed meanwhile. Restart: taken as an empty tree, the child
     // would be published into the node with no count update (and a Zentry without its key
     // byte) — the churn race of issue 12 ("volatile count != entries").
-    if (r == kNull && owner != nullptr) return false;
+    if (r == kNull && owner != nullptr &&
+        !g_broken_write_takes_empty_slot.load(std::memory_order_relaxed))
+      return false;
     if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
       LeafArray* a = touch_array(r);
       WriteLocks l(gen_);
@@ -101,6 +103,9 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
         owner = n;
         slot = cs;
         depth = pos + 1;
+        // Tests only: the window of issue 12's second churn race (the child removed now).
+        if (RaceHook h = g_write_descended_hook.load(std::memory_order_relaxed)) [[unlikely]]
+          h(g_write_descended_ctx);
         continue;
       }
     }

@@ -36,6 +36,31 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 //! second one.
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
 
+//! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
+//! three races issue 12's churn test found, so that a test forces each race every run. A
+//! hook is called with its context by the operation that reached the window; nullptr (the
+//! default) costs one relaxed load there. The hook may block while another thread runs
+//! the conflicting operation to its end; it must not write the tree from its own thread
+//! (the paused operation holds an epoch pin that a nested one would end).
+using RaceHook = void (*)(void* ctx);
+//! find_leaf: a lookup's leaf in a leaf array has matched; before the leaf is returned.
+extern std::atomic<RaceHook> g_lookup_matched_hook;
+extern void* g_lookup_matched_ctx;
+//! put_once: the lock-free descent has taken a node's child slot; before the slot is read.
+extern std::atomic<RaceHook> g_write_descended_hook;
+extern void* g_write_descended_ctx;
+//! scan_array: after each used slot of a leaf array has been read.
+extern std::atomic<RaceHook> g_scan_slot_hook;
+extern void* g_scan_slot_ctx;
+//! Tests only — the three races' old bugs, each caught by its test there. A lookup that,
+//! having matched slot i's leaf, reads slot i again and returns what it holds now (checked
+//! only in the window, when g_lookup_matched_hook is set: the path pays no second load).
+extern std::atomic<bool> g_broken_lookup_rereads_slot;
+//! A write that finds its child slot emptied takes it for an empty tree and publishes there.
+extern std::atomic<bool> g_broken_write_takes_empty_slot;
+//! A scan that reports every leaf it read from an array, a key read in two slots twice.
+extern std::atomic<bool> g_broken_scan_reports_twice;
+
 class Roart {
  public:
   static constexpr std::string_view kKind = "roart";
@@ -128,6 +153,7 @@ class Roart {
   NodeFlags node_flags() const noexcept;
   bool lc() const noexcept { return (flags_ & kNoLeafCompaction) == 0; }
   const Leaf* find_leaf(Key k) const;
+  const Leaf* lookup_window(const LeafArray* a, unsigned i, const Leaf* match) const;
 
   //! The lock word guarding the slot that names a child of `owner` (nullptr: the anchor).
   Shared<std::uint64_t>* owner_lock(NodeBase* owner) const noexcept {
