@@ -69,7 +69,7 @@ class OneShot {
   OneShot(std::atomic<RaceHook>& hook, void*& ctx, std::function<void()> conflict)
       : hook_(hook), ctx_(ctx), conflict_(std::move(conflict)) {
     ctx_ = this;
-    hook_.store(+[](void* p) {
+    hook_.store(+[](void* p) noexcept {
       auto* self = static_cast<OneShot*>(p);
       self->hook_.store(nullptr);
       ++self->calls_;

@@ -21,6 +21,10 @@ std::atomic<bool> g_broken_lookup_rereads_slot{false};
 std::atomic<bool> g_broken_write_takes_empty_slot{false};
 std::atomic<bool> g_broken_scan_reports_twice{false};
 
+void call_race_hook(const std::atomic<RaceHook>& h, void* const& ctx) noexcept {
+  if (RaceHook f = h.load(std::memory_order_relaxed)) f(ctx);
+}
+
 Roart::Roart(Pool& pool, Anchor* anchor)
     : pool_(pool),
       anchor_(anchor),
@@ -179,8 +183,8 @@ const Leaf* Roart::find_leaf(Key k) const {
 //! slot i; the matched leaf stays valid (this thread's pin keeps it from being freed), and
 //! is the answer. The broken variant reads slot i again, as the old lookup did.
 [[gnu::noinline, gnu::cold]] const Leaf* Roart::lookup_window(const LeafArray* a, unsigned i,
-                                                             const Leaf* match) const {
-  if (RaceHook h = g_lookup_matched_hook.load(std::memory_order_relaxed)) h(g_lookup_matched_ctx);
+                                                             const Leaf* match) const noexcept {
+  call_race_hook(g_lookup_matched_hook, g_lookup_matched_ctx);
   if (g_broken_lookup_rereads_slot.load(std::memory_order_relaxed)) {
     const LeafSlot s = a->slot[i];
     return s == 0 ? nullptr : slot_leaf_ptr(s);
