@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <functional>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
