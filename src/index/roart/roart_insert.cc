@@ -25,12 +25,18 @@ Status Roart::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxRoartKey) return Status::invalid_argument;
   OpPin g(epochs_);
   Status s = Status::ok;
-  while (!put_once(k, v, overwrite, &s)) {
+  if (g_write_descended_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+    while (!put_once<true>(k, v, overwrite, &s)) {  // (tests: the copy that calls the hook)
+    }
+    return s;
+  }
+  while (!put_once<false>(k, v, overwrite, &s)) {
   }
   return s;
 }
 
 //! One attempt; false: restart (a lock found its block obsolete, or a slot changed).
+template <bool kHooked>
 bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
   NodeBase* owner = nullptr;  // the node holding `slot` (nullptr: the anchor)
   ChildSlot slot{&anchor_->root.raw, false};
@@ -41,7 +47,11 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
     // write went down to was removed meanwhile. Restart: taken as an empty tree, the child
     // would be published into the node with no count update (and a Zentry without its key
     // byte) — the churn race of issue 12 ("volatile count != entries").
-    if (r == kNull && owner != nullptr) return false;
+    // (The broken variant, g_broken_write_takes_empty_slot, goes on instead: in the hooked
+    // copy only, so the production copy is the same code as before the hooks.)
+    if (r == kNull && owner != nullptr &&
+        !(kHooked && g_broken_write_takes_empty_slot.load(std::memory_order_relaxed)))
+      return false;
     if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
       LeafArray* a = touch_array(r);
       WriteLocks l(gen_);
@@ -101,6 +111,8 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
         owner = n;
         slot = cs;
         depth = pos + 1;
+        // Tests only: the window of issue 12's second churn race (the child removed now).
+        if constexpr (kHooked) call_race_hook(g_write_descended_hook, g_write_descended_ctx);
         continue;
       }
     }

@@ -11,6 +11,20 @@
 
 namespace wort::roart {
 
+std::atomic<RaceHook> g_lookup_matched_hook{nullptr};
+void* g_lookup_matched_ctx = nullptr;
+std::atomic<RaceHook> g_write_descended_hook{nullptr};
+void* g_write_descended_ctx = nullptr;
+std::atomic<RaceHook> g_scan_slot_hook{nullptr};
+void* g_scan_slot_ctx = nullptr;
+std::atomic<bool> g_broken_lookup_rereads_slot{false};
+std::atomic<bool> g_broken_write_takes_empty_slot{false};
+std::atomic<bool> g_broken_scan_reports_twice{false};
+
+void call_race_hook(const std::atomic<RaceHook>& h, void* const& ctx) noexcept {
+  if (RaceHook f = h.load(std::memory_order_relaxed)) f(ctx);
+}
+
 Roart::Roart(Pool& pool, Anchor* anchor)
     : pool_(pool),
       anchor_(anchor),
@@ -128,7 +142,11 @@ const Leaf* Roart::find_leaf(Key k) const {
     if (is_array(r)) {
       const LeafArray* a = touch_array(r);
       const Leaf* match = nullptr;
-      return find_in_array(a, k, fingerprint(k), &match) < 0 ? nullptr : match;
+      const int i = find_in_array(a, k, fingerprint(k), &match);
+      if (i < 0) return nullptr;
+      if (g_lookup_matched_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
+        return lookup_window(a, static_cast<unsigned>(i), match);
+      return match;
     }
     NodeBase* n = touch(r);
     // One load of the prefix word, taken apart in a register: {len:16 | bytes[6]:48}.
@@ -158,6 +176,20 @@ const Leaf* Roart::find_leaf(Key k) const {
     depth = pos + 1;
   }
   return nullptr;
+}
+
+//! Tests only: the window of issue 12's first churn race, between a lookup's match in slot
+//! i of an array and its return. The hook may remove the key and put another key's leaf in
+//! slot i; the matched leaf stays valid (this thread's pin keeps it from being freed), and
+//! is the answer. The broken variant reads slot i again, as the old lookup did.
+[[gnu::noinline, gnu::cold]] const Leaf* Roart::lookup_window(const LeafArray* a, unsigned i,
+                                                             const Leaf* match) const noexcept {
+  call_race_hook(g_lookup_matched_hook, g_lookup_matched_ctx);
+  if (g_broken_lookup_rereads_slot.load(std::memory_order_relaxed)) {
+    const LeafSlot s = a->slot[i];
+    return s == 0 ? nullptr : slot_leaf_ptr(s);
+  }
+  return match;
 }
 
 std::optional<Value> Roart::lookup(Key k) const {

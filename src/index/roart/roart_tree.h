@@ -36,6 +36,40 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 //! second one.
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
 
+//! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
+//! three races issue 12's churn test found, so that a test forces each race every run. A
+//! hook is called with its context by the operation that reached the window; nullptr (the
+//! default) costs one relaxed load per operation (lookup: per hit in a leaf array; scan:
+//! per leaf array), where the path already branches. The hook may block while another thread runs
+//! the conflicting operation to its end; it must not write the tree from its own thread
+//! (the paused operation holds an epoch pin that a nested one would end). noexcept: a hook
+//! that could throw would make every caller keep an unwinding path (measured: +7
+//! instructions per lookup, search-direct dense, callgrind).
+using RaceHook = void (*)(void* ctx) noexcept;
+//! find_leaf: a lookup's leaf in a leaf array has matched; before the leaf is returned.
+extern std::atomic<RaceHook> g_lookup_matched_hook;
+extern void* g_lookup_matched_ctx;
+//! put_once: the lock-free descent has taken a node's child slot; before the slot is read.
+extern std::atomic<RaceHook> g_write_descended_hook;
+extern void* g_write_descended_ctx;
+//! scan_array: after each used slot of a leaf array has been read.
+extern std::atomic<RaceHook> g_scan_slot_hook;
+extern void* g_scan_slot_ctx;
+//! Tests only — the three races' old bugs, each caught by its test there. A lookup that,
+//! having matched slot i's leaf, reads slot i again and returns what it holds now (checked
+//! only in the window, when g_lookup_matched_hook is set: the path pays no second load).
+extern std::atomic<bool> g_broken_lookup_rereads_slot;
+//! A write that finds its child slot emptied takes it for an empty tree and publishes there
+//! (in the copy of the write that runs while g_write_descended_hook is set: the window).
+extern std::atomic<bool> g_broken_write_takes_empty_slot;
+//! A scan that reports every leaf it read from an array, a key read in two slots twice (in
+//! the copy of scan_array that runs while g_scan_slot_hook is set).
+extern std::atomic<bool> g_broken_scan_reports_twice;
+//! Calls the hook `h` holds (if any) with its context. Out of line and cold: the paths test
+//! only whether a hook is set.
+[[gnu::noinline, gnu::cold]] void call_race_hook(const std::atomic<RaceHook>& h,
+                                                 void* const& ctx) noexcept;
+
 class Roart {
  public:
   static constexpr std::string_view kKind = "roart";
@@ -128,6 +162,7 @@ class Roart {
   NodeFlags node_flags() const noexcept;
   bool lc() const noexcept { return (flags_ & kNoLeafCompaction) == 0; }
   const Leaf* find_leaf(Key k) const;
+  const Leaf* lookup_window(const LeafArray* a, unsigned i, const Leaf* match) const noexcept;
 
   //! The lock word guarding the slot that names a child of `owner` (nullptr: the anchor).
   Shared<std::uint64_t>* owner_lock(NodeBase* owner) const noexcept {
@@ -136,6 +171,9 @@ class Roart {
 
   // --- writes (roart_insert.cc)
   Status put(Key k, Value v, bool overwrite);
+  //! kHooked: the copy put() runs while g_write_descended_hook is set (tests), which calls
+  //! it at the window; the other copy has no hook check in its descent loop.
+  template <bool kHooked>
   bool put_once(Key k, Value v, bool overwrite, Status* out);
   Status put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
@@ -172,6 +210,9 @@ class Roart {
   // --- scans (roart_scan.cc)
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
+  //! kHooked: the copy that calls g_scan_slot_hook after each used slot (tests); the other
+  //! checks for a hook once per array.
+  template <bool kHooked>
   bool scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const;
   bool emit(const Leaf* l, bool bounded, ScanState& st) const;
 
