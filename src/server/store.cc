@@ -857,16 +857,7 @@ std::size_t Store::sweep(std::size_t budget) {
   std::vector<std::pair<std::string, std::uint64_t>> dead;
   {
     std::shared_lock g(lock_);
-    const std::int64_t t = now();
-    std::size_t seen = 0;
-    std::string last;
-    index_->scan(key_of(sweep_hand_), budget, [&](Key k, Value v) {
-      ++seen;
-      last.assign(as_string(k));
-      if (last != kMetaKey && !live(item_at(v), t)) dead.emplace_back(last, v);
-      return true;
-    });
-    sweep_hand_ = seen < budget ? std::string() : last;
+    dead = expired_from_hand(budget);
   }
   std::size_t n = 0;
   std::unique_lock g(lock_);
@@ -881,21 +872,30 @@ std::size_t Store::sweep(std::size_t budget) {
   return n;
 }
 
+// The expired items among the next `budget` keys from the sweep hand, which moves past them
+// (back to the start after the last key). The caller keeps the items readable: the shared
+// side of the lock, or a pin of the items' epoch.
+std::vector<std::pair<std::string, std::uint64_t>> Store::expired_from_hand(std::size_t budget) {
+  std::vector<std::pair<std::string, std::uint64_t>> dead;
+  const std::int64_t t = now();
+  std::size_t seen = 0;
+  std::string last;
+  index_->scan(key_of(sweep_hand_), budget, [&](Key k, Value v) {
+    ++seen;
+    last.assign(as_string(k));
+    if (last != kMetaKey && !live(item_at(v), t)) dead.emplace_back(last, v);
+    return true;
+  });
+  sweep_hand_ = seen < budget ? std::string() : last;
+  return dead;
+}
+
 std::size_t Store::sweep_concurrent(std::size_t budget) {
   std::lock_guard sg(sweep_lock_);
   std::vector<std::pair<std::string, std::uint64_t>> dead;
   {
     kit::EpochReclaimer::Pin pin(*items_);  // the items read here may be retired meanwhile
-    const std::int64_t t = now();
-    std::size_t seen = 0;
-    std::string last;
-    index_->scan(key_of(sweep_hand_), budget, [&](Key k, Value v) {
-      ++seen;
-      last.assign(as_string(k));
-      if (last != kMetaKey && !live(item_at(v), t)) dead.emplace_back(last, v);
-      return true;
-    });
-    sweep_hand_ = seen < budget ? std::string() : last;
+    dead = expired_from_hand(budget);
   }
   std::size_t n = 0;
   const std::int64_t t = now();

@@ -283,6 +283,8 @@ class Store {
   //! (a grace period) before it returns. evict_lock_ held, no pin.
   std::size_t evict_concurrent(std::size_t want_bytes, bool any_class, std::size_t victims);
   std::size_t sweep_concurrent(std::size_t budget);
+  //! The expired items among the next `budget` keys from sweep_hand_ (both sweeps' scan).
+  std::vector<std::pair<std::string, std::uint64_t>> expired_from_hand(std::size_t budget);
   //! CLOCK: evicts up to `victims` items (dead ones reclaimed as found) of want_bytes
   //! size class (any class if any_class; want_bytes 0 = any). Global-lock path, exclusive
   //! lock held (evict_concurrent is the other path's).

@@ -348,17 +348,7 @@ std::vector<std::string> short_keys() {
   return ks;
 }
 
-struct StringFixture {
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<WortTree> tree;
-  StringFixture() {
-    PoolOptions o;
-    o.size = 64ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "wort";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(WortTree::create(*pool, IndexOptions{})).value();
-  }
+struct StringFixture : Fixture {
   //! Mismatches of the tree against exactly the keys `want` (every value conc_value_of):
   //! lookups, a full scan, verify, the allocator audit (after a write with no reader pinned,
   //! so everything retired is freed).
