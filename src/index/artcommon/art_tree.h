@@ -222,7 +222,7 @@ class ArtTree {
   //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it
   //! unlinked once its locks and pin are released.
   template <class Fn>
-  [[gnu::always_inline]] Status run_write(Fn&& fn);
+  [[gnu::always_inline]] inline Status run_write(Fn&& fn);
   void retire_pending();
   //! Where a write's lock-free descent stopped: the arguments of the case that follows.
   struct At {

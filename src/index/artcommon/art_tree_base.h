@@ -104,7 +104,7 @@ void ArtTree<F>::retire_pending() {
 //! single-threaded) and retired blocks no thread can hold any more are freed.
 template <ArtFlavor F>
 template <class Fn>
-Status ArtTree<F>::run_write(Fn&& fn) {
+inline Status ArtTree<F>::run_write(Fn&& fn) {
   for (;;) {
     Status s;
     {
