@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -29,6 +30,7 @@
 #include "pm/allocator.h"
 #include "pm/tracer.h"
 #include "support/keygen.h"
+#include "unit/conc_fixture.h"
 #include "unit/fastfair_fixture.h"
 
 namespace wort::test {
@@ -45,11 +47,7 @@ unsigned scale() {
 #endif
 }
 
-Value value_of(const std::string& k) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
-  return h | 1;
-}
+constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
 //! Key j: even j an 8-byte key stored inline (scattered), odd j a 9-byte key (a key block).
 std::string key_of(unsigned j) {
@@ -594,6 +592,27 @@ struct Pause {
   static void release() { go = true; }
 };
 
+//! `key` put by a writer that pauses in its window (after its lock-free descent, before its
+//! lock) while `meanwhile` runs on this thread; returns the writer's status. `broken`: the
+//! variant that does not re-validate under the lock (faults::no_writer_validation).
+Status put_paused_while(FastFairFixture& f, std::uint64_t key, bool broken,
+                        const std::function<void()>& meanwhile) {
+  FaultScope faults(fastfair::faults::writer_pause |
+                        (broken ? fastfair::faults::no_writer_validation : 0u),
+                    &Pause::hook);
+  Status got = Status::corrupt;
+  Pause::reset();
+  std::thread a([&] {
+    Pause::arm(0);
+    got = f.put(key, key);
+  });
+  Pause::wait_paused();
+  meanwhile();
+  Pause::release();
+  a.join();
+  return got;
+}
+
 // A leaf-path insert descends to leaf L (its key 155 is past L's keys), then stops before
 // locking L. Meanwhile L splits (the structure path: S takes its upper half, the parent
 // learns S with separator 150) and 150, S's first key, is removed: S's first key is now
@@ -607,22 +626,12 @@ TEST(FastFairConcurrency, LeafPathRevalidatesAfterASplitUnderItsDescent) {
     for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
     ASSERT_EQ(f.tree->height(), 1u);  // root split: [10..70] [80..150]
     for (std::uint64_t k = 160; k <= 210; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);  // L full
-    FaultScope faults(fastfair::faults::writer_pause |
-                          (broken ? fastfair::faults::no_writer_validation : 0u),
-                      &Pause::hook);
-    Status got = Status::corrupt;
-    Pause::reset();
-    std::thread a([&] {
-      Pause::arm(0);
-      got = f.put(155, 155);
+    const Status got = put_paused_while(f, 155, broken, [&] {
+      const std::uint64_t merges = f.tree->rebalances().merges;
+      ASSERT_EQ(f.put(220, 220), Status::ok);  // L splits: [80..140] [150..220]
+      ASSERT_EQ(f.del(150), Status::ok);       // S's first key: 160 (no rebalance)
+      ASSERT_EQ(f.tree->rebalances().merges, merges);
     });
-    Pause::wait_paused();
-    const std::uint64_t merges = f.tree->rebalances().merges;
-    ASSERT_EQ(f.put(220, 220), Status::ok);  // L splits: [80..140] [150..220]
-    ASSERT_EQ(f.del(150), Status::ok);       // S's first key: 160 (no rebalance)
-    ASSERT_EQ(f.tree->rebalances().merges, merges);
-    Pause::release();
-    a.join();
     ASSERT_EQ(got, Status::ok);
     const bool found = f.get(155) == std::optional<Value>(155);
     const bool verified = f.tree->verify().ok();
@@ -644,21 +653,11 @@ TEST(FastFairConcurrency, LeafPathRestartsOnAnUnlinkedLeaf) {
     FastFairFixture f(256, 4u << 20);
     for (std::uint64_t k = 10; k <= 150; k += 10) ASSERT_EQ(f.put(k, k), Status::ok);
     ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
-    FaultScope faults(fastfair::faults::writer_pause |
-                          (broken ? fastfair::faults::no_writer_validation : 0u),
-                      &Pause::hook);
-    Status got = Status::corrupt;
-    Pause::reset();
-    std::thread a([&] {
-      Pause::arm(0);
-      got = f.put(125, 125);
+    const Status got = put_paused_while(f, 125, broken, [&] {
+      const std::uint64_t merges = f.tree->rebalances().merges;
+      ASSERT_EQ(f.del(10), Status::ok);  // L below half: L and R merge (R unlinked)
+      ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
     });
-    Pause::wait_paused();
-    const std::uint64_t merges = f.tree->rebalances().merges;
-    ASSERT_EQ(f.del(10), Status::ok);  // L below half: L and R merge (R unlinked)
-    ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
-    Pause::release();
-    a.join();
     ASSERT_EQ(got, Status::ok);
     const bool found = f.get(125) == std::optional<Value>(125);
     if (!broken) {

@@ -29,6 +29,7 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -45,11 +46,7 @@ unsigned scale() {
 #endif
 }
 
-Value value_of(const std::string& k) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
-  return h | 1;
-}
+constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
 //! Key j: pairs (2i, 2i+1) are base(i) (8 bytes: inline) and base(i) + "+" (9 bytes: a
 //! key block); base(i) alternates a scattered and a clustered 8-byte key.

@@ -1,8 +1,8 @@
 // tests/unit/pmart_concurrency.h — the concurrency tests of the ART engine shared by WOART and
 // ART+CoW (src/index/artcommon, README "Concurrency"), written once as a typed test and
 // instantiated by woart_concurrency_test.cc and artcow_concurrency_test.cc (each links only
-// its index). Lock-free readers run lookups and scans while writers (serialised by the
-// tree's writer lock) insert disjoint and overlapping keys, remove, upsert and update, so
+// its index). Lock-free readers run lookups and scans while writers (each locking only the
+// nodes it changes) insert disjoint and overlapping keys, remove, upsert and update, so
 // that nodes grow 4→16→48→256, shrink back, split their compressed paths, merge away, and
 // leaves split under the readers. Every value is a function of its key (except in the
 // single-key test), so a reader can check whatever it sees; afterwards the tree is compared
@@ -23,24 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include "pm/allocator.h"
 #include "support/keygen.h"
+#include "unit/conc_fixture.h"
 #include "wort/index.h"
-#include "wort/pool.h"
 
 namespace wort::test {
-
-#if defined(__SANITIZE_THREAD__)
-inline constexpr unsigned kConcScale = 1;  // TSan runs ~10x slower
-#else
-inline constexpr unsigned kConcScale = 4;
-#endif
-
-inline Value conc_value_of(const std::string& k) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
-  return h | 1;
-}
 
 //! Key j: pairs (2i, 2i+1) are base(i) and base(i) + "+" (a key that is a proper prefix of
 //! another: end-of-key slots); base(i) alternates a scattered 8-byte key (wide nodes near
@@ -63,44 +50,6 @@ struct ConcNodeGrowth {
   static void expect(const IndexStats& st) {
     EXPECT_GE(st.nodes.count("node48") + st.nodes.count("node256"), 1u);
     EXPECT_GE(st.nodes.count("node4"), 1u);
-  }
-};
-
-template <class Tree>
-struct ConcFixture {
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<Tree> tree;
-  ConcFixture() {
-    PoolOptions o;
-    o.size = 256ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = std::string(Tree::kKind);
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(Tree::create(*pool, IndexOptions{})).value();
-  }
-  //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
-  void check(const std::map<std::string, Value>& ref) {
-    // A write with no reader pinned frees everything retired.
-    (void)tree->remove(as_key(std::string("no such key")));
-    EXPECT_EQ(tree->retired_pending(), 0u);
-    for (const auto& [k, v] : ref) {
-      const auto got = tree->lookup(as_key(k));
-      ASSERT_TRUE(got.has_value()) << "missing key of " << k.size() << " bytes";
-      ASSERT_EQ(*got, v);
-    }
-    std::vector<std::string> seen;
-    tree->scan(Key{}, ref.size() + 10, [&](Key k, Value) {
-      seen.emplace_back(reinterpret_cast<const char*>(k.data()), k.size());
-      return true;
-    });
-    ASSERT_EQ(seen.size(), ref.size());
-    auto it = ref.begin();
-    for (std::size_t i = 0; i < seen.size(); ++i, ++it) ASSERT_EQ(seen[i], it->first) << i;
-    const auto v = tree->verify();
-    ASSERT_TRUE(v.ok()) << v.error().message;
-    const auto audit = pool->allocator().audit(
-        [&](pm::BlockVisitor bv) { return tree->visit_blocks(bv); });
-    EXPECT_TRUE(audit.ok()) << audit.describe();
   }
 };
 

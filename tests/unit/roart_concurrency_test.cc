@@ -21,6 +21,7 @@
 #include "index/roart/roart_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -34,11 +35,7 @@ constexpr unsigned kScale = 1;  // TSan runs ~10x slower
 constexpr unsigned kScale = 4;
 #endif
 
-Value value_of(const std::string& k) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
-  return h | 1;
-}
+constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
 //! Keys in groups that share 7 bytes (arrays fill, grow and split), under 40 first bytes
 //! (the root grows to an N48).

@@ -23,6 +23,7 @@
 
 #include "index/roart/roart_tree.h"
 #include "support/keygen.h"
+#include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -31,23 +32,9 @@ namespace {
 using roart::Roart;
 using roart::RaceHook;
 
-Value value_of(const std::string& k) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : k) h = (h ^ static_cast<std::uint8_t>(c)) * 1099511628211ull;
-  return h | 1;
-}
+constexpr auto value_of = conc_value_of;
 
-struct Fixture {
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<Roart> tree;
-  Fixture() {
-    PoolOptions o;
-    o.size = 16ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "roart";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(Roart::create(*pool, IndexOptions{})).value();
-  }
+struct Fixture : ConcFixture<Roart> {
   void insert(const std::string& k) {
     ASSERT_EQ(tree->insert(as_key(k), value_of(k)), Status::ok);
   }
