@@ -29,35 +29,7 @@ tmp=$(mktemp -d /dev/shm/serve-load.XXXXXX)
 load="$tmp/serve_load"
 c++ -O2 -std=c++20 -pthread -o "$load" "$here/serve_load.cc"
 
-declare -A port pid
-cleanup() {
-  for s in "${!pid[@]}"; do kill "${pid[$s]}" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-start_server() {  # $1 = wort|woart|artcow|memcached
-  local s=$1
-  if [ "$s" = memcached ]; then
-    for try in 1 2 3 4 5 6 7 8; do
-      local p=$((20000 + RANDOM % 20000))
-      memcached -U 0 -l 127.0.0.1 -p "$p" -t "$THREADS" -m "$POOL_MB" -c 1024 -u "$(id -un)" \
-        >"$tmp/mc.log" 2>&1 &
-      local id=$!
-      sleep 0.3
-      if kill -0 "$id" 2>/dev/null; then port[$s]=$p; pid[$s]=$id; return; fi
-    done
-    echo "memcached did not start" >&2; exit 1
-  fi
-  local kind=$s extra=()
-  if [ "${s%-global}" != "$s" ]; then kind=${s%-global}; extra=(--global-lock); fi
-  "$wort" serve --pool "$tmp/$s.pool" --index "$kind" "${extra[@]}" -p 0 \
-    --port-file "$tmp/$s.port" -t "$THREADS" -m "$POOL_MB" 2>"$tmp/$s.log" &
-  pid[$s]=$!
-  for i in $(seq 200); do [ -s "$tmp/$s.port" ] && break; sleep 0.05; done
-  port[$s]=$(cat "$tmp/$s.port")
-}
+source "$here/serve-common.sh"  # start_server, stop_server, cleanup (on EXIT)
 
 for s in $SERVERS; do start_server "$s"; done
 raw="$OUT.raw"

@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   }
   std::atomic<std::uint64_t> ops{0};
   std::atomic<bool> stop{false};
+  std::atomic<int> finished{0};
   std::vector<Samples> samples(static_cast<std::size_t>(o.conns));
   std::vector<std::thread> th;
   const auto t0 = std::chrono::steady_clock::now();
@@ -189,8 +190,15 @@ int main(int argc, char** argv) {
         (is_get ? s.get_ns : s.set_ns).push_back(static_cast<std::uint32_t>(ns / 10));
       }
       close(fd);
+      finished.fetch_add(1, std::memory_order_relaxed);
     });
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  // Until --seconds pass or every connection stopped at --max-ops (then the time is the
+  // work's, not the bound's).
+  const auto bound = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(o.seconds));
+  while (std::chrono::steady_clock::now() < bound &&
+         finished.load(std::memory_order_relaxed) < o.conns)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop = true;
   for (auto& t : th) t.join();
   const double secs =
