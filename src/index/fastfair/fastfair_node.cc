@@ -101,16 +101,16 @@ bool repair_dead(NodeRef nr) {
 }
 
 bool set_direction(NodeRef nr, bool inserting) {
-  const std::uint8_t c = nr.n->h.switch_counter;
+  const SwitchCount c = nr.n->h.switch_counter;
   if (((c & 1u) == 0) == inserting) return false;
-  pm::store(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 1));
-  pm::flush(&nr.n->h.switch_counter, 1);
+  pm::store(&nr.n->h.switch_counter, static_cast<SwitchCount>(c + 1));
+  pm::flush(&nr.n->h.switch_counter, sizeof c);
   return true;
 }
 
 void bump_after_append(NodeRef nr) {
-  const std::uint8_t c = nr.n->h.switch_counter;
-  pm::store_volatile(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 2));
+  const SwitchCount c = nr.n->h.switch_counter;
+  pm::store_volatile(&nr.n->h.switch_counter, static_cast<SwitchCount>(c + 2));
 }
 
 }  // namespace wort::fastfair

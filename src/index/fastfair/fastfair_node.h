@@ -267,13 +267,15 @@ inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const K
 //! retry, kept so a test can show it failing). `after`: the node's sibling word, loaded
 //! before that last counter load, so it is the one of the read the counter validated (a
 //! merge that appended to this node past the end the read saw, then unlinked the node the
-//! read could have gone on to, changed the counter: see sibling_for).
-template <bool kRetry = true, class Probe = NoProbe>
+//! read could have gone on to, changed the counter: see sibling_for). kMask < 0xffff: the
+//! broken variant that compares only those counter bits (0xff: the paper's one-byte counter,
+//! whose value was exactly this low byte), kept so a test can show a wrap fooling it.
+template <bool kRetry = true, class Probe = NoProbe, SwitchCount kMask = 0xffff>
 inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
                        Probe probe = {}, std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter) & kMask;
     const Found f = (c & 1u) ? detail::find_rtl(n, slots, s, kr, probe)
                              : detail::find_ltr(n, slots, s, kr, probe);
     if (f.at == detail::kTorn) continue;
@@ -283,7 +285,7 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
     }
     if constexpr (kRetry) {
       probe();
-      if (ld(&n->h.switch_counter) != c) continue;
+      if ((ld(&n->h.switch_counter) & kMask) != c) continue;
     }
     return f;
   }
@@ -297,7 +299,7 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
                                 std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter);
     std::uint64_t child = 0;
     bool torn = false;
     *beyond = true;
@@ -402,7 +404,7 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
                              std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter);
     unsigned m = 0;
     bool torn = false;
     if ((c & 1u) == 0) {
