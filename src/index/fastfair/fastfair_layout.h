@@ -10,10 +10,10 @@
 // Node (512 B: 32-byte header, 30 records of {key word, pointer word}; a record never
 // straddles a line, and a key shares its line with its pointer):
 //
-//   byte 0          8          16    17    18     19      20        22     24       32
-//   +---------------+----------+-----+-----+------+-------+---------+------+--------+
-//   | leftmost      | sibling  | tag |level|switch|deleted|last_idx |slots | spare  |
-//   +---------------+----------+-----+-----+------+-------+---------+------+--------+
+//   byte 0          8          16    17    18             20        22     24       32
+//   +---------------+----------+-----+-----+--------------+---------+------+--------+
+//   | leftmost      | sibling  | tag |level| switch (u16) |last_idx |slots | spare  |
+//   +---------------+----------+-----+-----+--------------+---------+------+--------+
 //   line 0: header + rec[0], rec[1]; line 1: rec[2..5]; ... line 7: rec[26..29]
 //
 //   rec[i] = { key word (8 B) | ptr (8 B) }
@@ -25,8 +25,11 @@
 //   switch    the paper's switch counter: even after an insert, odd after a delete or a
 //             dead slot's left shift (the direction lock-free readers read the node in,
 //             §5; they read it again if it changed meanwhile). Never needed for recovery,
-//             written only when the direction changes.
-//   deleted   reserved for the paper's deleted flag (no node is ever marked: see README).
+//             written only when the direction changes (and moved on by 2, volatile, after
+//             an append). Two bytes: the paper's one byte wraps after 256 steps, which a
+//             descheduled reader can sleep through (README "Switch counter"); its high
+//             byte was the reserved `deleted` (the paper's flag, never set here; always 0,
+//             so an existing pool reads its old counter).
 //   last_idx  reserved (the paper's last-index hint is not kept: the end is the first
 //             kEmpty key, which a linear search reads anyway).
 //   slots     records per node, checked against the anchor by the walk.
@@ -88,20 +91,27 @@ static_assert(sizeof(Record) == 16 && 64 % sizeof(Record) == 0,
               "records never straddle a cache line");
 static_assert(offsetof(Record, key) == 0 && offsetof(Record, ptr) == 8);
 
+//! The switch counter (§5): parity = the direction lock-free readers read a node in; every
+//! change of it, and every append, moves it on, and a reader retries when it changed. Two
+//! bytes (the paper's one, widened into the reserved byte after it: a wrap needs 65,536
+//! steps during one reader's read of one node; README "Switch counter").
+using SwitchCount = std::uint16_t;
+
 struct NodeHeader {
   std::uint64_t leftmost;   // inner: child below rec[0].key (0 in leaves / split siblings)
   std::uint64_t sibling;    // right neighbour; the split's link store
   std::uint8_t tag;         // kNodeTag
   std::uint8_t level;       // 0 = leaf
-  std::uint8_t switch_counter;
-  std::uint8_t deleted;
+  SwitchCount switch_counter;  // bytes 18-19 (byte 19 was the reserved `deleted`, always 0)
   std::uint16_t last_index;  // reserved, always 0
   std::uint16_t slots;
   std::uint64_t spare;  // leaves: the writer lock word (kit::gen_lock)
 };
 static_assert(sizeof(NodeHeader) == 32, "the header leaves line 0 room for two records");
 static_assert(offsetof(NodeHeader, sibling) == 8, "sibling: one aligned 8-byte store");
-static_assert(offsetof(NodeHeader, switch_counter) == 18);
+static_assert(offsetof(NodeHeader, switch_counter) == 18 &&
+              offsetof(NodeHeader, last_index) == 20 && offsetof(NodeHeader, slots) == 22,
+              "the counter took the reserved byte 19 only: every other field keeps its offset");
 static_assert(offsetof(NodeHeader, spare) % 8 == 0, "spare: the leaf lock word, one CAS");
 
 struct Node {

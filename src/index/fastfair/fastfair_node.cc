@@ -5,13 +5,16 @@
 namespace wort::fastfair {
 
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
-                 bool /*unfenced: the fence before the commit orders it*/) {
+                 bool unfenced) {
   WORT_DCHECK(end == nr.end() && end < nr.slots && pos <= end);  // room for one more record
   WORT_DCHECK(key != kEmpty);  // kEmpty would end the node at pos
   // A second dead slot would break "at most one" (only the Witcher bug 4 fault keeps one).
   WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
-  set_direction(nr, true);  // readers read left to right from now
+  // Readers read left to right from now. The counter's write-back, if any, is another
+  // line's unless the commit lands in line 0.
+  const bool counter =
+      set_direction(nr, true) && !same_line(&nr.n->h.switch_counter, &r[pos].key);
   LineWriter lw;
   // The slot after the new end must read kEmpty before the end moves onto it.
   if (end + 1 < nr.slots && r[end + 1].key != kEmpty) {
@@ -27,11 +30,15 @@ void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std:
   }
   lw.touch(&r[pos]);
   pm::store_release(&r[pos].ptr, ptr);  // slot pos is still dead (or past the end)
-  // The commit is non-temporal (no reader sees the key before it is durable), so the line
-  // holding the new pointer and the shifted records is written back and fenced first (its
-  // fence also orders the key block / switch counter write-back), then the key commits.
-  lw.finish();
-  pm::commit_nt(&r[pos].key, key);  // commit: the new key becomes live
+  // The commit is non-temporal (no reader sees the key before it is durable) and goes into
+  // the line written last: the new pointer and the records shifted into that line persist
+  // no later than it, with no write-back of their own. Write-backs of other lines issued
+  // before the shift (key block, value block, switch counter) need a fence before it,
+  // which a line change of the shift already made.
+  if ((unfenced || counter) && !lw.fenced())
+    pm::publish_nt(&r[pos].key, key);  // commit: the new key becomes live
+  else
+    pm::commit_nt(&r[pos].key, key);  // commit: the new key becomes live
 }
 
 namespace {
@@ -71,7 +78,8 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
   WORT_DCHECK((faults::active & faults::skip_dead_repair) || nr.find_dead(end) < 0);
   Record* r = nr.rec();
   const std::uint64_t next = pos + 1 < end ? r[pos + 1].key : kEmpty;
-  if (set_direction(nr, false))
+  // The switch counter's write-back needs a fence first unless it shares the commit's line.
+  if (set_direction(nr, false) && !same_line(&nr.n->h.switch_counter, &r[pos].key))
     pm::publish_nt(&r[pos].key, next);  // orders the switch counter's write-back too
   else
     pm::commit_nt(&r[pos].key, next);  // commit: slot pos is dead, and that is all
@@ -93,16 +101,16 @@ bool repair_dead(NodeRef nr) {
 }
 
 bool set_direction(NodeRef nr, bool inserting) {
-  const std::uint8_t c = nr.n->h.switch_counter;
+  const SwitchCount c = nr.n->h.switch_counter;
   if (((c & 1u) == 0) == inserting) return false;
-  pm::store(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 1));
-  pm::flush(&nr.n->h.switch_counter, 1);
+  pm::store(&nr.n->h.switch_counter, static_cast<SwitchCount>(c + 1));
+  pm::flush(&nr.n->h.switch_counter, sizeof c);
   return true;
 }
 
 void bump_after_append(NodeRef nr) {
-  const std::uint8_t c = nr.n->h.switch_counter;
-  pm::store_volatile(&nr.n->h.switch_counter, static_cast<std::uint8_t>(c + 2));
+  const SwitchCount c = nr.n->h.switch_counter;
+  pm::store_volatile(&nr.n->h.switch_counter, static_cast<SwitchCount>(c + 2));
 }
 
 }  // namespace wort::fastfair

@@ -2,9 +2,10 @@
 // linear search, inner routing) and the FAST in-place insert and delete (§3, Algorithm 1).
 //
 // FAST insert: records right of the position shift right one by one, right to left, each
-// as "pointer, then key"; the key store of the new record is the commit (pm::commit_nt,
-// after the line holding the new pointer is written back and fenced: a movnti is not
-// ordered with its own line's write-back). A line is written back (and fenced) only when
+// as "pointer, then key"; the key store of the new record is the commit (pm::commit_nt:
+// a non-temporal store persists no earlier than the stores before it to its own line, so
+// the line holding the new pointer needs no write-back of its own). A line is written
+// back (and fenced) only when
 // the shift is about to dirty the next line to the left, so lines reach PM in shift order
 // and any crash leaves at most one dead slot. FAST delete: the commit (pm::commit_nt)
 // stores the right neighbour's key word into the deleted slot, which makes it dead; that
@@ -62,6 +63,7 @@ class LineWriter {
     if (line_ != 0) {
       pm::flush(reinterpret_cast<const void*>(line_), 64);
       pm::fence();
+      fenced_ = true;
     }
     line_ = line;
   }
@@ -70,10 +72,20 @@ class LineWriter {
     if (line_ != 0) pm::persist(reinterpret_cast<const void*>(line_), 64);
     line_ = 0;
   }
+  //! True once a line change has fenced: every write-back issued before it is ordered.
+  bool fenced() const noexcept { return fenced_; }
 
  private:
   std::uintptr_t line_ = 0;
+  bool fenced_ = false;
 };
+
+//! Whether two pool addresses lie in one 64-byte line (a non-temporal commit needs no
+//! write-back or fence for earlier stores to its own line: README "The commit store").
+inline bool same_line(const void* a, const void* b) noexcept {
+  return ((reinterpret_cast<std::uintptr_t>(a) ^ reinterpret_cast<std::uintptr_t>(b)) &
+          ~std::uintptr_t{63}) == 0;
+}
 
 struct NodeRef {
   Node* n;
@@ -255,13 +267,15 @@ inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const K
 //! retry, kept so a test can show it failing). `after`: the node's sibling word, loaded
 //! before that last counter load, so it is the one of the read the counter validated (a
 //! merge that appended to this node past the end the read saw, then unlinked the node the
-//! read could have gone on to, changed the counter: see sibling_for).
-template <bool kRetry = true, class Probe = NoProbe>
+//! read could have gone on to, changed the counter: see sibling_for). kMask < 0xffff: the
+//! broken variant that compares only those counter bits (0xff: the paper's one-byte counter,
+//! whose value was exactly this low byte), kept so a test can show a wrap fooling it.
+template <bool kRetry = true, class Probe = NoProbe, SwitchCount kMask = 0xffff>
 inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
                        Probe probe = {}, std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter) & kMask;
     const Found f = (c & 1u) ? detail::find_rtl(n, slots, s, kr, probe)
                              : detail::find_ltr(n, slots, s, kr, probe);
     if (f.at == detail::kTorn) continue;
@@ -271,7 +285,7 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
     }
     if constexpr (kRetry) {
       probe();
-      if (ld(&n->h.switch_counter) != c) continue;
+      if ((ld(&n->h.switch_counter) & kMask) != c) continue;
     }
     return f;
   }
@@ -285,7 +299,7 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
                                 std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter);
     std::uint64_t child = 0;
     bool torn = false;
     *beyond = true;
@@ -390,7 +404,7 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
                              std::uint64_t* after = nullptr) noexcept {
   for (;;) {
     probe();
-    const std::uint8_t c = ld(&n->h.switch_counter);
+    const SwitchCount c = ld(&n->h.switch_counter);
     unsigned m = 0;
     bool torn = false;
     if ((c & 1u) == 0) {
@@ -444,9 +458,11 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
 }
 
 //! FAST insert of {key, ptr} at slot pos (<= end < slots, no dead slot). Commit: the key
-//! store (pm::commit_nt, after the last line's write-back and fence, which also orders a
-//! key block's or the switch counter's write-back). `unfenced` (a key block written back
-//! but not yet fenced) needs nothing more since that fence is always there.
+//! store, non-temporal, into the line the shift wrote last (that line is not written back:
+//! the movnti persists no earlier than the stores before it to its line). pm::publish_nt
+//! (a fence first) when a write-back of ANOTHER line is not yet fenced: `unfenced` (a key
+//! block or the caller's value block written back just before) or the switch counter's,
+//! unless the shift crossed a line (its fence came after them).
 void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std::uint64_t ptr,
                  bool unfenced);
 //! FAST delete of the live slot pos (< end, no dead slot). Commit: its one record store

@@ -47,11 +47,17 @@ void FastFairTree::append(NodeRef nr, const Record* recs, unsigned n,
   const bool sentinel = end + n < slots_ && r[end + n].key != kEmpty;
   if (sentinel) pm::store(&r[end + n].key, kEmpty);
   pm::store_release(&r[end].ptr, recs[0].ptr);
-  // The commit is non-temporal: everything before it, the first slot's pointer included
-  // (same line as the commit word), is written back and fenced first.
-  pm::flush(&r[end], (n + (sentinel ? 1 : 0)) * sizeof(Record));
-  pm::fence();
-  pm::commit_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
+  // The commit is non-temporal: the lines past the commit word's (records 1.., the
+  // sentinel) are written back, and fenced by the commit's leading fence (which also orders
+  // a fresh node written back before, a borrow's); the commit's own line (the first slot's
+  // pointer, records sharing it) persists no later than the movnti and needs neither. An
+  // append that fits in the commit's line with nothing else pending would need no fence,
+  // but it appends at most 4 records, which no rebalance does (a node merges once it is one
+  // record under half full; only a crash leaves one smaller): not worth its own branch.
+  const auto line_end = (reinterpret_cast<std::uintptr_t>(&r[end]) | 63u) + 1;
+  const auto stop = reinterpret_cast<std::uintptr_t>(&r[end + n + (sentinel ? 1 : 0)]);
+  if (stop > line_end) pm::flush(reinterpret_cast<const void*>(line_end), stop - line_end);
+  pm::publish_nt(&r[end].key, recs[0].key);  // commit: the appended records become live
   // Before the unlink that follows (faults: the broken variant).
   if (!(faults::active & faults::append_keeps_counter)) [[likely]] bump_after_append(nr);
 }

@@ -161,7 +161,7 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
     const Node* nd = node(cur);
     before = ld(&nd->h.sibling);
     for (;;) {
-      const std::uint8_t c = ld(&nd->h.switch_counter);
+      const SwitchCount c = ld(&nd->h.switch_counter);
       if (c & 1u) {
         // Right to left: read the node into a buffer (one consistent view), then visit.
         const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs,
