@@ -7,7 +7,9 @@
 // had before (spin_only_lock below, the broken variant kept for this), interleaved, and wants
 // gen_lock's median wait well below the spin-only one's. A timing test: the thresholds are
 // wide (a factor of 4, and the spin-only median must be at least 500 us, else the scheduler
-// did not make the case and the test says so and skips).
+// did not make the case and the test says so and skips). A wall-clock comparison is a
+// measurement, not a correctness test (a loaded CI machine could fail it), so it runs only
+// when asked: WORT_GEN_LOCK_BENCH=1 ./unit_fastfair_gen_lock_concurrency_test.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -77,6 +80,8 @@ double median(std::vector<double> v) {
 }
 
 TEST(GenLockConcurrency, WaiterYieldsToAHolderOnTheSameCpu) {
+  if (std::getenv("WORT_GEN_LOCK_BENCH") == nullptr)
+    GTEST_SKIP() << "a timing measurement: set WORT_GEN_LOCK_BENCH=1 to run it";
   cpu_set_t mine;
   ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof mine, &mine), 0);
   int cpu = 0;
