@@ -313,8 +313,8 @@ class Run {
   //! One traced event of writer t (WriterTracer): waits for t's turn (at a switch point the
   //! seeded coin may first hand the turn on), feeds the model as thread t, counts the event.
   template <class Fn>
-  void writer_event(std::size_t t, bool switch_point, Fn&& fn) {
-    const bool loose = sched_->enter(t, switch_point);
+  void writer_event(std::size_t t, bool switch_point, Fn&& fn, bool op_boundary = false) {
+    const bool loose = sched_->enter(t, switch_point, op_boundary);
     select(t);
     for (std::size_t u = 0; u < threads_.size(); ++u)
       if (u != t) sim_.hide_nt(u);  // the others' movnti not yet fenced: not visible to t
@@ -606,7 +606,7 @@ void Run::run_traced_concurrent() {
   sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
   install_handlers();
   sim_.set_global_fences(so_.global_fences);
-  sim_.set_track_nt(true);
+  sim_.set_track_nt(!so_.nt_visible_before_fence);
   Scheduler::Params sp;
   sp.threads = threads_.size();
   sp.seed = o_.seed;
@@ -634,7 +634,7 @@ void Run::run_traced_concurrent() {
   for (std::thread& w : writers) w.join();
   for (std::size_t t = 0; t < threads_.size(); ++t) sim_.show_nt(t);
   sim_.set_track_nt(false);
-  rep_.switches = sched.switches();
+  rep_.switches = sched.switches() + sched.handoffs();
   rep_.stalls = sched.stall_count();
   rep_.schedule = sched.stall_string();
   sched_ = nullptr;
@@ -651,11 +651,14 @@ void Run::writer(std::size_t t) {
   const std::span<const KvOp> ops = threads_[t];
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const KvOp& op = ops[i];
-    writer_event(t, true, [&] {  // the operation boundary: a switch point
-      op_idx_[t] = i;
-      select(t);
-      hist_.invoke(ref_, t, op);
-    });
+    writer_event(
+        t, true,
+        [&] {  // the operation boundary: a switch point
+          op_idx_[t] = i;
+          select(t);
+          hist_.invoke(ref_, t, op);
+        },
+        /*op_boundary=*/true);
     const Status got = apply_op(*index_, op);
     writer_event(t, false, [&] {
       std::string possible;

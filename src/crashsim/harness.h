@@ -137,6 +137,10 @@ struct ScheduleOptions {
   //! (the unsound one-global-fence model). tests/crash/concurrent_crash_test.cc shows the
   //! toy that relies on another thread's fence passing under it and caught without it.
   bool global_fences = false;
+  //! TESTING THE MODEL ONLY: a writer's non-temporal stores are visible to the other
+  //! writers before its fence (as trace mode stores them), which the hardware never shows;
+  //! the test shows the false findings the ROWEX indexes then get.
+  bool nt_visible_before_fence = false;
 };
 
 struct Finding {
@@ -158,7 +162,8 @@ struct Report {
   std::uint64_t suppressed = 0;     //!< findings dropped as duplicates or over the cap
   std::string error;                //!< set if the run could not happen (bad replay, no pool)
   // run_concurrent_kv only
-  std::uint64_t switches = 0;       //!< turns handed on by the seeded coin
+  std::uint64_t switches = 0;       //!< turns handed on by the seeded coin, or back to a
+                                    //!< writer a stall left loose (at an op boundary)
   std::uint64_t stalls = 0;         //!< turns handed on because the running writer stalled
   std::string schedule;             //!< the replay's stalls= of the whole run ("-": none)
 

@@ -18,10 +18,13 @@ Scheduler::Scheduler(Params p)
       rng_(p_.seed * 0x9e3779b97f4a7c15ull + 0x5eedull),
       forced_(p_.forced),
       done_(p_.threads, 0),
+      fresh_(p_.threads, 0),
       loose_(p_.threads, 0),
       clock_(p_.threads, 0),
       tid_(p_.threads, 0),
-      attached_(p_.threads, 0) {}
+      attached_(p_.threads, 0) {
+  fresh_[0] = 1;
+}
 
 void Scheduler::attach(std::size_t t) {
   clockid_t c;
@@ -44,6 +47,7 @@ void Scheduler::stall_switch() {
   stalls_.push_back(seq_ * 16 + turn_);
   loose_[turn_] = 1;
   turn_ = pick_other(turn_);
+  fresh_[turn_] = 1;
   cv_.notify_all();
 }
 
@@ -54,14 +58,32 @@ void Scheduler::stall_switch() {
     stall_switch();                                                                         \
   }
 
-bool Scheduler::enter(std::size_t t, bool switch_point) {
+bool Scheduler::enter(std::size_t t, bool switch_point, bool op_boundary) {
   std::unique_lock l(mu_);
-  if (switch_point && turn_ == t && !done_[t]) {
+  // At an operation boundary the running writer holds no index lock: a writer left loose by
+  // a stall (spinning on a lock, or already parked at its next event) gets the turn now,
+  // before the running one can race it for the lock again in its next operation.
+  if (op_boundary && turn_ == t && !done_[t] && !fresh_[t]) {
+    for (std::size_t u = 0; u < p_.threads; ++u)
+      if (u != t && loose_[u] && !done_[u]) {
+        turn_ = u;
+        fresh_[u] = 1;
+        ++handoffs_;
+        WORT_APPLY_FORCED();
+        cv_.notify_all();
+        break;
+      }
+  }
+  // A writer flips the coin at a switch point it reaches holding the turn, unless it has
+  // made no event since the turn came to it: then it behaves as if it had been parked at
+  // this point when the turn came (whether it had reached the point by then is timing).
+  if (switch_point && turn_ == t && !done_[t] && !fresh_[t]) {  // (not if handed on above)
     const bool flip = static_cast<double>(rng_() % 1024) < p_.switch_probability * 1024;
     if (flip) {
       const std::size_t n = pick_other(t);
       if (n != t) {
         turn_ = n;
+        fresh_[n] = 1;
         ++switches_;
         WORT_APPLY_FORCED();
         cv_.notify_all();
@@ -70,6 +92,7 @@ bool Scheduler::enter(std::size_t t, bool switch_point) {
   }
   cv_.wait(l, [&] { return turn_ == t; });
   loose_[t] = 0;
+  fresh_[t] = 0;
   in_event_ = true;
   return std::any_of(loose_.begin(), loose_.end(), [](char c) { return c != 0; });
 }
@@ -88,6 +111,7 @@ void Scheduler::finish(std::size_t t) {
   in_event_ = false;
   if (turn_ == t) {
     turn_ = pick_other(t);
+    fresh_[turn_] = 1;
     WORT_APPLY_FORCED();
     cv_.notify_all();
   }
@@ -145,17 +169,25 @@ bool Scheduler::control() {
       progress_seq = seq_;
       progress = now;
     }
-    if (seq_ != seen_seq || t != seen_turn || in_event_ || !attached_[t]) {
+    const bool moved = seq_ != seen_seq || t != seen_turn || in_event_ || !attached_[t];
+    const std::uint64_t seq = seq_;
+    // The thread's CPU clock and /proc state are read without the lock: a writer blocked
+    // on mu_ while this thread reads would itself look asleep.
+    l.unlock();
+    const double cpu_now = cpu_ms(t);
+    const bool is_asleep = !moved && sleeping(t);
+    l.lock();
+    if (moved || seq_ != seq || turn_ != t || in_event_) {
       seen_seq = seq_;
-      seen_turn = t;
+      seen_turn = turn_;
       base = now;
-      base_cpu = attached_[t] ? cpu_ms(t) : 0;
+      base_cpu = turn_ == t ? cpu_now : (attached_[turn_] ? cpu_ms(turn_) : 0);
       asleep = false;
       continue;
     }
     const double elapsed = std::chrono::duration<double>(now - base).count();
-    const double cpu = cpu_ms(t) - base_cpu;
-    if (sleeping(t)) {
+    const double cpu = cpu_now - base_cpu;
+    if (is_asleep) {
       if (!asleep) sleep_since = now;
       asleep = true;
     } else {

@@ -11,7 +11,8 @@
 //             (spinning on a lock word the paused writer holds), slept stall_sleep_ms
 //             (a futex: the allocator's mutex), or stall_wall_s passed whatever its state;
 //             the turn then passes on and the stalled writer runs LOOSE (untraced code only:
-//             its next event waits for its turn again)
+//             its next event waits for its turn again); at the running writer's next
+//             operation boundary (it holds no lock there) the turn goes back to it
 //
 // Deterministic: the coin and the choice of the next writer come from one seeded generator
 // consumed in event order, and a stall is recorded as the global event number after which
@@ -54,7 +55,7 @@ class Scheduler {
   void attach(std::size_t t);
   //! Before an event of writer t: at a switch point the turn holder may hand the turn on;
   //! then waits until t holds it. Returns true if another writer runs loose now.
-  bool enter(std::size_t t, bool switch_point);
+  bool enter(std::size_t t, bool switch_point, bool op_boundary = false);
   //! After the event: counts it; in a replay, a stall recorded here passes the turn on.
   void leave(std::size_t t);
   //! Writer t has no more operations.
@@ -65,6 +66,8 @@ class Scheduler {
 
   std::uint64_t events() const { return seq_; }
   std::uint64_t switches() const { return switches_; }
+  //! Turns handed at an operation boundary to a writer a stall left loose.
+  std::uint64_t handoffs() const { return handoffs_; }
   std::uint64_t stall_count() const { return stalls_.size(); }
   //! "12.1/40.0" (or "-"): each stall so far as (global event number).(the writer that
   //! stalled) — replay's stalls=. Params::forced holds them as event * 16 + writer.
@@ -81,13 +84,14 @@ class Scheduler {
   std::mutex mu_;
   std::condition_variable cv_;
   std::mt19937_64 rng_;
-  std::size_t turn_ = 0;
+  std::size_t turn_ = 0;  // writer 0 starts (fresh)
   bool in_event_ = false;
   std::uint64_t seq_ = 0;
   std::uint64_t switches_ = 0;
+  std::uint64_t handoffs_ = 0;
   std::vector<std::uint64_t> stalls_;
   std::vector<std::uint64_t> forced_;  // sorted
-  std::vector<char> done_, loose_;
+  std::vector<char> done_, fresh_, loose_;  // fresh: no event since the turn came to it
   std::vector<clockid_t> clock_;
   std::vector<pid_t> tid_;
   std::vector<char> attached_;

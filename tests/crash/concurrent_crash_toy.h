@@ -11,7 +11,9 @@
 //
 //   none            record stored, written back, fenced; then the writer waits until count
 //                   equals its record (the commits go in record order) and commits
-//                   count = record + 1. Correct with any number of writers.
+//                   count = record + 1. Correct with any number of writers on disjoint
+//                   keys; on one key its insert / update / remove race (the presence check
+//                   comes before the reservation): the history oracle's LIVE finding.
 //   cover_others    the key and the value are written back and fenced one after the other,
 //                   then count = every record reserved so far, committed at once: a writer
 //                   that finishes first publishes the other writer's record while it is
