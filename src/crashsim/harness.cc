@@ -747,6 +747,10 @@ void Run::check_live() {
   Expect ex;
   ex.acked = &ref_;
   ex.touched = &touched_;
+  if (concurrent()) {  // keys whose operations overlapped: either order's value
+    hist_.allowed(&allowed_);
+    ex.allowed = &allowed_;
+  }
   std::vector<Problem> problems;
   check_contents(*index_, ex, nullptr, &problems);
   if (auto v = index_->verify(); !v) problems.push_back({"VERIFY", v.error().message});
