@@ -92,6 +92,36 @@ TEST(ConcurrentCrash, CorrectLogIsCleanWithTwoAndThreeWriters) {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) EXPECT_CLEAN(toy_run<LogBug::none>(toy_writers(3, 3), seed));
 }
 
+// A schedule with stalls replays: its last crash point, reached again by the recorded
+// stalls (forced at their events, no waiting: stall detection is off for the replay), in
+// the same state.
+TEST(ConcurrentCrash, ScheduleWithStallsReplays) {
+  std::size_t replayed = 0;
+  for (std::uint64_t seed = 1; seed <= kToySchedules; ++seed) {
+    const Report r = toy_run<LogBug::none>(toy_writers(2, 4), seed);
+    if (r.stalls == 0) continue;
+    Options o;
+    o.replay = "seed=" + std::to_string(seed) + ",stalls=" + r.schedule +
+               ",point=" + std::to_string(r.crash_points - 1) + ",choice=all";
+    // Stall detection off (but for a 5 s bound): the replay must force every stall itself.
+    crashsim::ScheduleOptions forced_only;
+    forced_only.stall_cpu_ms = forced_only.stall_sleep_ms = 1e9;
+    forced_only.stall_wall_s = 5;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Report again = run_concurrent_kv(crashsim::factory_of<ToyLog<LogBug::none>>(),
+                                           std::vector<KvOp>{ins(u64_str(1000))},
+                                           toy_writers(2, 4), o, forced_only);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0)
+        << "a stall was not forced: " << o.replay;
+    EXPECT_TRUE(again.error.empty()) << o.replay << ": " << again.summary();
+    EXPECT_EQ(again.crash_points, 1u) << o.replay;
+    EXPECT_EQ(again.schedule, r.schedule) << o.replay;
+    EXPECT_TRUE(again.correct()) << again.summary();
+    ++replayed;
+  }
+  EXPECT_GT(replayed, 2u);
+}
+
 // Broken variant (a): clean with one writer, in both simulators.
 TEST(ConcurrentCrash, CoverOthersIsCleanWithOneWriter) {
   const Threads w = toy_writers(2, 4);
