@@ -11,7 +11,9 @@
 // writers on disjoint and on overlapping keys of small trees.
 //
 // Soak: WORT_CONC_CRASH_SCHEDULES=N (default 12 per index and key pattern),
-// WORT_CONC_CRASH_OPS (operations per writer, default 6), WORT_CONC_CRASH_WRITERS (2..4).
+// WORT_CONC_CRASH_OPS (operations per writer, default 6), WORT_CONC_CRASH_WRITERS (2..4),
+// WORT_CONC_CRASH_KEYS (24), WORT_CONC_CRASH_SETUP (keys inserted first; the index's
+// default), WORT_CONC_CRASH_SWITCH_PCT (the coin, 50).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -292,9 +294,16 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
   // soak knobs: operations per writer, writers (2..4)
   const std::size_t per_writer = env_count("WORT_CONC_CRASH_OPS", 6);
   const std::size_t writers = std::clamp<std::size_t>(env_count("WORT_CONC_CRASH_WRITERS", 2), 2, 4);
-  const std::vector<std::string> keys = make_keys(Gen::random_u64, 24, 21);
+  // ... keys (24) and keys inserted by the setup (the index's own default), and the coin's
+  // switch probability in percent (50)
+  const std::vector<std::string> keys =
+      make_keys(Gen::random_u64, std::max<std::size_t>(16, env_count("WORT_CONC_CRASH_KEYS", 24)), 21);
+  const std::size_t setup_n =
+      std::min(keys.size() - 8, static_cast<std::size_t>(env_count("WORT_CONC_CRASH_SETUP", s.setup_keys)));
+  crashsim::ScheduleOptions so;
+  so.switch_probability = static_cast<double>(env_count("WORT_CONC_CRASH_SWITCH_PCT", 50)) / 100;
   std::vector<KvOp> setup;
-  for (std::size_t i = 0; i < s.setup_keys; ++i) setup.push_back(ins(keys[i], i));
+  for (std::size_t i = 0; i < setup_n; ++i) setup.push_back(ins(keys[i], i));
   for (std::uint64_t seed = 1; seed <= n; ++seed) {
     Options o;
     o.seed = seed;
@@ -303,8 +312,8 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
     o.random_samples = 2;
     o.continuation_ops = 4;
     const auto t0 = std::chrono::steady_clock::now();
-    const Threads w = real_writers(keys, per_writer, overlapping, seed, s.setup_keys, writers);
-    const Report r = run_concurrent_and_print(s.factory, setup, w, o);
+    const Threads w = real_writers(keys, per_writer, overlapping, seed, setup_n, writers);
+    const Report r = run_concurrent_and_print(s.factory, setup, w, o, so);
     row->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++row->schedules;
     row->points += r.crash_points;
@@ -320,7 +329,7 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
     Options ro = o;
     ro.replay = "seed=" + std::to_string(seed) + ",stalls=" + r.schedule +
                 ",point=" + std::to_string(r.crash_points - 1) + ",choice=none";
-    const Report again = run_concurrent_kv(s.factory, setup, w, ro);
+    const Report again = run_concurrent_kv(s.factory, setup, w, ro, so);
     if (again.error.empty() && again.crash_points == 1 && again.schedule == r.schedule)
       ++row->replayed;
   }
