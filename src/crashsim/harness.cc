@@ -22,6 +22,7 @@
 #include "crashsim/isolate.h"
 #include "crashsim/oracles.h"
 #include "crashsim/replay.h"
+#include "crashsim/schedule.h"
 #include "crashsim/simulator.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -48,6 +49,8 @@ std::string Report::summary() const {
      << seconds << " s";
   if (seconds > 0) os << " (" << static_cast<std::uint64_t>(images / seconds) << " images/s)";
   if (read_checks) os << ", " << read_checks << " reads of a new state checked";
+  if (!schedule.empty())
+    os << ", " << switches << " switches, " << stalls << " stalls (stalls=" << schedule << ")";
   os << ", " << findings.size() << " findings";
   if (suppressed) os << " (+" << suppressed << " duplicates)";
   if (!findings.empty()) {
@@ -194,13 +197,133 @@ class Recorder final : public pm::Tracer {
   }
 };
 
+//! Concurrent histories: per key, every state a linearisation of the operations so far can
+//! leave. A key with no operation in flight and one possible value lives in the plain
+//! reference map instead. A state is (value, which in-flight operations it has applied, the
+//! Status each of those returned there); an operation may take effect at any moment
+//! between its invocation and its response, so the states close under applying any
+//! in-flight operation not yet applied, and a response keeps the states that applied it
+//! with the Status it returned.
+class History {
+ public:
+  struct State {
+    std::optional<Value> v;
+    std::uint8_t applied = 0;
+    std::array<Status, kMaxThreads> st{};
+    bool operator==(const State&) const = default;
+  };
+  struct Hist {
+    std::vector<State> states;
+    std::array<std::optional<KvOp>, kMaxThreads> pending;
+  };
+
+  void invoke(RefMap& ref, std::size_t t, const KvOp& op) {
+    auto [it, fresh] = keys_.try_emplace(op.key);
+    if (fresh) {
+      State s;
+      if (auto r = ref.find(op.key); r != ref.end()) {
+        s.v = r->second;
+        ref.erase(r);
+      }
+      it->second.states.push_back(s);
+    }
+    it->second.pending[t] = op;
+  }
+
+  //! False if no linearisation lets the operation return `got`; `possible` then lists what
+  //! it could have returned.
+  bool respond(RefMap& ref, std::size_t t, const KvOp& op, Status got, std::string* possible) {
+    Hist& h = keys_.at(op.key);
+    close(h);
+    std::vector<State> keep, any;
+    for (State s : h.states) {
+      if (!(s.applied >> t & 1)) continue;
+      const Status st = s.st[t];
+      s.applied = static_cast<std::uint8_t>(s.applied & ~(1u << t));
+      s.st[t] = Status{};
+      if (std::find(any.begin(), any.end(), s) == any.end()) any.push_back(s);
+      if (st == got) {
+        if (std::find(keep.begin(), keep.end(), s) == keep.end()) keep.push_back(s);
+      } else if (possible->find(to_string(st)) == std::string::npos) {
+        if (!possible->empty()) *possible += " or ";
+        *possible += to_string(st);
+      }
+    }
+    const bool ok = !keep.empty();
+    h.states = ok ? std::move(keep) : std::move(any);
+    h.pending[t].reset();
+    const bool idle = std::none_of(h.pending.begin(), h.pending.end(),
+                                   [](const std::optional<KvOp>& o) { return o.has_value(); });
+    const bool one = std::all_of(h.states.begin(), h.states.end(),
+                                 [&](const State& s) { return s.v == h.states[0].v; });
+    if (idle && one) {
+      if (h.states[0].v) ref[op.key] = *h.states[0].v;
+      keys_.erase(op.key);
+    }
+    return ok;
+  }
+
+  //! Every value each key of the history may hold now.
+  void allowed(std::map<std::string, std::vector<std::optional<Value>>>* out) const {
+    out->clear();
+    for (const auto& [k, h0] : keys_) {
+      Hist h = h0;
+      close(h);
+      auto& vs = (*out)[k];
+      for (const State& s : h.states)
+        if (std::find(vs.begin(), vs.end(), s.v) == vs.end()) vs.push_back(s.v);
+    }
+  }
+
+ private:
+  static void close(Hist& h) {
+    for (std::size_t i = 0; i < h.states.size(); ++i)
+      for (std::size_t t = 0; t < kMaxThreads; ++t) {
+        if (!h.pending[t] || (h.states[i].applied >> t & 1)) continue;
+        State n = h.states[i];
+        const KvOp& op = *h.pending[t];
+        RefMap one;
+        if (n.v) one.emplace(op.key, *n.v);
+        n.st[t] = apply_to_reference(one, op);
+        const auto f = one.find(op.key);
+        n.v = f == one.end() ? std::nullopt : std::optional<Value>(f->second);
+        n.applied = static_cast<std::uint8_t>(n.applied | (1u << t));
+        if (std::find(h.states.begin(), h.states.end(), n) == h.states.end())
+          h.states.push_back(n);
+      }
+  }
+
+  std::map<std::string, Hist> keys_;
+};
+
 class Run {
  public:
   Run(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
       const Options& o, int stream_fd = -1)
       : f_(f), setup_(setup), ops_(ops), o_(o), stream_fd_(stream_fd) {}
+  //! Concurrent histories (run_concurrent_kv).
+  Run(const Factory& f, std::span<const KvOp> setup, std::span<const std::vector<KvOp>> threads,
+      const Options& o, const ScheduleOptions& so, int stream_fd)
+      : f_(f), setup_(setup), o_(o), stream_fd_(stream_fd), so_(so) {
+    for (const auto& t : threads) threads_.emplace_back(t);
+  }
 
   Report go();
+
+  //! One traced event of writer t (WriterTracer): waits for t's turn (at a switch point the
+  //! seeded coin may first hand the turn on), feeds the model as thread t, counts the event.
+  template <class Fn>
+  void writer_event(std::size_t t, bool switch_point, Fn&& fn, bool op_boundary = false) {
+    const bool loose = sched_->enter(t, switch_point, op_boundary);
+    select(t);
+    for (std::size_t u = 0; u < threads_.size(); ++u)
+      if (u != t) sim_.hide_nt(u);  // the others' movnti not yet fenced: not visible to t
+    sim_.show_nt(t);
+    sim_.set_untracked_paused(loose || sim_.any_nt_hidden());
+    fn();
+    sched_->leave(t);
+  }
+  Simulator& sim() { return sim_; }
 
  private:
   bool create_pool_and_index();
@@ -208,6 +331,19 @@ class Run {
   void install_handlers();
   void explore_create(const Recorder& rec);
   void run_traced_ops();
+  void run_traced_concurrent();
+  void writer(std::size_t t);
+  void select(std::size_t t) {
+    cur_t_ = t;
+    ops_ = threads_[t];
+    op_ = op_idx_[t];
+    sim_.set_thread(t);
+  }
+  bool concurrent() const { return !threads_.empty(); }
+  std::string op_tag() const {
+    return concurrent() ? "t" + std::to_string(cur_t_) + "op" + std::to_string(op_)
+                        : "op" + std::to_string(op_);
+  }
   void check_live();
   void probe_read();
 
@@ -272,6 +408,53 @@ class Run {
 
   std::set<std::string> seen_;        // (kind, site) already reported
   std::map<std::string, std::size_t> per_kind_;
+
+  // concurrent histories (run_concurrent_kv); threads_ empty in run_kv
+  std::vector<std::span<const KvOp>> threads_;
+  ScheduleOptions so_;
+  Scheduler* sched_ = nullptr;
+  std::size_t cur_t_ = 0;             // the writer whose event is being handled
+  std::vector<std::size_t> op_idx_;   // each writer's current operation
+  History hist_;
+  std::map<std::string, std::vector<std::optional<Value>>> allowed_;  // for expect()
+  bool hung_ = false;                 // writers left running: the index must not be touched
+};
+
+//! Writer t's tracer: every event goes through Run::writer_event (its turn, then the model).
+class WriterTracer final : public pm::Tracer {
+ public:
+  WriterTracer(Run* r, std::size_t t) : r_(r), t_(t) {}
+  void on_store(void* d, const void* s, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_store(d, s, n); });
+  }
+  void on_volatile_store(void* d, const void* s, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_volatile_store(d, s, n); });
+  }
+  void on_nt_store(void* d, std::uint64_t v) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_nt_store(d, v); });
+  }
+  void on_flush(const void* a, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_flush(a, n); });
+  }
+  void on_fence() override {
+    r_->writer_event(t_, true, [&] { r_->sim().on_fence(); });
+  }
+  void on_commit(void* d, std::size_t n, bool shares) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_commit(d, n, shares); });
+  }
+  void on_alloc(void* p, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_alloc(p, n); });
+  }
+  void on_free(void* p, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_free(p, n); });
+  }
+  void on_assume_durable(void* p, std::size_t n) override {
+    r_->writer_event(t_, false, [&] { r_->sim().on_assume_durable(p, n); });
+  }
+
+ private:
+  Run* r_;
+  std::size_t t_;
 };
 
 Report Run::go() {
@@ -287,9 +470,14 @@ Report Run::go() {
   if (prepare()) {
     {
       TraceModeGuard mode;
-      run_traced_ops();
+      if (concurrent()) run_traced_concurrent();
+      else run_traced_ops();
     }
-    check_live();
+    if (!hung_) check_live();
+  }
+  if (hung_) {  // writers still run on them: leave both (the isolated child exits anyway)
+    (void)index_.release();
+    (void)pool_.release();
   }
   index_.reset();
   pool_.reset();
@@ -343,6 +531,8 @@ bool Run::prepare() {
   std::set<std::string> keys;
   for (const KvOp& op : setup_) keys.insert(op.key);
   for (const KvOp& op : ops_) keys.insert(op.key);
+  for (const auto& t : threads_)
+    for (const KvOp& op : t) keys.insert(op.key);
   touched_.assign(keys.begin(), keys.end());
   return true;
 }
@@ -374,7 +564,7 @@ void Run::install_handlers() {
   sim_.set_compare_limit([this] { return carved_bytes(*pool_); });
   nested_.set_point_handler([this](bool at_ack) { on_nested_point(at_ack); });
   nested_.set_compare_limit([] { return std::size_t{0}; });  // the image's written extent
-  if (o_.dirty_reads && !rp_.active) sim_.set_read_handler([this] { probe_read(); });
+  if (o_.dirty_reads && !rp_.active && !concurrent()) sim_.set_read_handler([this] { probe_read(); });
   if (o_.lints && o_.lints_after_crash && !rp_.active)
     nested_.set_lint_handler(
         [this](Lint l, std::size_t, std::uintptr_t site, const std::string& d) {
@@ -410,6 +600,83 @@ void Run::run_traced_ops() {
   if (rp_.active && rep_.crash_points == 0 && rep_.error.empty())
     rep_.error = "replay: crash point " + std::to_string(rp_.point) + " never came (the run had " +
                  std::to_string(point_) + ")";
+}
+
+void Run::run_traced_concurrent() {
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  install_handlers();
+  sim_.set_global_fences(so_.global_fences);
+  sim_.set_track_nt(!so_.nt_visible_before_fence);
+  Scheduler::Params sp;
+  sp.threads = threads_.size();
+  sp.seed = o_.seed;
+  sp.switch_probability = so_.switch_probability;
+  sp.stall_cpu_ms = so_.stall_cpu_ms;
+  sp.stall_sleep_ms = so_.stall_sleep_ms;
+  sp.stall_wall_s = so_.stall_wall_s;
+  sp.hang_s = so_.hang_s;
+  if (rp_.active) sp.forced = rp_.stalls;
+  auto owned = std::make_unique<Scheduler>(sp);
+  Scheduler& sched = *owned;
+  sched_ = &sched;
+  op_idx_.assign(threads_.size(), 0);
+  std::vector<std::thread> writers;
+  for (std::size_t t = 0; t < threads_.size(); ++t) writers.emplace_back([this, t] { writer(t); });
+  if (!sched.control()) {
+    hung_ = true;
+    add_finding("LIVE", "hang", "the writers hung: " + sched.hang_detail(),
+                "seed=" + std::to_string(o_.seed) + ",stalls=" + sched.stall_string());
+    for (std::thread& w : writers) w.detach();
+    rep_.error = "the writers hung (" + sched.hang_detail() + ")";
+    (void)owned.release();  // the writers still use it (the isolated child exits anyway)
+    return;
+  }
+  for (std::thread& w : writers) w.join();
+  for (std::size_t t = 0; t < threads_.size(); ++t) sim_.show_nt(t);
+  sim_.set_track_nt(false);
+  rep_.switches = sched.switches() + sched.handoffs();
+  rep_.stalls = sched.stall_count();
+  rep_.schedule = sched.stall_string();
+  sched_ = nullptr;
+  sim_.set_thread(0);
+  if (rp_.active && rep_.crash_points == 0 && rep_.error.empty())
+    rep_.error = "replay: crash point " + std::to_string(rp_.point) + " never came (the run had " +
+                 std::to_string(point_) + ")";
+}
+
+void Run::writer(std::size_t t) {
+  sched_->attach(t);
+  WriterTracer tracer(this, t);
+  TracerGuard restore(&tracer);
+  const std::span<const KvOp> ops = threads_[t];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const KvOp& op = ops[i];
+    writer_event(
+        t, true,
+        [&] {  // the operation boundary: a switch point
+          op_idx_[t] = i;
+          select(t);
+          hist_.invoke(ref_, t, op);
+        },
+        /*op_boundary=*/true);
+    const Status got = apply_op(*index_, op);
+    writer_event(t, false, [&] {
+      std::string possible;
+      if (!hist_.respond(ref_, t, op, got, &possible))
+        add_finding("LIVE", op_tag(),
+                    "writer " + std::to_string(t) + ": " + describe(op) + " returned " +
+                        std::string(to_string(got)) + "; no order of the operations in "
+                        "flight gives that (possible: " + possible + ") (op " +
+                        std::to_string(i) + ")",
+                    replay_string(point_, "none"));
+      if (!rp_.active)
+        check_commits(&op, got, sim_.commits_in_op(), "t" + std::to_string(t) + " op " +
+                      std::to_string(i), replay_string(point_, "none"));
+      ++rep_.ops;
+      sim_.acknowledge();
+    });
+  }
+  sched_->finish(t);
 }
 
 //! A read point inside the in-flight operation (Options::dirty_reads): another thread looks
@@ -480,6 +747,10 @@ void Run::check_live() {
   Expect ex;
   ex.acked = &ref_;
   ex.touched = &touched_;
+  if (concurrent()) {  // keys whose operations overlapped: either order's value
+    hist_.allowed(&allowed_);
+    ex.allowed = &allowed_;
+  }
   std::vector<Problem> problems;
   check_contents(*index_, ex, nullptr, &problems);
   if (auto v = index_->verify(); !v) problems.push_back({"VERIFY", v.error().message});
@@ -492,6 +763,11 @@ Expect Run::expect() const {
   Expect e;
   e.acked = &ref_;
   e.touched = &touched_;
+  if (concurrent()) {
+    hist_.allowed(&const_cast<Run*>(this)->allowed_);
+    e.allowed = &allowed_;
+    return e;
+  }
   if (in_flight_) {
     e.inflight = &ops_[op_];
     auto it = ref_.find(ops_[op_].key);
@@ -503,7 +779,8 @@ Expect Run::expect() const {
 
 std::string Run::where() const {
   if (creating_) return cur_at_ack_ ? "Index::create at its return" : "Index::create before a fence";
-  std::string s = "op " + std::to_string(op_);
+  std::string s = (concurrent() ? "writer " + std::to_string(cur_t_) + " " : std::string()) +
+                  "op " + std::to_string(op_);
   if (op_ < ops_.size()) s += " (" + describe(ops_[op_]) + ")";
   s += cur_at_ack_ ? " at its acknowledgement" : " before a fence";
   return s;
@@ -511,8 +788,20 @@ std::string Run::where() const {
 
 std::string Run::replay_string(std::uint64_t point, const std::string& choice,
                                const std::string& nested) const {
-  std::string s = "seed=" + std::to_string(o_.seed) + ",op=" + std::to_string(op_) +
-                  ",point=" + std::to_string(point) + ",choice=" + choice;
+  std::string s;
+  if (concurrent()) {
+    std::string ops;
+    for (std::size_t i : op_idx_) {
+      if (!ops.empty()) ops += '/';
+      ops += std::to_string(i);
+    }
+    s = "seed=" + std::to_string(o_.seed) + ",stalls=" +
+        (sched_ ? sched_->stall_string() : std::string("-")) + ",ops=" + ops +
+        ",point=" + std::to_string(point) + ",choice=" + choice;
+  } else {
+    s = "seed=" + std::to_string(o_.seed) + ",op=" + std::to_string(op_) +
+        ",point=" + std::to_string(point) + ",choice=" + choice;
+  }
   if (!nested.empty()) s += "," + nested;
   return s;
 }
@@ -537,10 +826,14 @@ bool is_commit_lint(Lint l, const std::string& detail) {
 
 void Run::on_lint(Lint l, std::uintptr_t site, const std::string& detail) {
   if (!o_.commit_lints && is_commit_lint(l, detail)) return;
+  // Concurrent histories: another writer's fence may have made this one's write-back or
+  // fence look redundant; the performance lints belong to run_kv.
+  if (concurrent() && (l == Lint::redundant_flush || l == Lint::redundant_fence)) return;
   char pc[32];
   std::snprintf(pc, sizeof pc, "pc=%#zx", static_cast<std::size_t>(site));
-  const std::string site_key = site ? pc : "op" + std::to_string(op_);
-  std::string at = "op " + std::to_string(op_);
+  const std::string site_key = site ? pc : op_tag();
+  std::string at = (concurrent() ? "writer " + std::to_string(cur_t_) + " " : std::string()) +
+                   "op " + std::to_string(op_);
   if (op_ < ops_.size()) at += " (" + describe(ops_[op_]) + ")";
   if (creating_) at = "pool and index creation";
   add_finding(std::string(lint_name(l)), creating_ ? "create:" + site_key : site_key,
@@ -690,7 +983,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
     problems.clear();
   const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
-    add_finding(p.kind, "op" + std::to_string(op_),
+    add_finding(p.kind, op_tag(),
                 p.detail + " [" + where() + ", crash point " + std::to_string(cur_point_) +
                     ", choice " + choice_str + "]",
                 replay_string(cur_point_, choice_str));
@@ -766,7 +1059,7 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
   const std::string inner = format_choice(choice);
   for (const Problem& p : problems)
     pending_second_.push_back(PendingSecond{
-        "op" + std::to_string(op_) + ":" + p.kind,
+        op_tag() + ":" + p.kind,
         Finding{"SECOND_CRASH",
                 p.kind + " after a crash at recovery point " + std::to_string(q) +
                     " (choice " + inner + ") of the image [" + where() + ", crash point " +
@@ -776,6 +1069,21 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
 }
 
 }  // namespace
+
+Report run_concurrent_kv(const Factory& f, std::span<const KvOp> setup,
+                         std::span<const std::vector<KvOp>> threads, const Options& opts,
+                         const ScheduleOptions& sched) {
+  if (threads.empty() || threads.size() > kMaxThreads || opts.dirty_reads || opts.trace_create) {
+    Report r;
+    r.error = "run_concurrent_kv: 1.." + std::to_string(kMaxThreads) +
+              " writer threads, without dirty_reads and trace_create";
+    return r;
+  }
+  return run_isolated(opts, [&](int fd) {
+    Run run(f, setup, threads, opts, sched, fd);
+    return run.go();
+  });
+}
 
 Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
               const Options& opts) {

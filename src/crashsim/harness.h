@@ -120,6 +120,29 @@ struct Options {
   std::uint64_t memory_budget_mb = 2048;
 };
 
+//! Concurrent histories (run_concurrent_kv): how the writers take turns (crashsim/schedule.h).
+struct ScheduleOptions {
+  //! At every switch point of the running writer (before each fence, at each operation
+  //! boundary) the seeded coin hands the turn to another writer with this probability.
+  double switch_probability = 0.5;
+  //! The running writer, outside any traced event, counts as stalled (blocked on a lock
+  //! the paused writer holds) after burning this much CPU, sleeping this long (a futex), or
+  //! this much wall time whatever it does; the turn then passes on.
+  double stall_cpu_ms = 2;
+  double stall_sleep_ms = 20;
+  double stall_wall_s = 5;
+  //! No traced event of any writer for this long: a LIVE finding and the run stops.
+  double hang_s = 60;
+  //! TESTING THE MODEL ONLY: a fence of any writer makes every writer's write-backs durable
+  //! (the unsound one-global-fence model). tests/crash/concurrent_crash_test.cc shows the
+  //! toy that relies on another thread's fence passing under it and caught without it.
+  bool global_fences = false;
+  //! TESTING THE MODEL ONLY: a writer's non-temporal stores are visible to the other
+  //! writers before its fence (as trace mode stores them), which the hardware never shows;
+  //! the test shows the false findings the ROWEX indexes then get.
+  bool nt_visible_before_fence = false;
+};
+
 struct Finding {
   std::string kind;    //!< "LOST_ACK", "MISSING_FLUSH", ... (see above)
   std::string detail;  //!< what was wrong, with the operation and key
@@ -138,6 +161,11 @@ struct Report {
   std::uint64_t failed_images = 0;  //!< images with at least one correctness finding
   std::uint64_t suppressed = 0;     //!< findings dropped as duplicates or over the cap
   std::string error;                //!< set if the run could not happen (bad replay, no pool)
+  // run_concurrent_kv only
+  std::uint64_t switches = 0;       //!< turns handed on by the seeded coin, or back to a
+                                    //!< writer a stall left loose (at an op boundary)
+  std::uint64_t stalls = 0;         //!< turns handed on because the running writer stalled
+  std::string schedule;             //!< the replay's stalls= of the whole run ("-": none)
 
   bool has(std::string_view kind) const;
   std::size_t count(std::string_view kind) const;
@@ -166,6 +194,20 @@ Factory factory_of() {
 //! Runs the crash test described at the top of this file.
 Report run_kv(const Factory& f, std::span<const KvOp> setup, std::span<const KvOp> ops,
               const Options& opts);
+
+//! Concurrent histories: after the untraced setup, threads.size() writer threads (at most
+//! crashsim::kMaxThreads) each apply their own operation list to the same index, one at a
+//! time, taking turns at fences and operation boundaries by a schedule seeded with
+//! opts.seed (and when the running writer blocks on a lock the paused one holds); all feed
+//! one Px86 model in which each writer's flush marks are its own and only its own fence
+//! orders them. Crash points: before every fence of any writer and at each
+//! acknowledgement; images and oracles as run_kv, the reference being every acknowledged
+//! operation and, per key, any linearisation of the operations in flight (each wholly
+//! before or after, independently; on one key, in either order). Lints per writer. Not
+//! supported: dirty_reads, trace_create.
+Report run_concurrent_kv(const Factory& f, std::span<const KvOp> setup,
+                         std::span<const std::vector<KvOp>> threads, const Options& opts,
+                         const ScheduleOptions& sched = {});
 
 template <IndexConcept T>
 Report run_kv(std::span<const KvOp> setup, std::span<const KvOp> ops, const Options& opts) {

@@ -150,7 +150,8 @@ void stream_report(int fd, const Report& r) {
   if (fd < 0) return;
   std::ostringstream os;
   os << "S\t" << r.ops << "\t" << r.crash_points << "\t" << r.images << "\t" << r.failed_images
-     << "\t" << r.suppressed << "\t" << r.read_checks << "\t" << escape(r.error) << "\n";
+     << "\t" << r.suppressed << "\t" << r.read_checks << "\t" << escape(r.error) << "\t"
+     << r.switches << "\t" << r.stalls << "\t" << escape(r.schedule) << "\n";
   write_all(fd, os.str());
 }
 
@@ -202,7 +203,10 @@ Report run_isolated(const Options& o, const std::function<Report(int fd)>& body)
         const auto f = split_tabs(buf.substr(0, nl));
         if (f[0] == "F" && f.size() == 4) {
           rep.findings.push_back(Finding{f[1], f[2], f[3]});
-        } else if (f[0] == "S" && f.size() == 8) {
+        } else if (f[0] == "S" && f.size() == 11) {
+          rep.switches = std::stoull(f[8]);
+          rep.stalls = std::stoull(f[9]);
+          rep.schedule = f[10];
           rep.ops = std::stoull(f[1]);
           rep.crash_points = std::stoull(f[2]);
           rep.images = std::stoull(f[3]);

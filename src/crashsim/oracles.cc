@@ -129,7 +129,7 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
   auto add = [&](const char* kind, std::string detail) {
     if (problems->size() - start < 4) problems->push_back({kind, std::move(detail)});
   };
-  const auto seen = scan_all(ix, ex.acked->size() + 64);
+  const auto seen = scan_all(ix, ex.acked->size() + (ex.allowed ? ex.allowed->size() : 0) + 64);
   RefMap scanned;
   for (std::size_t i = 0; i < seen.size(); ++i) {
     if (i > 0 && !(seen[i - 1].first < seen[i].first))
@@ -141,8 +141,11 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
   if (ex.touched) keys.insert(ex.touched->begin(), ex.touched->end());
   for (const auto& kv : scanned) keys.insert(kv.first);
   for (const auto& kv : *ex.acked) keys.insert(kv.first);
+  if (ex.allowed)
+    for (const auto& kv : *ex.allowed) keys.insert(kv.first);
 
   std::optional<Value> inflight_got;
+  std::map<std::string, std::optional<Value>> allowed_got;
   for (const std::string& k : keys) {
     const std::optional<Value> got = ix.lookup(as_key(k));
     std::optional<Value> in_scan;
@@ -155,6 +158,25 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
                               " (before) or both " + show(ex.after_v) + " (after)");
       inflight_got = got;
       continue;
+    }
+    if (ex.allowed) {
+      if (auto a = ex.allowed->find(k); a != ex.allowed->end()) {
+        const auto& vs = a->second;
+        auto ok = [&](const std::optional<Value>& v) {
+          return std::find(vs.begin(), vs.end(), v) != vs.end();
+        };
+        if (!ok(got) || !ok(in_scan) || got != in_scan) {
+          std::string want;
+          for (const auto& v : vs) {
+            if (!want.empty()) want += " or ";
+            want += show(v);
+          }
+          add("NOT_ATOMIC", "key " + printable(k) + " of operations in flight: lookup " +
+                                show(got) + ", scan " + show(in_scan) + ", want both " + want);
+        }
+        allowed_got[k] = got;
+        continue;
+      }
     }
     std::optional<Value> want;
     if (auto it = ex.acked->find(k); it != ex.acked->end()) want = it->second;
@@ -171,6 +193,10 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
   if (ex.inflight) {
     if (inflight_got) (*observed)[ex.inflight->key] = *inflight_got;
     else observed->erase(ex.inflight->key);
+  }
+  for (const auto& [k, v] : allowed_got) {
+    if (v) (*observed)[k] = *v;
+    else observed->erase(k);
   }
 }
 

@@ -30,6 +30,9 @@ struct Expect {
   const KvOp* inflight = nullptr;
   std::optional<Value> before_v;  //!< the in-flight key's acknowledged value
   std::optional<Value> after_v;   //!< its value if the operation completes
+  //! Concurrent histories: keys whose value may be any of these (operations in flight on
+  //! them, or acknowledged ones whose order the run cannot tell). Not in `acked`.
+  const std::map<std::string, std::vector<std::optional<Value>>>* allowed = nullptr;
 };
 
 //! LOST_ACK / NOT_ATOMIC / EXTRA_KEY: compares a full scan and a lookup of every touched

@@ -36,7 +36,9 @@ void Px86Model::store(std::size_t off, const void* src, std::size_t len, bool ne
     const std::size_t in_line = off - line;
     const std::size_t piece = std::min(len, kLine - in_line);
     store_in_line(line, in_line, bytes, piece);
-    lines_[line].entries.back().needs_flush = needs_flush;
+    Entry& e = lines_[line].entries.back();
+    e.needs_flush = needs_flush;
+    e.thread = static_cast<std::uint8_t>(thread_);
     off += piece;
     bytes += piece;
     len -= piece;
@@ -66,28 +68,33 @@ Px86Model::FlushResult Px86Model::flush(std::size_t off, std::size_t len) {
     ++r.lines;
     auto it = lines_.find(line);
     const bool nothing_new =
-        it == lines_.end() || it->second.mark == it->second.entries.size();
+        it == lines_.end() || it->second.marks[thread_] == it->second.entries.size();
     if (nothing_new) {
       if (r.redundant_lines++ == 0) r.first_redundant = line;
       continue;
     }
-    it->second.mark = static_cast<std::uint32_t>(it->second.entries.size());
+    it->second.marks[thread_] = static_cast<std::uint32_t>(it->second.entries.size());
   }
   return r;
+}
+
+std::uint32_t Px86Model::LineLog::max_mark() const noexcept {
+  return *std::max_element(marks.begin(), marks.end());
 }
 
 bool Px86Model::fence() {
   bool ordered_something = false;
   for (auto it = lines_.begin(); it != lines_.end();) {
     LineLog& log = it->second;
-    if (log.mark == 0) {
+    const std::uint32_t fold = global_fences_ ? log.max_mark() : log.marks[thread_];
+    if (fold == 0) {
       ++it;
       continue;
     }
     ordered_something = true;
-    apply(log, log.mark, durable_.data() + it->first);
-    log.entries.erase(log.entries.begin(), log.entries.begin() + log.mark);
-    log.mark = 0;
+    apply(log, fold, durable_.data() + it->first);
+    log.entries.erase(log.entries.begin(), log.entries.begin() + fold);
+    for (std::uint32_t& m : log.marks) m = m > fold ? m - fold : 0;
     it = log.entries.empty() ? lines_.erase(it) : std::next(it);
   }
   return ordered_something;
@@ -132,40 +139,41 @@ bool Px86Model::build_image(std::span<const std::uint32_t> choice, std::byte* ou
 }
 
 namespace {
-//! True if the log holds a store after its mark that must be flushed (not a volatile one).
-bool has_unflushed(const Px86Model::LineLog& log) noexcept {
-  for (std::size_t i = log.mark; i < log.entries.size(); ++i)
-    if (log.entries[i].needs_flush) return true;
+//! True if the log holds a store of thread t after t's mark that must be flushed (not a
+//! volatile one).
+bool has_unflushed(const Px86Model::LineLog& log, std::size_t t) noexcept {
+  for (std::size_t i = log.marks[t]; i < log.entries.size(); ++i)
+    if (log.entries[i].needs_flush && log.entries[i].thread == t) return true;
   return false;
 }
 }  // namespace
 
 std::size_t Px86Model::first_unflushed() const noexcept {
   for (const auto& [line, log] : lines_)
-    if (has_unflushed(log)) return line;
+    if (has_unflushed(log, thread_)) return line;
   return SIZE_MAX;
 }
 
 bool Px86Model::line_unflushed(std::size_t line) const noexcept {
   const auto it = lines_.find(line);
-  return it != lines_.end() && has_unflushed(it->second);
+  return it != lines_.end() && has_unflushed(it->second, thread_);
 }
 
 std::size_t Px86Model::first_unfenced() const noexcept {
   for (const auto& [line, log] : lines_)
-    if (log.mark > 0) return line;
+    if (log.marks[thread_] > 0) return line;
   return SIZE_MAX;
 }
 
 std::size_t Px86Model::unflushed_lines() const noexcept {
-  return static_cast<std::size_t>(std::count_if(lines_.begin(), lines_.end(), [](const auto& kv) {
-    return has_unflushed(kv.second);
+  return static_cast<std::size_t>(std::count_if(lines_.begin(), lines_.end(), [this](const auto& kv) {
+    return has_unflushed(kv.second, thread_);
   }));
 }
 
 std::size_t Px86Model::unfenced_lines() const noexcept {
   return static_cast<std::size_t>(std::count_if(
-      lines_.begin(), lines_.end(), [](const auto& kv) { return kv.second.mark > 0; }));
+      lines_.begin(), lines_.end(), [this](const auto& kv) { return kv.second.marks[thread_] > 0; }));
 }
 
 void Px86Model::absorb(std::size_t off, const std::byte* bytes, std::size_t len) {

@@ -32,6 +32,9 @@
 namespace wort::crashsim {
 
 inline constexpr std::size_t kLine = 64;
+//! Writer threads a model tells apart (crashsim::run_concurrent_kv); a single-threaded run
+//! is thread 0 throughout.
+inline constexpr std::size_t kMaxThreads = 4;
 
 class Px86Model {
  public:
@@ -40,12 +43,19 @@ class Px86Model {
     std::uint8_t offset = 0;  //!< byte offset inside the line
     std::uint8_t len = 0;     //!< 1..64
     bool needs_flush = true;  //!< false: pm::store_volatile (rebuilt after a restart)
+    std::uint8_t thread = 0;  //!< the thread that made the store
     std::array<std::byte, kLine> bytes{};
   };
-  //! A line's stores since it was last durable; entries [0, mark) are flushed.
+  //! A line's stores since it was last durable. Each thread has its own flush mark:
+  //! entries [0, marks[t]) were covered by a write-back thread t issued, which only a fence
+  //! of thread t orders (an sfence waits for its own thread's write-backs, nobody else's).
   struct LineLog {
     std::vector<Entry> entries;
-    std::uint32_t mark = 0;
+    std::array<std::uint32_t, kMaxThreads> marks{};
+    //! The current thread's mark (see set_thread).
+    std::uint32_t mark_of(std::size_t t) const noexcept { return marks[t]; }
+    //! Highest mark of any thread.
+    std::uint32_t max_mark() const noexcept;
   };
   //! What a flush found, for the REDUNDANT_FLUSH lint.
   struct FlushResult {
@@ -58,6 +68,15 @@ class Px86Model {
   //! zeros; everything is durable. Buffers are reused across resets.
   void reset(const std::byte* init, std::size_t size, std::size_t extent);
 
+  //! The thread the following events belong to (0 in a single-threaded run). Stores carry
+  //! it; a flush sets this thread's mark; a fence folds this thread's marks only; the lint
+  //! queries (first_unflushed, first_unfenced, ...) look at this thread's stores and marks.
+  void set_thread(std::size_t t) noexcept { thread_ = t; }
+  std::size_t thread() const noexcept { return thread_; }
+  //! Testing the model only: a fence of any thread folds every thread's marks (the unsound
+  //! "one global fence" model, which lets one thread's sfence order another's write-back).
+  void set_global_fences(bool on) noexcept { global_fences_ = on; }
+
   //! Records a store of `len` bytes from `src` at range offset `off`. `needs_flush` false
   //! marks a pm::store_volatile: it is in the log like any store (a crash may keep it or
   //! not), but MISSING_FLUSH does not count it.
@@ -66,7 +85,9 @@ class Px86Model {
   void nt_store(std::size_t off, std::uint64_t value);
   //! Records a write-back of the lines overlapping [off, off+len).
   FlushResult flush(std::size_t off, std::size_t len);
-  //! Records a fence; returns false if it had nothing to order (no line had a mark).
+  //! Records a fence of the current thread: each line's log up to this thread's mark becomes
+  //! durable; other threads' marks shrink by what was folded. Returns false if it had
+  //! nothing to order (no line had a mark of this thread).
   bool fence();
 
   //! Lines with a non-empty log, ascending.
@@ -79,11 +100,12 @@ class Px86Model {
   //! `out[0, n)`; n must be at least extent(). Returns false if `choice` does not fit.
   bool build_image(std::span<const std::uint32_t> choice, std::byte* out, std::size_t n) const;
 
-  //! Offset of the first line holding a store (not a volatile one) after its mark, or SIZE_MAX.
+  //! Offset of the first line holding a store of the current thread (not a volatile one)
+  //! after this thread's mark, or SIZE_MAX.
   std::size_t first_unflushed() const noexcept;
   //! True if the line at `line` (a line offset) holds a store not yet flushed.
   bool line_unflushed(std::size_t line) const noexcept;
-  //! Offset of the first line with a flush mark not yet fenced, or SIZE_MAX.
+  //! Offset of the first line with a flush mark of the current thread not yet fenced, or SIZE_MAX.
   std::size_t first_unfenced() const noexcept;
   //! Number of lines with stores after their mark / with an unfenced mark.
   std::size_t unflushed_lines() const noexcept;
@@ -110,6 +132,8 @@ class Px86Model {
   std::vector<std::byte> durable_;
   std::vector<std::byte> shadow_;
   std::map<std::size_t, LineLog> lines_;  // line offset -> log (only non-empty logs)
+  std::size_t thread_ = 0;
+  bool global_fences_ = false;
 };
 
 }  // namespace wort::crashsim

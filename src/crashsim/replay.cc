@@ -35,6 +35,23 @@ bool parse_replay(const std::string& s, ReplaySpec* out, std::string* err) {
       have_choice = true;
     } else if (key == "rchoice") {
       r.rchoice = val;
+    } else if (key == "stalls") {  // concurrent histories: events after which a writer stalled
+      r.concurrent = true;
+      if (val != "-") {
+        std::stringstream vs(val);
+        std::string item;
+        while (std::getline(vs, item, '/')) {  // event.writer
+          const auto dot = item.find('.');
+          std::uint64_t w = 0;
+          if (dot == std::string::npos || !parse_u64(item.substr(0, dot), &n) ||
+              !parse_u64(item.substr(dot + 1), &w) || w >= 16) {
+            *err = "stalls: '" + item + "' is not event.writer";
+            return false;
+          }
+          r.stalls.push_back(n * 16 + w);
+        }
+      }
+    } else if (key == "ops") {  // informational (concurrent histories): each thread's op
     } else if (key == "seed" || key == "point" || key == "rpoint" || key == "op") {
       if (!parse_u64(val, &n)) {
         *err = "field '" + key + "' is not a number";

@@ -1,6 +1,7 @@
 // crashsim/replay.h — the replay string of a finding, and choice vectors as text.
 //
 //   seed=7,op=3,point=41,choice=0.2.1[,rpoint=2,rchoice=1.0]
+//   seed=7,stalls=12.1/40.0,ops=3/1,point=41,choice=0.2.1     (run_concurrent_kv)
 //
 // `point` numbers the crash points of the traced run in order (fences and acknowledgements,
 // counted whether explored or not); `choice` is one prefix length per dirty line in line
@@ -23,6 +24,12 @@ struct ReplaySpec {
   bool nested = false;
   std::uint64_t rpoint = 0;
   std::string rchoice;
+  //! Concurrent histories (run_concurrent_kv): `stalls=12.1/40.0` (or `-`) lists the
+  //! global event numbers after which the running writer (after the dot) was found stalled
+  //! (blocked on a lock the paused writer holds) and the turn passed on; with the seed this
+  //! fixes the schedule. Held as event * 16 + writer.
+  bool concurrent = false;
+  std::vector<std::uint64_t> stalls;
 };
 
 //! Parses a replay string; false (with a message) if malformed.

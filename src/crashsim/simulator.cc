@@ -42,9 +42,10 @@ void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent) {
   model_.reset(base, size, extent);
   compare_limit_ = size <= kFullCompareLimit ? size : 0;
   exploring_ = false;
-  commits_ = 0;
-  skip_commit_store_ = after_commit_ = false;
-  after_commit_stores_.clear();
+  for (OpState& o : op_state_) o = OpState{};
+  for (auto& v : nt_pending_) v.clear();
+  nt_hidden_ = {};
+  model_.set_thread(0);
   pending_nt_.clear();
 }
 
@@ -62,9 +63,10 @@ void Simulator::on_store(void* dst, const void* src, std::size_t len) {
   read_point();
   model_.store(off, src, len);
   // The commit's own store(s): into its word, before its fence.
-  const bool into_commit = skip_commit_store_ && off >= commit_off_ && off + len <= commit_end_;
-  if (!into_commit && after_commit_) {
-    after_commit_stores_.emplace_back(off, len);
+  OpState& o = op();
+  const bool into_commit = o.skip_commit_store && off >= o.commit_off && off + len <= o.commit_end;
+  if (!into_commit && o.after_commit) {
+    o.after_commit_stores.emplace_back(off, len);
   }
 }
 
@@ -72,19 +74,21 @@ void Simulator::on_commit(void* dst, std::size_t len, bool shares_fence) {
   std::size_t off;
   if (!offset_of(dst, &off)) return;
   read_point();
-  ++commits_;
-  skip_commit_store_ = true;
-  commit_off_ = off;
-  commit_end_ = off + len;
-  after_commit_ = true;
-  after_commit_stores_.clear();
+  OpState& o = op();
+  ++o.commits;
+  o.skip_commit_store = true;
+  o.commit_off = off;
+  o.commit_end = off + len;
+  o.after_commit = true;
+  o.after_commit_stores.clear();
   if (!on_lint_ || shares_fence) return;
   // A flushed, unfenced line other than the commit's own may reach the media after the
   // commit store (stores to one line persist in order, so the commit's own line is safe).
   const std::size_t own_first = off & ~(kLine - 1), own_last = (off + len - 1) & ~(kLine - 1);
   std::size_t first = SIZE_MAX, n = 0;
   for (const auto& [line, log] : model_.lines()) {
-    if (log.mark == 0 || (line >= own_first && line <= own_last)) continue;
+    // this thread's write-backs only: another thread's are not this operation's to order
+    if (log.marks[model_.thread()] == 0 || (line >= own_first && line <= own_last)) continue;
     if (first == SIZE_MAX) first = line;
     ++n;
   }
@@ -121,7 +125,7 @@ void Simulator::on_free(void* p, std::size_t len) {
   if (!offset_of(p, &off)) return;
   len = std::min(len, size_ - off);
   // Stores into a block the operation frees are not stores after its commit.
-  std::erase_if(after_commit_stores_, [&](const std::pair<std::size_t, std::size_t>& s) {
+  std::erase_if(op().after_commit_stores, [&](const std::pair<std::size_t, std::size_t>& s) {
     return s.first >= off && s.first + s.second <= off + len;
   });
   if constexpr (kFreshBlocks == BlockBytes::unspecified) on_alloc(p, len);  // junk from now on
@@ -153,7 +157,25 @@ void Simulator::on_nt_store(void* dst, std::uint64_t value) {
     std::memcpy(&old, base_ + off, 8);
     pending_nt_.emplace_back(off, old);
   }
+  if (track_nt_ && off + 8 <= size_) {
+    std::uint64_t old;
+    std::memcpy(&old, base_ + off, 8);
+    nt_pending_[model_.thread()].push_back({off, old, value});
+  }
   model_.nt_store(off, value);
+}
+
+void Simulator::hide_nt(std::size_t t) noexcept {
+  if (nt_hidden_[t] || nt_pending_[t].empty()) return;
+  const auto& v = nt_pending_[t];
+  for (std::size_t i = v.size(); i-- > 0;) std::memcpy(base_ + v[i].off, &v[i].old, 8);
+  nt_hidden_[t] = true;
+}
+
+void Simulator::show_nt(std::size_t t) noexcept {
+  if (!nt_hidden_[t]) return;
+  for (const PendingNt& p : nt_pending_[t]) std::memcpy(base_ + p.off, &p.now, 8);
+  nt_hidden_[t] = false;
 }
 
 void Simulator::on_flush(const void* addr, std::size_t len) {
@@ -174,7 +196,7 @@ void Simulator::on_fence() {
   if (exploring_ || base_ == nullptr) return;
   const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
   if (on_lint_) {
-    if (!replaying_) check_untracked();
+    if (!replaying_ && !untracked_paused_) check_untracked();
     if (model_.unfenced_lines() == 0)
       lint(Lint::redundant_fence, 0, site, "fence with no flushed line and no nt-store to order");
   }
@@ -182,21 +204,23 @@ void Simulator::on_fence() {
   crash_point(false);
   model_.fence();
   pending_nt_.clear();  // durable now, hence visible
-  skip_commit_store_ = false;  // the commit's fence ends its store(s)
+  nt_pending_[model_.thread()].clear();
+  op().skip_commit_store = false;  // the commit's fence ends its store(s)
 }
 
 void Simulator::acknowledge() {
   if (base_ == nullptr) return;
   read_point();
   if (on_lint_) {
-    if (!replaying_) check_untracked();
-    if (!after_commit_stores_.empty()) {
+    if (!replaying_ && !untracked_paused_) check_untracked();
+    const auto& stores = op().after_commit_stores;
+    if (!stores.empty()) {
       std::size_t bytes = 0;
-      for (const auto& s : after_commit_stores_) bytes += s.second;
-      lint(Lint::store_after_commit, after_commit_stores_.front().first, 0,
-           std::to_string(after_commit_stores_.size()) + " pool store(s) (" +
+      for (const auto& s : stores) bytes += s.second;
+      lint(Lint::store_after_commit, stores.front().first, 0,
+           std::to_string(stores.size()) + " pool store(s) (" +
                std::to_string(bytes) + " bytes) after the operation's last commit store, "
-               "first at offset " + hex(after_commit_stores_.front().first));
+               "first at offset " + hex(stores.front().first));
     }
     if (const std::size_t line = model_.first_unflushed(); line != SIZE_MAX)
       lint(Lint::missing_flush, line, 0,
@@ -209,9 +233,7 @@ void Simulator::acknowledge() {
                " line(s) flushed but not fenced at the acknowledgement, first at offset " +
                hex(line));
   }
-  commits_ = 0;
-  skip_commit_store_ = after_commit_ = false;
-  after_commit_stores_.clear();
+  op() = OpState{};
   crash_point(true);
 }
 

@@ -44,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <span>
 #include <string>
@@ -121,7 +122,31 @@ class Simulator final : public pm::Tracer {
 
   //! Commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) since the last
   //! acknowledgement (or since watch()).
-  std::size_t commits_in_op() const noexcept { return commits_; }
+  std::size_t commits_in_op() const noexcept { return op().commits; }
+  //! Concurrent histories (run_concurrent_kv): the writer thread the next events come from.
+  //! Its flush marks, fences, commit and after-commit bookkeeping and the acknowledgement
+  //! lints are its own (Px86Model::set_thread). 0 throughout a single-threaded run.
+  void set_thread(std::size_t t) noexcept { model_.set_thread(t); }
+  std::size_t thread() const noexcept { return model_.thread(); }
+  //! Testing the model only (Px86Model::set_global_fences).
+  void set_global_fences(bool on) noexcept { model_.set_global_fences(on); }
+  //! Concurrent histories: a writer's non-temporal stores not yet fenced are invisible to
+  //! the other writers (a movnti reaches other cores through the memory controller, that is
+  //! once durable), but trace mode stores them as plain stores. With tracking on, each
+  //! writer's pending ones are kept (with the bytes they replaced) until its fence;
+  //! hide_nt(t) puts the old bytes back in memory while another writer runs, show_nt(t)
+  //! the new ones when t runs again.
+  void set_track_nt(bool on) noexcept { track_nt_ = on; }
+  void hide_nt(std::size_t t) noexcept;
+  void show_nt(std::size_t t) noexcept;
+  bool any_nt_hidden() const noexcept {
+    for (bool h : nt_hidden_)
+      if (h) return true;
+    return false;
+  }
+  //! While on, the UNTRACKED_STORE comparison is skipped (a writer thread runs outside its
+  //! turn: it may have changed a lock word it has not reported yet).
+  void set_untracked_paused(bool on) noexcept { untracked_paused_ = on; }
   //! Off: fences and acknowledgements are not crash points (lints still run).
   void set_crash_points(bool on) noexcept { crash_points_ = on; }
   //! On: the events fed in are a recording replayed after the fact (memory already holds the
@@ -152,13 +177,26 @@ class Simulator final : public pm::Tracer {
   std::function<std::size_t()> compare_limit_fn_;
   bool crash_points_ = true;
   bool replaying_ = false;
-  // per operation (reset by acknowledge)
-  std::size_t commits_ = 0;
-  bool skip_commit_store_ = false;  // stores into [commit_off_, commit_end_) before the next
-  std::size_t commit_off_ = 0, commit_end_ = 0;  // fence are the commit's own
-  bool after_commit_ = false;
-  std::vector<std::pair<std::size_t, std::size_t>> after_commit_stores_;  // (offset, len)
+  // per operation (reset by acknowledge), one set per writer thread (set_thread)
+  struct OpState {
+    std::size_t commits = 0;
+    bool skip_commit_store = false;  // stores into [commit_off, commit_end) before the next
+    std::size_t commit_off = 0, commit_end = 0;  // fence are the commit's own
+    bool after_commit = false;
+    std::vector<std::pair<std::size_t, std::size_t>> after_commit_stores;  // (offset, len)
+  };
+  std::array<OpState, kMaxThreads> op_state_;
+  OpState& op() noexcept { return op_state_[model_.thread()]; }
+  const OpState& op() const noexcept { return op_state_[model_.thread()]; }
   std::uint64_t junk_seq_ = 0;
+  bool untracked_paused_ = false;
+  struct PendingNt {
+    std::size_t off;
+    std::uint64_t old, now;
+  };
+  bool track_nt_ = false;
+  std::array<std::vector<PendingNt>, kMaxThreads> nt_pending_;
+  std::array<bool, kMaxThreads> nt_hidden_{};
 };
 
 //! Records the end of the highest store into a range (for reusing image buffers without

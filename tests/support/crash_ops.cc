@@ -27,6 +27,19 @@ crashsim::Report run_and_print(const crashsim::Factory& tree,
   return r;
 }
 
+crashsim::Report run_concurrent_and_print(const crashsim::Factory& tree,
+                                          const std::vector<crashsim::KvOp>& setup,
+                                          const std::vector<std::vector<crashsim::KvOp>>& threads,
+                                          const crashsim::Options& opts,
+                                          const crashsim::ScheduleOptions& s) {
+  crashsim::Options o = opts;
+  if (!o.commits) o.commits = commit_table_for(tree.kind);
+  auto r = crashsim::run_concurrent_kv(tree, setup, threads, o, s);
+  std::cout << "[" << tree.kind << " concurrent crash] seed " << o.seed << ": " << r.summary()
+            << "\n";
+  return r;
+}
+
 MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
                        std::size_t ops_n) {
   MixedBatch b;

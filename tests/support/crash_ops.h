@@ -72,6 +72,14 @@ crashsim::Report run_and_print(const crashsim::Factory& tree,
                                const std::vector<crashsim::KvOp>& setup,
                                const std::vector<crashsim::KvOp>& ops, const crashsim::Options& o);
 
+//! crashsim::run_concurrent_kv (Options::commits as run_and_print), then one line
+//! "[<kind> concurrent crash] <summary>" on stdout.
+crashsim::Report run_concurrent_and_print(const crashsim::Factory& tree,
+                                          const std::vector<crashsim::KvOp>& setup,
+                                          const std::vector<std::vector<crashsim::KvOp>>& threads,
+                                          const crashsim::Options& o,
+                                          const crashsim::ScheduleOptions& s = {});
+
 struct MixedBatch {
   std::vector<crashsim::KvOp> setup;  //!< the first `setup_n` keys inserted (value: index)
   std::vector<crashsim::KvOp> ops;    //!< random keys: 1/4 insert, 1/4 upsert, 1/2 remove

@@ -1,0 +1,218 @@
+// crashsim/schedule.cc — the turn, the seeded coin, stall detection.
+#include "crashsim/schedule.h"
+
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace wort::crashsim {
+
+Scheduler::Scheduler(Params p)
+    : p_(std::move(p)),
+      rng_(p_.seed * 0x9e3779b97f4a7c15ull + 0x5eedull),
+      forced_(p_.forced),
+      done_(p_.threads, 0),
+      fresh_(p_.threads, 0),
+      loose_(p_.threads, 0),
+      clock_(p_.threads, 0),
+      tid_(p_.threads, 0),
+      attached_(p_.threads, 0) {
+  fresh_[0] = 1;
+}
+
+void Scheduler::attach(std::size_t t) {
+  clockid_t c;
+  pthread_getcpuclockid(pthread_self(), &c);
+  std::lock_guard l(mu_);
+  clock_[t] = c;
+  tid_[t] = static_cast<pid_t>(::syscall(SYS_gettid));
+  attached_[t] = 1;
+}
+
+std::size_t Scheduler::pick_other(std::size_t t) {
+  std::vector<std::size_t> c;
+  for (std::size_t u = 0; u < p_.threads; ++u)
+    if (u != t && !done_[u]) c.push_back(u);
+  if (c.empty()) return t;
+  return c[rng_() % c.size()];
+}
+
+void Scheduler::stall_switch() {
+  stalls_.push_back(seq_ * 16 + turn_);
+  loose_[turn_] = 1;
+  turn_ = pick_other(turn_);
+  fresh_[turn_] = 1;
+  cv_.notify_all();
+}
+
+// A replay's recorded stalls, each at (global event number, turn holder).
+#define WORT_APPLY_FORCED()                                                                 \
+  while (!forced_.empty() && forced_.front() == seq_ * 16 + turn_) {                        \
+    forced_.erase(forced_.begin());                                                         \
+    stall_switch();                                                                         \
+  }
+
+bool Scheduler::enter(std::size_t t, bool switch_point, bool op_boundary) {
+  std::unique_lock l(mu_);
+  // At an operation boundary the running writer holds no index lock: a writer left loose by
+  // a stall (spinning on a lock, or already parked at its next event) gets the turn now,
+  // before the running one can race it for the lock again in its next operation.
+  if (op_boundary && turn_ == t && !done_[t] && !fresh_[t]) {
+    for (std::size_t u = 0; u < p_.threads; ++u)
+      if (u != t && loose_[u] && !done_[u]) {
+        turn_ = u;
+        fresh_[u] = 1;
+        ++handoffs_;
+        WORT_APPLY_FORCED();
+        cv_.notify_all();
+        break;
+      }
+  }
+  // A writer flips the coin at a switch point it reaches holding the turn, unless it has
+  // made no event since the turn came to it: then it behaves as if it had been parked at
+  // this point when the turn came (whether it had reached the point by then is timing).
+  if (switch_point && turn_ == t && !done_[t] && !fresh_[t]) {  // (not if handed on above)
+    const bool flip = static_cast<double>(rng_() % 1024) < p_.switch_probability * 1024;
+    if (flip) {
+      const std::size_t n = pick_other(t);
+      if (n != t) {
+        turn_ = n;
+        fresh_[n] = 1;
+        ++switches_;
+        WORT_APPLY_FORCED();
+        cv_.notify_all();
+      }
+    }
+  }
+  cv_.wait(l, [&] { return turn_ == t; });
+  loose_[t] = 0;
+  fresh_[t] = 0;
+  in_event_ = true;
+  return std::any_of(loose_.begin(), loose_.end(), [](char c) { return c != 0; });
+}
+
+void Scheduler::leave(std::size_t) {
+  std::lock_guard l(mu_);
+  ++seq_;
+  in_event_ = false;
+  WORT_APPLY_FORCED();
+}
+
+void Scheduler::finish(std::size_t t) {
+  std::lock_guard l(mu_);
+  done_[t] = 1;
+  loose_[t] = 0;
+  in_event_ = false;
+  if (turn_ == t) {
+    turn_ = pick_other(t);
+    fresh_[turn_] = 1;
+    WORT_APPLY_FORCED();
+    cv_.notify_all();
+  }
+}
+
+#undef WORT_APPLY_FORCED
+
+std::string Scheduler::stall_string() {
+  std::lock_guard l(mu_);
+  if (stalls_.empty()) return "-";
+  std::string s;
+  for (std::uint64_t v : stalls_) {  // "event.writer"
+    if (!s.empty()) s += '/';
+    s += std::to_string(v / 16);
+    s += '.';
+    s += std::to_string(v % 16);
+  }
+  return s;
+}
+
+double Scheduler::cpu_ms(std::size_t t) const {
+  timespec ts{};
+  if (clock_gettime(clock_[t], &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+bool Scheduler::sleeping(std::size_t t) const {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid_[t]));
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  const auto rp = s.rfind(')');
+  return rp != std::string::npos && rp + 2 < s.size() && (s[rp + 2] == 'S' || s[rp + 2] == 'D');
+}
+
+bool Scheduler::control() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock l(mu_);
+  std::uint64_t seen_seq = UINT64_MAX;
+  std::size_t seen_turn = SIZE_MAX;
+  Clock::time_point base{}, sleep_since{}, progress = Clock::now();
+  std::uint64_t progress_seq = seq_;
+  bool asleep = false;
+  double base_cpu = 0;
+  for (;;) {
+    if (std::all_of(done_.begin(), done_.end(), [](char c) { return c != 0; })) return true;
+    l.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    l.lock();
+    const std::size_t t = turn_;
+    if (done_[t]) continue;
+    const auto now = Clock::now();
+    if (seq_ != progress_seq || in_event_) {
+      progress_seq = seq_;
+      progress = now;
+    }
+    const bool moved = seq_ != seen_seq || t != seen_turn || in_event_ || !attached_[t];
+    const std::uint64_t seq = seq_;
+    // The thread's CPU clock and /proc state are read without the lock: a writer blocked
+    // on mu_ while this thread reads would itself look asleep.
+    l.unlock();
+    const double cpu_now = cpu_ms(t);
+    const bool is_asleep = !moved && sleeping(t);
+    l.lock();
+    if (moved || seq_ != seq || turn_ != t || in_event_) {
+      seen_seq = seq_;
+      seen_turn = turn_;
+      base = now;
+      base_cpu = turn_ == t ? cpu_now : (attached_[turn_] ? cpu_ms(turn_) : 0);
+      asleep = false;
+      continue;
+    }
+    const double elapsed = std::chrono::duration<double>(now - base).count();
+    const double cpu = cpu_now - base_cpu;
+    if (is_asleep) {
+      if (!asleep) sleep_since = now;
+      asleep = true;
+    } else {
+      asleep = false;
+    }
+    const bool stalled =
+        cpu >= p_.stall_cpu_ms ||
+        (asleep && std::chrono::duration<double, std::milli>(now - sleep_since).count() >=
+                       p_.stall_sleep_ms) ||
+        elapsed >= p_.stall_wall_s;
+    if (!stalled) continue;
+    const double idle = std::chrono::duration<double>(now - progress).count();
+    if (idle >= p_.hang_s) {
+      hang_detail_ = "no writer made a traced event for " + std::to_string(static_cast<int>(idle)) +
+                     " s (writer " + std::to_string(t) +
+                     " holds the turn; a lock never released, or writers waiting on each other?)";
+      return false;
+    }
+    bool other = false;
+    for (std::size_t u = 0; u < p_.threads; ++u) other = other || (u != t && !done_[u]);
+    if (other) {
+      stall_switch();
+      seen_seq = UINT64_MAX;
+    }
+  }
+}
+
+}  // namespace wort::crashsim

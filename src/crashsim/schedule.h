@@ -1,0 +1,101 @@
+// crashsim/schedule.h — the deterministic scheduler of concurrent histories
+// (run_concurrent_kv): writer threads run one at a time; the turn passes only at a switch
+// point (before a fence, at an operation boundary) by a seeded coin, or when the running
+// writer stalls.
+//
+//   writer t: every traced event   enter(t, switch_point) -> the model -> leave(t)
+//             enter: at a switch point the turn holder flips the seeded coin and may hand
+//                    the turn on; then every thread waits until it holds the turn
+//   main:     control()  polls every millisecond: the turn holder outside an event that
+//             made no event since the last look is STALLED if it burned stall_cpu_ms of CPU
+//             (spinning on a lock word the paused writer holds), slept stall_sleep_ms
+//             (a futex: the allocator's mutex), or stall_wall_s passed whatever its state;
+//             the turn then passes on and the stalled writer runs LOOSE (untraced code only:
+//             its next event waits for its turn again); at the running writer's next
+//             operation boundary (it holds no lock there) the turn goes back to it
+//
+// Deterministic: the coin and the choice of the next writer come from one seeded generator
+// consumed in event order, and a stall is recorded as the global event number after which
+// it happened (replay forces it there, at the end of that event, without waiting). Only a
+// loose writer's untraced code runs in parallel with the turn holder (reads and lock
+// attempts of a blocked writer), so a replay repeats the history unless that parallel
+// stretch reads differently — the stall bounds are generous so that a merely slow writer
+// is not taken for a blocked one.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace wort::crashsim {
+
+class Scheduler {
+ public:
+  struct Params {
+    std::size_t threads = 2;
+    std::uint64_t seed = 1;
+    double switch_probability = 0.5;
+    double stall_cpu_ms = 2;
+    double stall_sleep_ms = 20;
+    double stall_wall_s = 5;
+    double hang_s = 60;                  //!< no other writer to run and none made progress
+    std::vector<std::uint64_t> forced;   //!< replay: stalls at these global event numbers
+  };
+  explicit Scheduler(Params p);
+
+  //! On writer t's thread before its first event (its CPU clock and kernel thread id).
+  void attach(std::size_t t);
+  //! Before an event of writer t: at a switch point the turn holder may hand the turn on;
+  //! then waits until t holds it. Returns true if another writer runs loose now.
+  bool enter(std::size_t t, bool switch_point, bool op_boundary = false);
+  //! After the event: counts it; in a replay, a stall recorded here passes the turn on.
+  void leave(std::size_t t);
+  //! Writer t has no more operations.
+  void finish(std::size_t t);
+  //! The main thread's loop until every writer finished. False if the writers hung (the
+  //! only unfinished writers made no event for hang_s): then they are left running.
+  bool control();
+
+  std::uint64_t events() const { return seq_; }
+  std::uint64_t switches() const { return switches_; }
+  //! Turns handed at an operation boundary to a writer a stall left loose.
+  std::uint64_t handoffs() const { return handoffs_; }
+  std::uint64_t stall_count() const { return stalls_.size(); }
+  //! "12.1/40.0" (or "-"): each stall so far as (global event number).(the writer that
+  //! stalled) — replay's stalls=. Params::forced holds them as event * 16 + writer.
+  std::string stall_string();
+  std::string hang_detail() const { return hang_detail_; }
+
+ private:
+  std::size_t pick_other(std::size_t t);  // the next writer by the generator, t if none
+  void stall_switch();                    // mu_ held: the turn holder is stalled
+  double cpu_ms(std::size_t t) const;
+  bool sleeping(std::size_t t) const;
+
+  Params p_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::mt19937_64 rng_;
+  std::size_t turn_ = 0;  // writer 0 starts (fresh)
+  bool in_event_ = false;
+  std::uint64_t seq_ = 0;
+  std::uint64_t switches_ = 0;
+  std::uint64_t handoffs_ = 0;
+  std::vector<std::uint64_t> stalls_;
+  std::vector<std::uint64_t> forced_;  // sorted
+  std::vector<char> done_, fresh_, loose_;  // fresh: no event since the turn came to it
+  std::vector<clockid_t> clock_;
+  std::vector<pid_t> tid_;
+  std::vector<char> attached_;
+  std::string hang_detail_;
+};
+
+}  // namespace wort::crashsim
