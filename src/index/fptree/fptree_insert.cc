@@ -198,7 +198,7 @@ Status FPTree::put_first_leaf(Key k, Value v, std::uint64_t word, bool inl) {
   WORT_DCHECK(inner_.empty() && anchor_->head == 0);  // the tree is empty
   WORT_DCHECK(inl == (k.size() == 8));
   std::uint64_t off = 0;
-  if (Status s = pool_.allocator().allocate(geo_.bytes, &off); s != Status::ok) {
+  if (Status s = new_leaf(&off); s != Status::ok) {
     drop_key_word(word, inl);
     return s;
   }

@@ -114,7 +114,7 @@ Status FPTree::split_leaf(LeafRef l, std::uint64_t* right, std::string* sep) {
   WORT_DCHECK(l.full());
   WORT_DCHECK(anchor_->log.cur == 0 && anchor_->log.nu == 0);  // one split at a time
   std::uint64_t nu = 0;
-  if (Status s = pool_.allocator().allocate(geo_.bytes, &nu); s != Status::ok) return s;
+  if (Status s = new_leaf(&nu); s != Status::ok) return s;
   pm::store(&anchor_->log.cur, l.offset());
   pm::store(&anchor_->log.nu, nu);
   pm::flush(&anchor_->log, sizeof(SplitLog));

@@ -23,6 +23,7 @@
 
 #include "index/common/epoch.h"
 #include "index/common/writer_lock.h"
+#include "index/fptree/fptree_groups.h"
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_layout.h"
 #include "index/fptree/fptree_leaf.h"
@@ -37,7 +38,8 @@ class FPTree {
   static constexpr bool kConcurrent = true;
 
   //! IndexOptions words: [0] leaf capacity (2..64, default 56), [1] inner fanout (3..65536,
-  //! default 4096), [2] fingerprint hash (0 mixed, 1 constant: tests only).
+  //! default 4096), [2] fingerprint hash (0 mixed, 1 constant: tests only), [3] leaves per
+  //! leaf group (0..1024, default 0: no groups, every leaf its own allocator block).
   static Result<std::unique_ptr<FPTree>> create(Pool& pool, const IndexOptions& opts);
   //! Checks every leaf and key block (the allocator's trace), finishes an interrupted split
   //! from the micro-log, then rebuilds the inner nodes from the leaf list.
@@ -55,6 +57,9 @@ class FPTree {
   void dump(std::ostream& os) const;
   Result<void> visit_blocks(BlockVisitorFn v) const;
 
+  //! Leaf groups in the list, and leaves of theirs not in the tree (tests; 0 without groups).
+  std::uint64_t leaf_groups() const { return groups_.enabled() ? groups_.group_count() : 0; }
+  std::uint64_t free_group_leaves() const { return groups_.enabled() ? groups_.free_count() : 0; }
   //! Splits open() finished from the micro-log (tests).
   std::uint64_t splits_recovered() const noexcept { return splits_recovered_; }
   //! Milliseconds open() spent in each phase: checked walk + trace, log replay, rebuild.
@@ -111,7 +116,12 @@ class FPTree {
   //! False if the tree is empty.
   bool lock_leaf(Key k, std::uint64_t* off);
   void unlock_leaf(std::uint64_t off, bool obsolete = false) noexcept;
+  //! Retired pool offsets with this bit set are group leaves (pool offsets are 16-aligned;
+  //! bits 0-1 tag DRAM inner nodes and separators).
+  static constexpr std::uint64_t kTagGroupLeaf = 4;
   static void free_retired(void* tree, std::uint64_t x);
+  //! A leaf for a split or the first insert: from the leaf groups, or an allocator block.
+  Status new_leaf(std::uint64_t* off);
   static void retire_inner(void* tree, std::uint64_t tagged);
   template <bool kBounded>
   std::size_t read_range(Key from, Key hi, std::size_t max, Visitor v) const;
@@ -136,7 +146,7 @@ class FPTree {
   Status remove_pinned(Key k, std::uint64_t dead[2]);
 
   // fptree_recovery.cc
-  Result<void> rebuild_inner();
+  Result<void> rebuild_inner(std::vector<std::uint64_t>* chain);
   std::string smallest_key(LeafRef l) const;
   //! Sorted valid slots of a leaf.
   std::vector<int> sorted_slots(LeafRef l) const;
@@ -145,6 +155,7 @@ class FPTree {
   fptree_index::Anchor* anchor_;
   fptree_index::LeafGeometry geo_;
   fptree_index::HashKind hash_;
+  fptree_index::LeafGroups groups_;
   fptree_index::InnerTree inner_;
   std::uint64_t splits_recovered_ = 0;
   OpenTimes open_times_;

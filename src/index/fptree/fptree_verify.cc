@@ -8,7 +8,10 @@
 //     leaf's);
 //   - the DRAM inner nodes are well formed (InnerTree::for_each_leaf) and list exactly the
 //     leaves of the chain, in order, each key inside the bounds its separators give it (so
-//     the inner nodes route every key to its leaf).
+//     the inner nodes route every key to its leaf);
+//   - with leaf groups: every leaf of every listed group is in the chain or in the DRAM
+//     free vector, never both, and each group's DRAM count of leaves in use is its count
+//     in the chain (LeafGroups::check; the walk already put every chain leaf in a group).
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -94,13 +97,19 @@ Result<void> FPTree::verify() const {
   if (at != chain.size())
     return corrupt("inner nodes reach " + std::to_string(at) + " of " +
                    std::to_string(chain.size()) + " leaves");
+  if (groups_.enabled())
+    if (std::string why = groups_.check(chain); !why.empty()) return corrupt(why);
   return {};
 }
 
 void FPTree::dump(std::ostream& os) const {
   os << "fptree: leaf capacity " << geo_.capacity << " (" << geo_.bytes << " B), inner fanout "
      << inner_.fanout() << ", anchor @" << pool_.offset_of(anchor_) << ", head @"
-     << anchor_->head << ", split log {" << anchor_->log.cur << ", " << anchor_->log.nu << "}\n";
+     << anchor_->head << ", split log {" << anchor_->log.cur << ", " << anchor_->log.nu << "}";
+  if (groups_.enabled())
+    os << ", " << groups_.group_count() << " leaf groups of " << groups_.geometry().leaves
+       << " (" << groups_.free_count() << " leaves free) @" << anchor_->groups;
+  os << "\n";
   std::vector<std::uint64_t> chain;
   if (auto r = walk_leaves(pool_, anchor_, geo_, [](std::uint64_t) {},
                            [&](std::uint64_t off, std::uint64_t) { chain.push_back(off); });
@@ -148,6 +157,7 @@ IndexStats FPTree::stats() const {
   s.nodes["leaf"] = leaves;
   s.nodes["inner"] = inner_.node_count();
   s.nodes["keyblock"] = key_blocks;
+  if (groups_.enabled()) s.nodes["leafgroup"] = groups_.group_count();
   return s;
 }
 

@@ -15,11 +15,17 @@
 //
 // So no key block is reached twice, and everything open()'s replay will use is reached
 // (and kept by the allocator's trace). fptree_split.cc decides the same way.
+//
+// With leaf groups (anchor.group_leaves > 0) the group list is walked first: each group is
+// an allocator block (entered and visited), and a leaf is not a block but a leaf position
+// of a listed group (LeafPositions), reached at most once.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "index/common/checked_walk.h"
 #include "index/fptree/fptree_layout.h"
@@ -32,21 +38,78 @@ namespace wort::fptree_index {
 //! What the split micro-log says (see the table above).
 enum class LogState { none, unallocated, copy_pending, link_pending };
 
+//! Where leaves may lie: allocator blocks of the leaf size, or (with leaf groups) the leaf
+//! positions of the groups the walk entered. Remembers the group leaves it has reached.
+class LeafPositions {
+ public:
+  LeafPositions(const Pool& pool, const LeafGeometry& g, const GroupGeometry& gg)
+      : check_(pool), g_(g), gg_(gg) {}
+  //! Group mode: the list's groups (any order).
+  void set_groups(std::vector<std::uint64_t> groups) {
+    groups_ = std::move(groups);
+    std::sort(groups_.begin(), groups_.end());
+    seen_.assign(groups_.size() * gg_.leaves, false);
+  }
+  //! The index of the leaf position `off`, or -1 if `off` is not one (group mode).
+  long position(std::uint64_t off) const noexcept {
+    auto it = std::upper_bound(groups_.begin(), groups_.end(), off);
+    if (it == groups_.begin()) return -1;
+    --it;
+    const std::uint64_t rel = off - *it;
+    if (rel < GroupGeometry::kLeavesOff || rel >= gg_.bytes ||
+        (rel - GroupGeometry::kLeavesOff) % gg_.stride != 0)
+      return -1;
+    return static_cast<long>(it - groups_.begin()) * gg_.leaves +
+           static_cast<long>((rel - GroupGeometry::kLeavesOff) / gg_.stride);
+  }
+  //! True if a leaf may lie at `off` (no marking).
+  bool holds(std::uint64_t off) const noexcept {
+    if (gg_.leaves == 0) return check_.holds(off, g_.bytes, 64);
+    return position(off) >= 0;
+  }
+  //! The walk's enter() for a leaf: checked and marked reached (a second visit fails).
+  bool enter(kit::CheckedWalk& w, std::uint64_t off, const char* what) {
+    if (gg_.leaves == 0) return w.enter(off, g_.bytes, 64, what);
+    if (w.failed()) return false;
+    const long p = position(off);
+    if (p < 0)
+      return w.fail(std::string(what) + " at " + kit::CheckedWalk::hex(off) +
+                    " is not a leaf position of a listed leaf group");
+    if (seen_[static_cast<std::size_t>(p)])
+      return w.fail(std::string(what) + " at " + kit::CheckedWalk::hex(off) + " reached twice (a cycle?)");
+    seen_[static_cast<std::size_t>(p)] = true;
+    return true;
+  }
+  bool grouped() const noexcept { return gg_.leaves != 0; }
+
+ private:
+  kit::BlockCheck check_;
+  const LeafGeometry& g_;
+  GroupGeometry gg_;
+  std::vector<std::uint64_t> groups_;
+  std::vector<bool> seen_;
+};
+
 //! Classifies the anchor's log; fails with corrupt if it names blocks that are not leaves.
-inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGeometry& g) {
+inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGeometry& g,
+                                 const LeafPositions& leaves) {
   const std::uint64_t cur = a->log.cur, nu = a->log.nu;
   if (cur == 0) return LogState::none;
-  const kit::BlockCheck check(pool);
   auto bad = [&](const char* what, std::uint64_t off) {
     return Error{Status::corrupt, std::string("fptree: split log names ") + what + " at " +
                                       kit::CheckedWalk::hex(off) + ", not a leaf block"};
   };
-  if (!check.holds(cur, g.bytes, 64)) return bad("current leaf", cur);
+  if (!leaves.holds(cur)) return bad("current leaf", cur);
   if (nu == 0) return LogState::unallocated;
-  if (!check.holds(nu, g.bytes, 64) || nu == cur) return bad("new leaf", nu);
+  if (!leaves.holds(nu) || nu == cur) return bad("new leaf", nu);
   const LeafRef c(pool.base(), cur, g);
   if (c.full() && c.next() != nu) return LogState::copy_pending;
   return LogState::link_pending;
+}
+
+//! The group geometry the anchor declares (no groups: leaves == 0).
+inline GroupGeometry group_geometry(const Anchor* a, const LeafGeometry& g) {
+  return GroupGeometry::of(static_cast<std::uint32_t>(a->group_leaves), g.bytes);
 }
 
 //! Walks the list and the log's blocks (see the file comment). Calls visit(block) for every
@@ -55,7 +118,22 @@ inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGe
 template <class OnLeaf>
 Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& g,
                          BlockVisitorFn visit, OnLeaf&& on_leaf) {
-  auto st = read_log(pool, a, g);
+  kit::CheckedWalk w(pool, "fptree", static_cast<std::uint32_t>(pool.size() / 64));
+  const GroupGeometry gg = group_geometry(a, g);
+  LeafPositions leaves(pool, g, gg);
+  if (gg.leaves != 0) {
+    std::vector<std::uint64_t> groups;
+    auto r = w.run(a->groups, [&](std::uint64_t grp, std::uint32_t level) {
+      if (!w.enter(grp, gg.bytes, 64, "leaf group")) return;
+      visit(grp);
+      groups.push_back(grp);
+      if (const std::uint64_t next = pool.at<LeafGroupHeader>(grp)->next; next != 0)
+        w.push(next, level + 1);
+    });
+    if (!r) return r;
+    leaves.set_groups(std::move(groups));
+  }
+  auto st = read_log(pool, a, g, leaves);
   if (!st) return st.error();
   const LogState state = *st;
   const std::uint64_t mask = g.mask();
@@ -66,7 +144,6 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
       return Error{Status::corrupt, "fptree: split log's new leaf has bitmap " +
                                         kit::CheckedWalk::hex(new_bits)};
   }
-  kit::CheckedWalk w(pool, "fptree", static_cast<std::uint32_t>(pool.size() / 64));
   bool cur_seen = false, new_seen = false;
   auto keys = [&](const LeafRef& l, std::uint64_t bits) {
     for (std::uint64_t m = bits & ~*l.inline_word(); m != 0; m &= m - 1) {
@@ -82,7 +159,7 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
     }
   };
   auto r = w.run(a->head, [&](std::uint64_t off, std::uint32_t level) {
-    if (!w.enter(off, g.bytes, 64, "leaf")) return;
+    if (!leaves.enter(w, off, "leaf")) return;
     const LeafRef l(pool.base(), off, g);
     std::uint64_t bits = l.bitmap();
     if ((bits & ~mask) != 0) {
@@ -101,7 +178,7 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
       w.fail("empty leaf at " + kit::CheckedWalk::hex(off) + " in the list");
       return;
     }
-    visit(off);
+    if (!leaves.grouped()) visit(off);
     keys(l, bits);
     if (w.failed()) return;
     on_leaf(off, bits);
@@ -113,8 +190,8 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
     return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
   if (state == LogState::unallocated || new_seen) return {};
   return w.run(a->log.nu, [&](std::uint64_t off, std::uint32_t) {
-    if (!w.enter(off, g.bytes, 64, "new leaf")) return;
-    visit(off);
+    if (!leaves.enter(w, off, "new leaf")) return;
+    if (!leaves.grouped()) visit(off);
     if (state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), new_bits);
   });
 }
