@@ -650,5 +650,83 @@ TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
 #endif
 }
 
+
+// --- splits of different leaves in parallel (one split micro-log each, §4.4) -------------
+
+//! Thread A splits leaf 1 and pauses inside its split (test_on_split_copied: after its copy,
+//! with its leaf's lock and split log held); thread B then inserts into a different full
+//! leaf. Returns whether B's insert (a split of its own, in a second log, and its parent
+//! update) finished while A was still paused (waiting up to `wait`). Afterwards A resumes
+//! and the tree is checked.
+bool second_split_runs_while_first_pauses(bool serialised, std::chrono::milliseconds wait) {
+  Fx f(Shape{"tiny", 4, 3});
+  f.tree->test_serialise_splits(serialised);
+  std::map<std::string, Value> ref;
+  auto put = [&](std::uint64_t k) {
+    EXPECT_EQ(f.tree->insert(Key(u64_key(k)), k), Status::ok);
+    ref[u64_str(k)] = k;
+  };
+  // Leaves [10 15 17 20] and [30 40 50 60], both full.
+  for (std::uint64_t k : {10, 20, 30, 40, 50, 60, 15, 17}) put(k);
+  std::atomic<bool> a_paused{false}, a_release{false}, b_done{false}, fired{false};
+  f.tree->test_on_split_copied([&] {
+    if (fired.exchange(true)) return;  // only A's split pauses
+    a_paused.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!a_release.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::thread a([&] { EXPECT_EQ(f.tree->insert(Key(u64_key(12)), 12), Status::ok); });
+  while (!a_paused.load()) std::this_thread::yield();
+  std::thread b([&] {
+    EXPECT_EQ(f.tree->insert(Key(u64_key(55)), 55), Status::ok);
+    b_done.store(true);
+  });
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!b_done.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool parallel = b_done.load();
+  a_release.store(true);
+  a.join();
+  b.join();
+  ref[u64_str(12)] = 12;
+  ref[u64_str(55)] = 55;
+  f.tree->test_on_split_copied(nullptr);
+  f.check(ref);
+  std::printf("[fptree parallel splits%s] second split %s while the first was paused\n",
+              serialised ? ", broken variant" : "", parallel ? "finished" : "did not finish");
+  return parallel;
+}
+
+TEST(FPTreeParallelSplits, SecondSplitFinishesWhileFirstPauses) {
+  EXPECT_TRUE(second_split_runs_while_first_pauses(false, std::chrono::seconds(30)));
+}
+
+// The broken variant serialises splits (one lock from the log's claim to the parent
+// update, as one micro-log forced before): the second split cannot finish while the first
+// is paused, and the test above would fail.
+TEST(FPTreeParallelSplits, SerialisedSplitsAreCaught) {
+  EXPECT_FALSE(second_split_runs_while_first_pauses(true, std::chrono::milliseconds(500)));
+}
+
+// Many writers splitting at once on leaves of 4: more splits in flight than a pool made
+// before the log array could hold (one log), every log claimed and released; then the tree
+// is checked and every log is clear.
+TEST(FPTreeParallelSplits, ManyWritersSplitting) {
+  Fx f(Shape{"tiny", 4, 3});
+  EXPECT_EQ(f.tree->split_logs(), fptree_index::kSplitLogs);
+  const unsigned n = 500 * scale();
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (unsigned i = t; i < n; i += 4)
+        EXPECT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+    });
+  for (auto& t : ts) t.join();
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < n; ++i) ref[key_of(i)] = value_of(key_of(i));
+  f.check(ref);
+}
+
 }  // namespace
 }  // namespace wort::test

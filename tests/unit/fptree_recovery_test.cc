@@ -181,6 +181,50 @@ TEST_F(FPTreeRecovery, HalfResetLog) {
   expect_recovers(1, 0);
 }
 
+// --- the array of split logs (§4.4): two splits in flight at the crash ---------------------
+
+// Two full leaves, C = cur_ [10 20 15 17] and L1 [50 60 30 40] (slots 0..3). Log 0: C's
+// split with its new leaf unwritten (redo from the copy); log 1: L1's split with its new
+// leaf written and linked, L1's bitmap not yet inverted (redo the link). Both replayed.
+TEST_F(FPTreeRecovery, TwoLogsBothReplayed) {
+  put(50);  // splits C: C [10 20], L1 [30 40 50]
+  put(15);
+  put(17);
+  put(60);
+  const std::uint64_t l1 = leaf(cur_).next();
+  ASSERT_TRUE(leaf(cur_).full() && leaf(l1).full());
+  const std::uint64_t na = alloc(geo_.bytes);
+  std::memset(pool_->at<std::byte>(na), 0xab, geo_.bytes);
+  const std::uint64_t nb = alloc(geo_.bytes);
+  std::memcpy(pool_->at<std::byte>(nb), pool_->at<std::byte>(l1), geo_.bytes);
+  *leaf(nb).bitmap_word() = 0b0011;  // 50, 60: L1's upper half by key
+  *leaf(l1).next_word() = nb;
+  *anchor()->split_log(0) = {cur_, na};
+  *anchor()->split_log(1) = {l1, nb};
+  expect_recovers(4, 2);
+  EXPECT_EQ(tree_->split_logs(), kSplitLogs);
+}
+
+// A pool made before the log array: log_count 0, one log (line 1 of a 128-byte anchor). It
+// opens, recovers its one log and splits with it.
+TEST_F(FPTreeRecovery, PoolWithoutLogArrayOpensWithOneLog) {
+  anchor()->log_count = 0;
+  anchor()->log = {cur_, written_new_leaf()};
+  expect_recovers(2, 1);
+  EXPECT_EQ(tree_->split_logs(), 1u);
+}
+
+TEST_F(FPTreeRecovery, LogCountBeyondTheBlockIsCorrupt) {
+  anchor()->log_count = kSplitLogs + 1;
+  expect_corrupt("split logs");
+}
+
+TEST_F(FPTreeRecovery, TwoLogsNamingOneLeafAreCorrupt) {
+  *anchor()->split_log(0) = {cur_, 0};
+  *anchor()->split_log(3) = {cur_, 0};
+  expect_corrupt("two split logs");
+}
+
 // App. C: an insert allocated and wrote a key block and the slot, crashed before the bitmap.
 // The paper's RebuildInnerNodes_String frees such blocks by hand (Alg. 17); here the trace
 // never reaches a dead slot's key word, so the block is free after open and audit agrees.
@@ -274,7 +318,7 @@ namespace {
 // rebuild), beside the time to build a DRAM std::map of the same keys from scratch (the
 // paper's "rebuild a transient B+-tree" baseline). Skipped unless WORT_FPTREE_RECOVERY_KEYS
 // lists key counts:
-//   WORT_FPTREE_RECOVERY_KEYS=100000,1000000,5000000 ./build/unit_fptree_recovery_test \
+//   WORT_FPTREE_RECOVERY_KEYS=100000,1000000,5000000 ./build/unit_fptree_recovery_test
 //       --gtest_filter='*OpenTime*'
 double thread_cpu_ms() {
   timespec ts{};

@@ -137,9 +137,13 @@ static_assert(offsetof(Anchor, group_leaves) == 32 && offsetof(Anchor, groups) =
 static_assert(offsetof(Anchor, log) == 64, "the micro-log has its own cache line");
 static_assert(offsetof(SplitLog, cur) == 0 && offsetof(SplitLog, nu) == 8);
 
-//! The anchor block of a new pool: the anchor, then split logs 1 .. kSplitLogs-1.
+//! The anchor block of a new pool: the anchor, then split logs 1 .. kSplitLogs-1. (`magic`
+//! aliases anchor.magic: kit::create_anchor wants the word by name.)
 struct alignas(64) AnchorBlock {
-  Anchor anchor;
+  union {
+    std::uint64_t magic;
+    Anchor anchor;
+  };
   SplitLogLine more[kSplitLogs - 1];
 };
 static_assert(std::is_standard_layout_v<AnchorBlock> && offsetof(AnchorBlock, anchor) == 0);

@@ -128,8 +128,11 @@ void FPTree::unlock_leaf(std::uint64_t off, bool obsolete) noexcept {
 std::uint8_t FPTree::fp_of(Key k) const noexcept { return fingerprint(k, hash_); }
 
 Result<std::unique_ptr<FPTree>> FPTree::create(Pool& pool, const IndexOptions& opts) {
-  Anchor image{};
+  AnchorBlock block;  // the anchor and its array of split logs (all clear)
+  std::memset(static_cast<void*>(&block), 0, sizeof block);  // every byte, the union's too
+  Anchor& image = block.anchor;
   image.magic = kAnchorMagic;
+  image.log_count = kSplitLogs;
   image.leaf_capacity = static_cast<std::uint32_t>(option_or(opts.words[0], kDefaultLeafCapacity));
   image.inner_fanout = static_cast<std::uint32_t>(option_or(opts.words[1], kDefaultInnerFanout));
   image.hash_kind = opts.words[2];
@@ -139,9 +142,9 @@ Result<std::unique_ptr<FPTree>> FPTree::create(Pool& pool, const IndexOptions& o
                              opts.words[3], Status::invalid_argument);
       !r)
     return r.error();
-  auto anchor = kit::create_anchor(pool, kKind, image);  // the create commit: the pool root
+  auto anchor = kit::create_anchor(pool, kKind, block);  // the create commit: the pool root
   if (!anchor) return anchor.error();
-  return std::unique_ptr<FPTree>(new FPTree(pool, *anchor));
+  return std::unique_ptr<FPTree>(new FPTree(pool, &(*anchor)->anchor));
 }
 
 // Alg. 9: the checked walk (and the allocator's trace), the micro-log, the inner nodes.
@@ -157,6 +160,12 @@ Result<std::unique_ptr<FPTree>> FPTree::open(Pool& pool) {
                              Status::corrupt);
       !r)
     return r.error();
+  // Pools made before the log array have log_count 0 and a 128-byte anchor: one log.
+  if (a->log_count > kSplitLogs ||
+      !kit::BlockCheck(pool).holds(pool.root(), 64 * (1 + std::size_t{a->logs()}), 64))
+    return Error{Status::corrupt, "fptree: anchor declares " + std::to_string(a->log_count) +
+                                      " split logs, its block holds fewer (or more than " +
+                                      std::to_string(kSplitLogs) + ")"};
   std::unique_ptr<FPTree> tree(new FPTree(pool, a));
   const bool trace_values = pool.values_are_blocks();
   auto t0 = std::chrono::steady_clock::now();
@@ -164,7 +173,7 @@ Result<std::unique_ptr<FPTree>> FPTree::open(Pool& pool) {
     return r.error();
   tree->open_times_.trace_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  if (auto r = tree->replay_split_log(); !r) return r.error();
+  if (auto r = tree->replay_split_logs(); !r) return r.error();
   tree->open_times_.replay_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   std::vector<std::uint64_t> chain;

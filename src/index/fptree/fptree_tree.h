@@ -3,18 +3,21 @@
 // bitmap, one-byte fingerprints); inner nodes are DRAM, rebuilt from the leaves on open.
 // Concurrent (README "Concurrency"): readers take no lock (optimistic, version-validated
 // descent of the DRAM inner nodes, a validated read of the leaf); writers lock the leaves
-// they change (the generation-tagged `lock` word) and take one DRAM structure lock for a
-// split or an unlink (the split micro-log and the inner-node change).
+// they change (the generation-tagged `lock` word); a split runs under a split micro-log of
+// its own (the anchor holds an array of them), and one DRAM structure lock covers every
+// inner-node change (a split's parent update, an unlink).
 //
 // Every operation commits with one 8-byte store: a leaf's bitmap (insert, update, remove),
 // a leaf's next word or the anchor's head (removing a leaf's last key, the first insert).
-// A split runs under the anchor's micro-log {cur, new} and is finished by open() if a crash
-// interrupts it. See README.md for the commit table and what recovery repairs.
+// A split runs under one of the anchor's split micro-logs {cur, new} and is finished by
+// open() if a crash interrupts it. See README.md for the commit table and what recovery repairs.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -73,6 +76,19 @@ class FPTree {
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the
   //! leaf's version). tests/unit/fptree_concurrency_test.cc shows it failing.
   void test_skip_leaf_validation(bool skip) noexcept { skip_leaf_validation_ = skip; }
+  //! Tests only: called inside every split after its copy is durable (step 2) and before
+  //! the old leaf changes, with the leaf's lock and a split log held and nothing else (no
+  //! structure lock): another split may run to its end meanwhile (a second log in use).
+  void test_on_split_copied(std::function<void()> f) { split_pause_ = std::move(f); }
+  //! Tests only: update() from inside split_pause_ on the splitting thread (no second epoch
+  //! pin: the outer operation's covers it).
+  Status test_update_from_split_pause(Key k, Value v) { return put_pinned(k, v, PutMode::update); }
+  //! Tests only: the broken variant whose splits are serialised on one DRAM mutex from the
+  //! log's claim to the parent update (as with one micro-log): the concurrency test's
+  //! paused split then holds every other split up.
+  void test_serialise_splits(bool on) noexcept { serialise_splits_ = on; }
+  //! Split micro-logs the anchor holds (1 in a pool made before the log array).
+  std::uint32_t split_logs() const noexcept { return anchor_->logs(); }
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -136,11 +152,14 @@ class FPTree {
                          std::uint8_t fp) noexcept;
 
   // fptree_split.cc
-  Status split_leaf(LeafRef l, std::uint64_t* right, std::string* sep);
+  Status split_leaf(LeafRef l, std::uint32_t log, std::uint64_t* right, std::string* sep);
   std::string split_copy(LeafRef cur, LeafRef nu, std::uint64_t lock_word) const;
   void split_link(LeafRef cur, LeafRef nu) const;
-  void reset_log() const noexcept;
-  Result<void> replay_split_log();
+  void reset_log(std::uint32_t log) const noexcept;
+  //! A split log no other writer holds (waits while all are taken); release_log frees it.
+  std::uint32_t claim_log() noexcept;
+  void release_log(std::uint32_t log) noexcept;
+  Result<void> replay_split_logs();
 
   // fptree_remove.cc
   Status remove_pinned(Key k, std::uint64_t dead[2]);
@@ -161,8 +180,12 @@ class FPTree {
   OpenTimes open_times_;
   std::uint64_t gen_;  //!< pool generation: the tag of the leaves' lock words
   bool skip_leaf_validation_ = false;
-  //! The structure lock (the role of the paper's TSX transaction): a split (micro-log and
-  //! parent update), an unlink, the first leaf.
+  bool serialise_splits_ = false;
+  std::mutex serial_;                     //!< test_serialise_splits' one lock
+  std::function<void()> split_pause_;     //!< test_on_split_copied
+  std::atomic<std::uint64_t> logs_busy_{0};  //!< bit i: split log i claimed (DRAM only)
+  //! The structure lock (the role of the paper's TSX transaction): a split's parent update,
+  //! an unlink, the first leaf. The split's micro-log steps run outside it.
   kit::WriterMutex smo_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> stripes_;
   mutable kit::EpochReclaimer epochs_{&free_retired, this};

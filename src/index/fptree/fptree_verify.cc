@@ -2,7 +2,7 @@
 //
 // verify() runs the checked walk first (fptree_walk.h: every leaf and live key block a block
 // of this pool, no cycle, no bit beyond the capacity, no empty leaf), then checks:
-//   - the split micro-log is clear (it is only ever set inside a split);
+//   - every split micro-log is clear (one is only ever set inside a split);
 //   - every live slot's fingerprint is the hash of its key;
 //   - no key twice in a leaf; the leaf chain is sorted (each leaf's keys above the previous
 //     leaf's);
@@ -54,7 +54,9 @@ Result<void> FPTree::verify() const {
                            [&](std::uint64_t off, std::uint64_t) { chain.push_back(off); });
       !r)
     return r;
-  if (anchor_->log.cur != 0 || anchor_->log.nu != 0) return corrupt("split micro-log not clear");
+  for (std::uint32_t i = 0; i < anchor_->logs(); ++i)
+    if (anchor_->split_log(i)->cur != 0 || anchor_->split_log(i)->nu != 0)
+      return corrupt("split micro-log " + std::to_string(i) + " not clear");
   std::string prev_max;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     const LeafRef l = leaf(chain[i]);
@@ -105,7 +107,10 @@ Result<void> FPTree::verify() const {
 void FPTree::dump(std::ostream& os) const {
   os << "fptree: leaf capacity " << geo_.capacity << " (" << geo_.bytes << " B), inner fanout "
      << inner_.fanout() << ", anchor @" << pool_.offset_of(anchor_) << ", head @"
-     << anchor_->head << ", split log {" << anchor_->log.cur << ", " << anchor_->log.nu << "}";
+     << anchor_->head << ", " << anchor_->logs() << " split logs";
+  for (std::uint32_t i = 0; i < anchor_->logs(); ++i)
+    if (const SplitLog* l = anchor_->split_log(i); l->cur != 0 || l->nu != 0)
+      os << ", log " << i << " {" << l->cur << ", " << l->nu << "}";
   if (groups_.enabled())
     os << ", " << groups_.group_count() << " leaf groups of " << groups_.geometry().leaves
        << " (" << groups_.free_count() << " leaves free) @" << anchor_->groups;

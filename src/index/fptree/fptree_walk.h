@@ -3,8 +3,9 @@
 // micro-log names (kit::CheckedWalk: each block entered before it is read, the list may not
 // cycle, key lengths checked against their blocks).
 //
-// The walk reads the micro-log first, because a crash inside a split leaves two leaves that
-// must be seen as the log says, not as their bitmaps say:
+// The walk reads the split micro-logs first (every one of the anchor's array: each
+// concurrent split has its own), because a crash inside a split leaves two leaves that must
+// be seen as its log says, not as their bitmaps say:
 //
 //   log {cur C, new N}     C's state                 what the walk takes as live
 //   -----------------------------------------------------------------------------------
@@ -90,10 +91,10 @@ class LeafPositions {
   std::vector<bool> seen_;
 };
 
-//! Classifies the anchor's log; fails with corrupt if it names blocks that are not leaves.
-inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGeometry& g,
+//! Classifies one split log; fails with corrupt if it names blocks that are not leaves.
+inline Result<LogState> read_log(const Pool& pool, const SplitLog& log, const LeafGeometry& g,
                                  const LeafPositions& leaves) {
-  const std::uint64_t cur = a->log.cur, nu = a->log.nu;
+  const std::uint64_t cur = log.cur, nu = log.nu;
   if (cur == 0) return LogState::none;
   auto bad = [&](const char* what, std::uint64_t off) {
     return Error{Status::corrupt, std::string("fptree: split log names ") + what + " at " +
@@ -105,6 +106,47 @@ inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGe
   const LeafRef c(pool.base(), cur, g);
   if (c.full() && c.next() != nu) return LogState::copy_pending;
   return LogState::link_pending;
+}
+
+//! A split log that is not clear, as the walk reads it.
+struct PendingSplit {
+  LogState state;
+  std::uint64_t cur, nu;
+  std::uint64_t new_bits = 0;  //!< N's bitmap, when the log says N is written
+  bool cur_seen = false;       //!< C met in the list
+  bool new_seen = false;       //!< N met in the list
+};
+
+//! Every split log of the anchor that is not clear. Fails with corrupt if one names a
+//! non-leaf, a bad new-leaf bitmap, or a leaf another log names too (each split held its
+//! two leaves locked until its log was clear: two logs never share a leaf).
+inline Result<std::vector<PendingSplit>> read_logs(const Pool& pool, const Anchor* a,
+                                                   const LeafGeometry& g,
+                                                   const LeafPositions& leaves) {
+  std::vector<PendingSplit> out;
+  for (std::uint32_t i = 0; i < a->logs(); ++i) {
+    const SplitLog log = *a->split_log(i);
+    auto st = read_log(pool, log, g, leaves);
+    if (!st) return st.error();
+    if (*st == LogState::none) continue;
+    PendingSplit p{*st, log.cur, log.nu};
+    if (p.state == LogState::link_pending) {
+      p.new_bits = LeafRef(pool.base(), log.nu, g).bitmap();
+      if (p.new_bits == 0 || (p.new_bits & ~g.mask()) != 0 || p.new_bits == g.mask())
+        return Error{Status::corrupt, "fptree: split log's new leaf has bitmap " +
+                                          kit::CheckedWalk::hex(p.new_bits)};
+    }
+    for (const PendingSplit& q : out) {
+      const bool shared = q.cur == p.cur || (p.nu != 0 && (q.nu == p.nu || q.cur == p.nu)) ||
+                          (q.nu != 0 && q.nu == p.cur);
+      if (shared)
+        return Error{Status::corrupt, "fptree: two split logs name leaf " +
+                                          kit::CheckedWalk::hex(p.cur) + " or " +
+                                          kit::CheckedWalk::hex(p.nu)};
+    }
+    out.push_back(p);
+  }
+  return out;
 }
 
 //! The group geometry the anchor declares (no groups: leaves == 0).
@@ -133,18 +175,10 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
     if (!r) return r;
     leaves.set_groups(std::move(groups));
   }
-  auto st = read_log(pool, a, g, leaves);
-  if (!st) return st.error();
-  const LogState state = *st;
+  auto logs = read_logs(pool, a, g, leaves);
+  if (!logs) return logs.error();
+  std::vector<PendingSplit>& pending = *logs;
   const std::uint64_t mask = g.mask();
-  std::uint64_t new_bits = 0;  // N's bitmap, when the log says N is written
-  if (state == LogState::link_pending) {
-    new_bits = LeafRef(pool.base(), a->log.nu, g).bitmap();
-    if (new_bits == 0 || (new_bits & ~mask) != 0 || new_bits == mask)
-      return Error{Status::corrupt, "fptree: split log's new leaf has bitmap " +
-                                        kit::CheckedWalk::hex(new_bits)};
-  }
-  bool cur_seen = false, new_seen = false;
   auto keys = [&](const LeafRef& l, std::uint64_t bits) {
     for (std::uint64_t m = bits & ~*l.inline_word(); m != 0; m &= m - 1) {
       const std::uint64_t ko = l.slot(std::countr_zero(m))->key;
@@ -166,13 +200,14 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
       w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has bits beyond its capacity");
       return;
     }
-    if (state != LogState::none && off == a->log.cur) {
-      cur_seen = true;
-      if (state == LogState::link_pending) bits = mask & ~new_bits;
-    }
-    if (state == LogState::link_pending && off == a->log.nu) {
-      new_seen = true;
-      bits = new_bits;
+    for (PendingSplit& p : pending) {  // usually none
+      if (off == p.cur) {
+        p.cur_seen = true;
+        if (p.state == LogState::link_pending) bits = mask & ~p.new_bits;
+      } else if (p.state == LogState::link_pending && off == p.nu) {
+        p.new_seen = true;
+        bits = p.new_bits;
+      }
     }
     if (bits == 0) {
       w.fail("empty leaf at " + kit::CheckedWalk::hex(off) + " in the list");
@@ -185,15 +220,18 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
     if (const std::uint64_t next = l.next(); next != 0) w.push(next, level + 1);
   });
   if (!r) return r;
-  if (state == LogState::none) return {};
-  if (!cur_seen)
-    return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
-  if (state == LogState::unallocated || new_seen) return {};
-  return w.run(a->log.nu, [&](std::uint64_t off, std::uint32_t) {
-    if (!leaves.enter(w, off, "new leaf")) return;
-    if (!leaves.grouped()) visit(off);
-    if (state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), new_bits);
-  });
+  for (const PendingSplit& p : pending) {
+    if (!p.cur_seen)
+      return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
+    if (p.state == LogState::unallocated || p.new_seen) continue;
+    r = w.run(p.nu, [&](std::uint64_t off, std::uint32_t) {
+      if (!leaves.enter(w, off, "new leaf")) return;
+      if (!leaves.grouped()) visit(off);
+      if (p.state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), p.new_bits);
+    });
+    if (!r) return r;
+  }
+  return {};
 }
 
 }  // namespace wort::fptree_index
