@@ -1,12 +1,15 @@
 // FPTree under concurrent use (src/index/fptree/README.md "Concurrency"): lock-free readers
 // (optimistic descent of the DRAM inner nodes, validated leaf reads) and writers that lock
-// leaves (generation-tagged lock words) and take the structure lock for splits and unlinks.
-// Each test runs on two shapes: leaves of 4 slots under inner nodes of 3 children (a split
-// or an unlink every few writes, inner nodes split and collapse all the time) and the
-// paper's concurrent sizes (leaf 64, inner 128). Every value is a function of its key
-// (except in the single-key test), so a reader can check whatever it sees; afterwards the
-// tree is compared with a std::map, verified, and the allocator audited (nothing leaked or
-// freed twice once the epochs drain).
+// leaves (generation-tagged lock words), split under split logs of their own, and take the
+// structure lock for inner-node changes (parent updates, unlinks).
+// Each test runs on three shapes: leaves of 4 slots under inner nodes of 3 children (a split
+// or an unlink every few writes, inner nodes split and collapse all the time), the same in
+// leaf groups of 3, and the paper's concurrent sizes (leaf 64, inner 128). Every value is a
+// function of its key (except in the single-key test), so a reader can check whatever it
+// sees; afterwards the tree is compared with a std::map, verified, and the allocator
+// audited (nothing leaked or freed twice once the epochs drain). FPTreeParallelSplits: a
+// split finishes while another one pauses inside its split (one split log each), and the
+// broken variant with serialised splits is caught.
 //
 // BrokenReadersAreCaught runs the readers-during-splits scenario on the test-only broken
 // variant whose readers skip the leaf validation (FPTree::test_skip_leaf_validation) and
@@ -63,8 +66,10 @@ std::string key_of(unsigned j) {
 struct Shape {
   const char* name;
   std::uint64_t leaf, fanout;
+  std::uint64_t group = 0;  //!< leaves per leaf group (0: none)
 };
-const Shape kShapes[] = {{"tiny", 4, 3}, {"paper", 64, 128}};
+// tinyGroups: leaf groups of 3 (GetLeaf and FreeLeaf from many writers, the group mutex)
+const Shape kShapes[] = {{"tiny", 4, 3}, {"paper", 64, 128}, {"tinyGroups", 4, 3, 3}};
 
 struct Fx {
   std::unique_ptr<Pool> pool;
@@ -76,7 +81,7 @@ struct Fx {
     o.kind = "fptree";
     pool = std::move(Pool::create_in_memory(o)).value();
     IndexOptions io;
-    io.words = {s.leaf, s.fanout, 0, 0};
+    io.words = {s.leaf, s.fanout, 0, s.group};
     tree = std::move(FPTree::create(*pool, io)).value();
   }
   //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
