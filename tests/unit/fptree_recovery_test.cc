@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <cstring>
@@ -380,21 +381,32 @@ namespace {
 // pool walks every value through scan(), and the FPTree's scan routes through the DRAM inner
 // nodes, which open() used to rebuild only after the trace; the scan found nothing and the
 // trace freed every value block. open() now validates, replays and rebuilds first there.
+// With leaf groups (of 2) too, and the last 100 keys removed (their value blocks freed), so
+// open() also releases emptied groups — after the trace, which must not see them freed.
 TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
+  for (std::uint64_t group : {0, 2}) {
+  SCOPED_TRACE("leaves per group " + std::to_string(group));
   PoolOptions o;
   o.size = 8u << 20;
   o.kind = "fptree";
   o.values_are_blocks = true;
   auto pool = std::move(Pool::create_in_memory(o)).value();
   IndexOptions io;
-  io.words = {4, 3, 0, 0};
+  io.words = {4, 3, 0, group};
   auto tree = std::move(FPTree::create(*pool, io)).value();
-  constexpr int kKeys = 200;
-  for (int i = 0; i < kKeys; ++i) {
+  constexpr int kAll = 300, kKeys = 200;
+  for (int i = 0; i < kAll; ++i) {
     std::uint64_t item = 0;
     ASSERT_EQ(pool->allocator().allocate(32, &item), Status::ok);
     ASSERT_EQ(tree->insert(as_key("item-" + std::to_string(i)), item), Status::ok);
   }
+  for (int i = kKeys; i < kAll; ++i) {
+    const auto v = tree->lookup(as_key("item-" + std::to_string(i)));
+    ASSERT_TRUE(v.has_value());
+    ASSERT_EQ(tree->remove(as_key("item-" + std::to_string(i))), Status::ok);
+    pool->allocator().free(*v);
+  }
+  const std::uint64_t groups_before = tree->leaf_groups();
   tree.reset();
   const std::uint64_t size = pool->size();
   std::unique_ptr<std::byte, FreeAligned> image(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
@@ -407,10 +419,18 @@ TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
   ASSERT_TRUE((*t)->visit_blocks([&](std::uint64_t) { ++blocks; }));
   EXPECT_EQ(p2->allocator().stats().blocks_allocated, blocks + kKeys)
       << "value blocks freed by the recovery trace";
+  std::printf("[fptree values-are-blocks] leaf groups %llu before the reopen, %llu after\n",
+              static_cast<unsigned long long>(groups_before),
+              static_cast<unsigned long long>((*t)->leaf_groups()));
+  if (group != 0) EXPECT_LT((*t)->leaf_groups(), groups_before) << "open() released no group";
+  const auto audit = p2->allocator().audit([&](pm::BlockVisitor v) { return (*t)->visit_blocks(v); });
+  EXPECT_EQ(audit.leaked.size(), std::size_t{kKeys}) << audit.describe();  // the value blocks
+  EXPECT_TRUE(audit.doubly_used.empty() && audit.not_allocated.empty()) << audit.describe();
   auto r = (*t)->verify();
   EXPECT_TRUE(r) << r.error().message;
   t->reset();
   p2.reset();
+  }
 }
 
 }  // namespace
