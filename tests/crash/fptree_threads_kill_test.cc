@@ -184,6 +184,7 @@ void reopen_and_check(const std::vector<std::string>& keys, const std::string& p
 struct Shape {
   const char* name;
   std::uint64_t leaf, fanout;
+  std::uint64_t group = 0;  //!< leaves per leaf group (0: none)
 };
 
 class FPTreeThreadsKill : public ::testing::TestWithParam<Shape> {};
@@ -191,7 +192,7 @@ class FPTreeThreadsKill : public ::testing::TestWithParam<Shape> {};
 TEST_P(FPTreeThreadsKill, AcknowledgedWritesOfEveryWriterThreadSurviveKill9) {
   using Tree = FPTree;
   IndexOptions opts;
-  opts.words = {GetParam().leaf, GetParam().fanout, 0, 0};
+  opts.words = {GetParam().leaf, GetParam().fanout, 0, GetParam().group};
   const auto keys = make_keys(Gen::random_bytes, kKeys, 23);
   const auto dir = std::filesystem::temp_directory_path() /
                    (std::string("fptree_threads_kill_") + GetParam().name + "_" +
@@ -210,7 +211,8 @@ TEST_P(FPTreeThreadsKill, AcknowledgedWritesOfEveryWriterThreadSurviveKill9) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FPTreeThreadsKill,
-                         ::testing::Values(Shape{"default", 0, 0}, Shape{"tiny", 4, 3}),
+                         ::testing::Values(Shape{"default", 0, 0}, Shape{"tiny", 4, 3},
+                                           Shape{"tinyGroups", 4, 3, 3}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

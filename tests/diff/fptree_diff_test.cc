@@ -17,13 +17,15 @@
 namespace wort::test {
 namespace {
 
-//! An FPTree factory with create options: leaf capacity, inner fanout, hash (1 = constant).
-crashsim::Factory fptree_with(std::uint64_t leaf, std::uint64_t fanout, std::uint64_t hash = 0) {
+//! An FPTree factory with create options: leaf capacity, inner fanout, hash (1 = constant),
+//! leaves per leaf group (0 = no groups).
+crashsim::Factory fptree_with(std::uint64_t leaf, std::uint64_t fanout, std::uint64_t hash = 0,
+                              std::uint64_t group = 0) {
   return crashsim::Factory{
       "fptree",
       [=](Pool& p) {
         IndexOptions o;
-        o.words = {leaf, fanout, hash, 0};
+        o.words = {leaf, fanout, hash, group};
         return adapt<FPTree>(FPTree::create(p, o));
       },
       [](Pool& p) { return adapt<FPTree>(FPTree::open(p)); }};
@@ -31,11 +33,15 @@ crashsim::Factory fptree_with(std::uint64_t leaf, std::uint64_t fanout, std::uin
 
 struct Shape {
   const char* name;
-  std::uint64_t leaf, fanout, hash;
+  std::uint64_t leaf, fanout, hash, group;
 };
 // The paper's sizes, tiny nodes (splits and collapses at every level), and every
-// fingerprint equal (the key comparison alone must decide).
-constexpr Shape kShapes[] = {{"paper", 0, 0, 0}, {"tiny", 4, 3, 0}, {"collide", 8, 4, 1}};
+// fingerprint equal (the key comparison alone must decide); the first two again with leaf
+// groups (App. B: 16 leaves a group; 3 with tiny leaves, so groups are got and released
+// all the time).
+constexpr Shape kShapes[] = {{"paper", 0, 0, 0, 0},        {"tiny", 4, 3, 0, 0},
+                             {"collide", 8, 4, 1, 0},      {"paperGroups", 0, 0, 0, 16},
+                             {"tinyGroups", 4, 3, 0, 3}};
 
 class FPTreeDiffGen : public ::testing::TestWithParam<std::tuple<Gen, Shape>> {};
 
@@ -46,7 +52,7 @@ TEST_P(FPTreeDiffGen, MatchesStdMap) {
   SCOPED_TRACE("generator " + std::string(to_string(g)) + " shape " + shape.name + " seed " +
                std::to_string(seed));
   auto keys = make_keys(g, n, seed);
-  DiffChecker c(fptree_with(shape.leaf, shape.fanout, shape.hash));
+  DiffChecker c(fptree_with(shape.leaf, shape.fanout, shape.hash, shape.group));
   for (std::size_t i = 0; i < keys.size(); ++i) c.insert(keys[i], i);
   ASSERT_TRUE(c.check(seed));
   std::mt19937_64 rng(seed);
@@ -79,20 +85,21 @@ INSTANTIATE_TEST_SUITE_P(AllGenerators, FPTreeDiffGen,
                                   std::get<1>(info.param).name;
                          });
 
-class FPTreeDiffPaper : public ::testing::TestWithParam<Dist> {};
+class FPTreeDiffPaper : public ::testing::TestWithParam<std::tuple<Dist, std::uint64_t>> {};
 
 // The paper's sets (1M keys, 100k under ASan or WORT_TEST_SCALE=small) in random order, the
 // shared insert / update / remove-half script, then a reopen.
 TEST_P(FPTreeDiffPaper, InsertUpdateRemoveHalf) {
-  const Dist d = GetParam();
+  const auto [d, group] = GetParam();
   const std::size_t n = paper_key_count();
   const std::uint64_t seed = 42;
-  SCOPED_TRACE("set " + std::string(to_string(d)) + " n " + std::to_string(n));
+  SCOPED_TRACE("set " + std::string(to_string(d)) + " n " + std::to_string(n) + " group " +
+               std::to_string(group));
   const auto ints = paper_keys(d, n, seed);
   std::vector<std::string> keys;
   keys.reserve(ints.size());
   for (auto x : ints) keys.push_back(u64_str(x));
-  DiffChecker c(fptree_with(0, 0), 512ull << 20);
+  DiffChecker c(fptree_with(0, 0, 0, group), 512ull << 20);
   for (std::size_t i = 0; i < keys.size(); ++i) c.insert(keys[i], i);
   for (std::size_t i = 0; i < keys.size(); i += 2) c.remove(keys[i]);
   for (std::size_t i = 1; i < keys.size(); i += 4) c.upsert(keys[i], i * 3);
@@ -106,8 +113,13 @@ TEST_P(FPTreeDiffPaper, InsertUpdateRemoveHalf) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PaperSets, FPTreeDiffPaper,
-                         ::testing::Values(Dist::dense, Dist::sparse, Dist::clustered),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+                         ::testing::Combine(::testing::Values(Dist::dense, Dist::sparse,
+                                                              Dist::clustered),
+                                            ::testing::Values(std::uint64_t{0}, std::uint64_t{16})),
+                         [](const auto& info) {
+                           return std::string(to_string(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) != 0 ? "_groups" : "");
+                         });
 
 // The shared scripts (tests/support/diff_scripts.h) on small leaves.
 TEST(FPTreeDiff, SharedScriptsSmallLeaves) {
@@ -177,6 +189,8 @@ TEST(FPTreeDiff, RejectsOverlongKeysAndBadOptions) {
   bad.words = {65, 0, 0, 0};
   EXPECT_EQ(FPTree::create(**pool, bad).status(), Status::invalid_argument);
   bad.words = {0, 2, 0, 0};
+  EXPECT_EQ(FPTree::create(**pool, bad).status(), Status::invalid_argument);
+  bad.words = {0, 0, 0, 1025};  // leaves per group
   EXPECT_EQ(FPTree::create(**pool, bad).status(), Status::invalid_argument);
 }
 

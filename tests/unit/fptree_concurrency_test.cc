@@ -1,12 +1,15 @@
 // FPTree under concurrent use (src/index/fptree/README.md "Concurrency"): lock-free readers
 // (optimistic descent of the DRAM inner nodes, validated leaf reads) and writers that lock
-// leaves (generation-tagged lock words) and take the structure lock for splits and unlinks.
-// Each test runs on two shapes: leaves of 4 slots under inner nodes of 3 children (a split
-// or an unlink every few writes, inner nodes split and collapse all the time) and the
-// paper's concurrent sizes (leaf 64, inner 128). Every value is a function of its key
-// (except in the single-key test), so a reader can check whatever it sees; afterwards the
-// tree is compared with a std::map, verified, and the allocator audited (nothing leaked or
-// freed twice once the epochs drain).
+// leaves (generation-tagged lock words), split under split logs of their own, and take the
+// structure lock for inner-node changes (parent updates, unlinks).
+// Each test runs on three shapes: leaves of 4 slots under inner nodes of 3 children (a split
+// or an unlink every few writes, inner nodes split and collapse all the time), the same in
+// leaf groups of 3, and the paper's concurrent sizes (leaf 64, inner 128). Every value is a
+// function of its key (except in the single-key test), so a reader can check whatever it
+// sees; afterwards the tree is compared with a std::map, verified, and the allocator
+// audited (nothing leaked or freed twice once the epochs drain). FPTreeParallelSplits: a
+// split finishes while another one pauses inside its split (one split log each), and the
+// broken variant with serialised splits is caught.
 //
 // BrokenReadersAreCaught runs the readers-during-splits scenario on the test-only broken
 // variant whose readers skip the leaf validation (FPTree::test_skip_leaf_validation) and
@@ -63,8 +66,10 @@ std::string key_of(unsigned j) {
 struct Shape {
   const char* name;
   std::uint64_t leaf, fanout;
+  std::uint64_t group = 0;  //!< leaves per leaf group (0: none)
 };
-const Shape kShapes[] = {{"tiny", 4, 3}, {"paper", 64, 128}};
+// tinyGroups: leaf groups of 3 (GetLeaf and FreeLeaf from many writers, the group mutex)
+const Shape kShapes[] = {{"tiny", 4, 3}, {"paper", 64, 128}, {"tinyGroups", 4, 3, 3}};
 
 struct Fx {
   std::unique_ptr<Pool> pool;
@@ -76,7 +81,7 @@ struct Fx {
     o.kind = "fptree";
     pool = std::move(Pool::create_in_memory(o)).value();
     IndexOptions io;
-    io.words = {s.leaf, s.fanout, 0, 0};
+    io.words = {s.leaf, s.fanout, 0, s.group};
     tree = std::move(FPTree::create(*pool, io)).value();
   }
   //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
@@ -648,6 +653,84 @@ TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
               static_cast<unsigned long long>(errors));
   EXPECT_GT(errors, 0u) << "readers without the leaf validation were never caught";
 #endif
+}
+
+
+// --- splits of different leaves in parallel (one split micro-log each, §4.4) -------------
+
+//! Thread A splits leaf 1 and pauses inside its split (test_on_split_copied: after its copy,
+//! with its leaf's lock and split log held); thread B then inserts into a different full
+//! leaf. Returns whether B's insert (a split of its own, in a second log, and its parent
+//! update) finished while A was still paused (waiting up to `wait`). Afterwards A resumes
+//! and the tree is checked.
+bool second_split_runs_while_first_pauses(bool serialised, std::chrono::milliseconds wait) {
+  Fx f(Shape{"tiny", 4, 3});
+  f.tree->test_serialise_splits(serialised);
+  std::map<std::string, Value> ref;
+  auto put = [&](std::uint64_t k) {
+    EXPECT_EQ(f.tree->insert(Key(u64_key(k)), k), Status::ok);
+    ref[u64_str(k)] = k;
+  };
+  // Leaves [10 15 17 20] and [30 40 50 60], both full.
+  for (std::uint64_t k : {10, 20, 30, 40, 50, 60, 15, 17}) put(k);
+  std::atomic<bool> a_paused{false}, a_release{false}, b_done{false}, fired{false};
+  f.tree->test_on_split_copied([&] {
+    if (fired.exchange(true)) return;  // only A's split pauses
+    a_paused.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!a_release.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::thread a([&] { EXPECT_EQ(f.tree->insert(Key(u64_key(12)), 12), Status::ok); });
+  while (!a_paused.load()) std::this_thread::yield();
+  std::thread b([&] {
+    EXPECT_EQ(f.tree->insert(Key(u64_key(55)), 55), Status::ok);
+    b_done.store(true);
+  });
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!b_done.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool parallel = b_done.load();
+  a_release.store(true);
+  a.join();
+  b.join();
+  ref[u64_str(12)] = 12;
+  ref[u64_str(55)] = 55;
+  f.tree->test_on_split_copied(nullptr);
+  f.check(ref);
+  std::printf("[fptree parallel splits%s] second split %s while the first was paused\n",
+              serialised ? ", broken variant" : "", parallel ? "finished" : "did not finish");
+  return parallel;
+}
+
+TEST(FPTreeParallelSplits, SecondSplitFinishesWhileFirstPauses) {
+  EXPECT_TRUE(second_split_runs_while_first_pauses(false, std::chrono::seconds(30)));
+}
+
+// The broken variant serialises splits (one lock from the log's claim to the parent
+// update, as one micro-log forced before): the second split cannot finish while the first
+// is paused, and the test above would fail.
+TEST(FPTreeParallelSplits, SerialisedSplitsAreCaught) {
+  EXPECT_FALSE(second_split_runs_while_first_pauses(true, std::chrono::milliseconds(500)));
+}
+
+// Many writers splitting at once on leaves of 4: more splits in flight than a pool made
+// before the log array could hold (one log), every log claimed and released; then the tree
+// is checked and every log is clear.
+TEST(FPTreeParallelSplits, ManyWritersSplitting) {
+  Fx f(Shape{"tiny", 4, 3});
+  EXPECT_EQ(f.tree->split_logs(), fptree_index::kSplitLogs);
+  const unsigned n = 500 * scale();
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (unsigned i = t; i < n; i += 4)
+        EXPECT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
+    });
+  for (auto& t : ts) t.join();
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < n; ++i) ref[key_of(i)] = value_of(key_of(i));
+  f.check(ref);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <cstring>
@@ -181,6 +182,50 @@ TEST_F(FPTreeRecovery, HalfResetLog) {
   expect_recovers(1, 0);
 }
 
+// --- the array of split logs (§4.4): two splits in flight at the crash ---------------------
+
+// Two full leaves, C = cur_ [10 20 15 17] and L1 [50 60 30 40] (slots 0..3). Log 0: C's
+// split with its new leaf unwritten (redo from the copy); log 1: L1's split with its new
+// leaf written and linked, L1's bitmap not yet inverted (redo the link). Both replayed.
+TEST_F(FPTreeRecovery, TwoLogsBothReplayed) {
+  put(50);  // splits C: C [10 20], L1 [30 40 50]
+  put(15);
+  put(17);
+  put(60);
+  const std::uint64_t l1 = leaf(cur_).next();
+  ASSERT_TRUE(leaf(cur_).full() && leaf(l1).full());
+  const std::uint64_t na = alloc(geo_.bytes);
+  std::memset(pool_->at<std::byte>(na), 0xab, geo_.bytes);
+  const std::uint64_t nb = alloc(geo_.bytes);
+  std::memcpy(pool_->at<std::byte>(nb), pool_->at<std::byte>(l1), geo_.bytes);
+  *leaf(nb).bitmap_word() = 0b0011;  // 50, 60: L1's upper half by key
+  *leaf(l1).next_word() = nb;
+  *anchor()->split_log(0) = {cur_, na};
+  *anchor()->split_log(1) = {l1, nb};
+  expect_recovers(4, 2);
+  EXPECT_EQ(tree_->split_logs(), kSplitLogs);
+}
+
+// A pool made before the log array: log_count 0, one log (line 1 of a 128-byte anchor). It
+// opens, recovers its one log and splits with it.
+TEST_F(FPTreeRecovery, PoolWithoutLogArrayOpensWithOneLog) {
+  anchor()->log_count = 0;
+  anchor()->log = {cur_, written_new_leaf()};
+  expect_recovers(2, 1);
+  EXPECT_EQ(tree_->split_logs(), 1u);
+}
+
+TEST_F(FPTreeRecovery, LogCountBeyondTheBlockIsCorrupt) {
+  anchor()->log_count = kSplitLogs + 1;
+  expect_corrupt("split logs");
+}
+
+TEST_F(FPTreeRecovery, TwoLogsNamingOneLeafAreCorrupt) {
+  *anchor()->split_log(0) = {cur_, 0};
+  *anchor()->split_log(3) = {cur_, 0};
+  expect_corrupt("two split logs");
+}
+
 // App. C: an insert allocated and wrote a key block and the slot, crashed before the bitmap.
 // The paper's RebuildInnerNodes_String frees such blocks by hand (Alg. 17); here the trace
 // never reaches a dead slot's key word, so the block is free after open and audit agrees.
@@ -274,7 +319,7 @@ namespace {
 // rebuild), beside the time to build a DRAM std::map of the same keys from scratch (the
 // paper's "rebuild a transient B+-tree" baseline). Skipped unless WORT_FPTREE_RECOVERY_KEYS
 // lists key counts:
-//   WORT_FPTREE_RECOVERY_KEYS=100000,1000000,5000000 ./build/unit_fptree_recovery_test \
+//   WORT_FPTREE_RECOVERY_KEYS=100000,1000000,5000000 ./build/unit_fptree_recovery_test
 //       --gtest_filter='*OpenTime*'
 double thread_cpu_ms() {
   timespec ts{};
@@ -336,21 +381,32 @@ namespace {
 // pool walks every value through scan(), and the FPTree's scan routes through the DRAM inner
 // nodes, which open() used to rebuild only after the trace; the scan found nothing and the
 // trace freed every value block. open() now validates, replays and rebuilds first there.
+// With leaf groups (of 2) too, and the last 100 keys removed (their value blocks freed), so
+// open() also releases emptied groups — after the trace, which must not see them freed.
 TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
+  for (std::uint64_t group : {0, 2}) {
+  SCOPED_TRACE("leaves per group " + std::to_string(group));
   PoolOptions o;
   o.size = 8u << 20;
   o.kind = "fptree";
   o.values_are_blocks = true;
   auto pool = std::move(Pool::create_in_memory(o)).value();
   IndexOptions io;
-  io.words = {4, 3, 0, 0};
+  io.words = {4, 3, 0, group};
   auto tree = std::move(FPTree::create(*pool, io)).value();
-  constexpr int kKeys = 200;
-  for (int i = 0; i < kKeys; ++i) {
+  constexpr int kAll = 300, kKeys = 200;
+  for (int i = 0; i < kAll; ++i) {
     std::uint64_t item = 0;
     ASSERT_EQ(pool->allocator().allocate(32, &item), Status::ok);
     ASSERT_EQ(tree->insert(as_key("item-" + std::to_string(i)), item), Status::ok);
   }
+  for (int i = kKeys; i < kAll; ++i) {
+    const auto v = tree->lookup(as_key("item-" + std::to_string(i)));
+    ASSERT_TRUE(v.has_value());
+    ASSERT_EQ(tree->remove(as_key("item-" + std::to_string(i))), Status::ok);
+    pool->allocator().free(*v);
+  }
+  const std::uint64_t groups_before = tree->leaf_groups();
   tree.reset();
   const std::uint64_t size = pool->size();
   std::unique_ptr<std::byte, FreeAligned> image(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
@@ -363,10 +419,18 @@ TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
   ASSERT_TRUE((*t)->visit_blocks([&](std::uint64_t) { ++blocks; }));
   EXPECT_EQ(p2->allocator().stats().blocks_allocated, blocks + kKeys)
       << "value blocks freed by the recovery trace";
+  std::printf("[fptree values-are-blocks] leaf groups %llu before the reopen, %llu after\n",
+              static_cast<unsigned long long>(groups_before),
+              static_cast<unsigned long long>((*t)->leaf_groups()));
+  if (group != 0) EXPECT_LT((*t)->leaf_groups(), groups_before) << "open() released no group";
+  const auto audit = p2->allocator().audit([&](pm::BlockVisitor v) { return (*t)->visit_blocks(v); });
+  EXPECT_EQ(audit.leaked.size(), std::size_t{kKeys}) << audit.describe();  // the value blocks
+  EXPECT_TRUE(audit.doubly_used.empty() && audit.not_allocated.empty()) << audit.describe();
   auto r = (*t)->verify();
   EXPECT_TRUE(r) << r.error().message;
   t->reset();
   p2.reset();
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // slots are ever followed, so nothing needs resetting afterwards). A full leaf is split
 // first (fptree_split.cc).
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "index/fptree/fptree_tree.h"
@@ -105,10 +106,11 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
 }
 
 // Under the leaf's lock (Alg. 2 / 8, concurrent form): the leaf was routed to optimistically
-// and is still k's leaf once locked (lock_leaf). A full leaf is split under the structure
-// lock (the micro-log, then the parent update as a second step after the commit, as the
-// paper's second transaction); readers of the leaf (and of the new one) wait for the
-// writer's section, which ends after the commit is durable.
+// and is still k's leaf once locked (lock_leaf). A full leaf is split under a split log of
+// its own (claim_log: splits of different leaves run in parallel), then the parent update
+// takes the structure lock as a second step after the commit, as the paper's second
+// transaction; readers of the leaf (and of the new one) wait for the writer's section,
+// which ends after the commit is durable.
 Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   const std::uint8_t fp = fp_of(k);
   std::uint64_t off = 0;
@@ -147,10 +149,13 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   }
   std::uint64_t right = 0;
   std::string sep;
+  std::uint32_t log = 0;
+  std::unique_lock<std::mutex> serial;  // test_serialise_splits only
   if (l.full()) {
-    smo_.lock();
-    if (Status s = split_leaf(l, &right, &sep); s != Status::ok) {
-      smo_.unlock();
+    if (serialise_splits_) serial = std::unique_lock<std::mutex>(serial_);
+    log = claim_log();
+    if (Status s = split_leaf(l, log, &right, &sep); s != Status::ok) {
+      release_log(log);
       unlock_leaf(off);
       if (old == kNoSlot) drop_key_word(word, inl);
       return s;
@@ -174,8 +179,11 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   else
     pm::commit(l.bitmap_word(), bits);
   if (right != 0) {
-    // The second step: the parent learns of the new leaf (readers routed to the old leaf
-    // for a key now in the new one fail their validation of the parent, or wait).
+    release_log(log);  // its reset is durable: the commit's leading fence
+    // The second step, under the structure lock: the parent learns of the new leaf
+    // (readers routed to the old leaf for a key now in the new one fail their validation
+    // of the parent, or wait).
+    smo_.lock();
     Path path;
     const std::uint64_t at = inner_.find(as_key(sep), &path);
     (void)at;
@@ -198,7 +206,7 @@ Status FPTree::put_first_leaf(Key k, Value v, std::uint64_t word, bool inl) {
   WORT_DCHECK(inner_.empty() && anchor_->head == 0);  // the tree is empty
   WORT_DCHECK(inl == (k.size() == 8));
   std::uint64_t off = 0;
-  if (Status s = pool_.allocator().allocate(geo_.bytes, &off); s != Status::ok) {
+  if (Status s = new_leaf(&off); s != Status::ok) {
     drop_key_word(word, inl);
     return s;
   }

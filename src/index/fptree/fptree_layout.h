@@ -5,19 +5,34 @@
 //
 // Three kinds of pool blocks:
 //
-//   Anchor   (128 B, the pool root)   magic, head of the leaf list, options, split micro-log
+//   Anchor   (64 B + 64 B per split log, the pool root)  magic, head of the leaf list,
+//                                     options, leaf-group list, split micro-logs
 //   Leaf     (992 B for 56 slots)     bitmap, fingerprints, next, inline map, lock, slots
+//   LeafGroup (64 B + n x leaf stride) next group, then n leaves (§4.3, App. B; an option)
 //   KeyBlock (8 B + key bytes)        a key that is not exactly 8 bytes long (App. C)
 //
 // Anchor:
 //
-//   line 0: | magic | head | leaf_capacity u32 | inner_fanout u32 | hash_kind | reserved x4 |
-//   line 1: | log.cur | log.new | reserved x6 |             (the split micro-log, Alg. 3/4)
+//   line 0: | magic | head | leaf_capacity u32 | inner_fanout u32 | hash_kind |
+//           | group_leaves | groups | log_count | reserved |
+//   line 1: | log[0].cur | log[0].new | reserved x6 |        (split micro-log 0, Alg. 3/4)
+//   line 1+i: split micro-log i, for i < log_count              (§4.4: one per concurrent split)
 //
 //   head  offset of the first (smallest-key) leaf, 0 for an empty tree. Commit word of the
 //         first insert and of removing the last key of the first leaf.
+//   group_leaves  leaves per leaf group (IndexOptions word 3); 0: no groups, every leaf is
+//         its own allocator block.
+//   groups  first LeafGroup of the list (0: none). Allocator metadata, not a commit word:
+//         written with pm::store_persist before the commit of the operation that needed it.
+//   log_count  split micro-logs that follow (kSplitLogs in new pools; 0 in pools made before
+//         the log array, which have log[0] only and open with one log).
 //   log   {current leaf, new leaf} of a split in progress (both 0 when none). One line, and
 //         cur is always stored before new, so a crash never shows new without cur.
+//
+// LeafGroup (only with group_leaves > 0):
+//
+//   | next group u64 | pad to 64 | leaf 0 | leaf 1 | ... | leaf n-1 |     leaf i at 64 + i * stride,
+//                                                                         stride = leaf bytes rounded to 64
 //
 // Leaf with capacity C (2 <= C <= 64; the paper's Table 1: C = 56 single-threaded):
 //
@@ -77,22 +92,81 @@ struct SplitLog {
 };
 static_assert(std::is_standard_layout_v<SplitLog> && sizeof(SplitLog) == 16);
 
-//! The block the pool root names.
+//! Split micro-logs of a new pool (§4.4: the paper's array of logs, one per concurrent
+//! split). A writer claims one for the length of a split; with more writers splitting at
+//! once than logs, the extra ones wait for a log (README "Concurrency").
+inline constexpr std::uint32_t kSplitLogs = 16;
+//! Leaves per group: the option's bounds (word 3; 0 = no groups).
+inline constexpr std::uint32_t kMaxGroupLeaves = 1024;
+
+//! One split micro-log in its own cache line (two splits never share a line).
+struct alignas(64) SplitLogLine {
+  SplitLog log;
+  std::uint64_t reserved[6];
+};
+static_assert(sizeof(SplitLogLine) == 64 && offsetof(SplitLogLine, log) == 0);
+
+//! The first two lines of the block the pool root names (all an old pool has).
 struct alignas(64) Anchor {
   std::uint64_t magic;           //!< kAnchorMagic
   std::uint64_t head;            //!< first leaf (commit word of the first insert)
   std::uint32_t leaf_capacity;   //!< slots per leaf
   std::uint32_t inner_fanout;    //!< children per DRAM inner node
   std::uint64_t hash_kind;       //!< HashKind
-  std::uint64_t reserved0[4];
-  SplitLog log;                  //!< line 1: the split micro-log
+  std::uint64_t group_leaves;    //!< leaves per LeafGroup; 0 = no groups
+  std::uint64_t groups;          //!< first LeafGroup (allocator metadata, not a commit word)
+  std::uint64_t log_count;       //!< split logs (0 = an old pool: 1)
+  std::uint64_t reserved0;
+  SplitLog log;                  //!< line 1: split micro-log 0
   std::uint64_t reserved1[6];
+
+  std::uint32_t logs() const noexcept { return log_count == 0 ? 1 : static_cast<std::uint32_t>(log_count); }
+  //! Split log i (< logs()): log 0 is line 1, log i line 1 + i of the anchor block.
+  SplitLog* split_log(std::uint32_t i) noexcept {
+    return &reinterpret_cast<SplitLogLine*>(reinterpret_cast<std::byte*>(this) + 64)[i].log;
+  }
+  const SplitLog* split_log(std::uint32_t i) const noexcept {
+    return &reinterpret_cast<const SplitLogLine*>(reinterpret_cast<const std::byte*>(this) + 64)[i].log;
+  }
 };
 static_assert(std::is_standard_layout_v<Anchor> && std::is_trivially_copyable_v<Anchor>);
 static_assert(sizeof(Anchor) == 128);
 static_assert(offsetof(Anchor, magic) == 0 && offsetof(Anchor, head) == 8);
+static_assert(offsetof(Anchor, group_leaves) == 32 && offsetof(Anchor, groups) == 40 &&
+              offsetof(Anchor, log_count) == 48);
 static_assert(offsetof(Anchor, log) == 64, "the micro-log has its own cache line");
 static_assert(offsetof(SplitLog, cur) == 0 && offsetof(SplitLog, nu) == 8);
+
+//! The anchor block of a new pool: the anchor, then split logs 1 .. kSplitLogs-1. (`magic`
+//! aliases anchor.magic: kit::create_anchor wants the word by name.)
+struct alignas(64) AnchorBlock {
+  union {
+    std::uint64_t magic;
+    Anchor anchor;
+  };
+  SplitLogLine more[kSplitLogs - 1];
+};
+static_assert(std::is_standard_layout_v<AnchorBlock> && offsetof(AnchorBlock, anchor) == 0);
+static_assert(offsetof(AnchorBlock, more) == 128 && sizeof(AnchorBlock) == 64 * (1 + kSplitLogs));
+
+//! Where the leaves of a LeafGroup lie (every group of a tree has the same).
+struct GroupGeometry {
+  std::uint32_t leaves = 0;  //!< per group; 0 = no groups
+  std::uint32_t stride = 0;  //!< leaf bytes rounded up to 64
+  std::uint64_t bytes = 0;   //!< the whole group block
+
+  static constexpr std::uint32_t kLeavesOff = 64;
+  static GroupGeometry of(std::uint32_t n, std::uint32_t leaf_bytes) noexcept {
+    GroupGeometry g;
+    g.leaves = n;
+    g.stride = (leaf_bytes + 63) / 64 * 64;
+    g.bytes = n == 0 ? 0 : kLeavesOff + std::uint64_t{n} * g.stride;
+    return g;
+  }
+  std::uint64_t leaf(std::uint64_t group, std::uint32_t i) const noexcept {
+    return group + kLeavesOff + std::uint64_t{i} * stride;
+  }
+};
 
 //! One slot: key word (inline key or KeyBlock offset) and value.
 struct Slot {
@@ -135,6 +209,12 @@ static_assert(LeafGeometry::of(56).next_off == 64, "C = 56: bitmap + fingerprint
 static_assert(LeafGeometry::of(56).slots_off == 96 && LeafGeometry::of(56).bytes == 992);
 static_assert(LeafGeometry::of(64).slots_off % 16 == 0);
 static_assert(LeafGeometry::of(2).slots_off % 16 == 0);
+
+//! Fixed part of a leaf group; its leaves follow at GroupGeometry::kLeavesOff.
+struct LeafGroupHeader {
+  std::uint64_t next;  //!< next group of the list, 0 at the end
+};
+static_assert(sizeof(LeafGroupHeader) == 8);
 
 //! Fixed part of a key block; the key bytes follow.
 struct KeyBlock {

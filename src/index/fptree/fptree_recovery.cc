@@ -24,10 +24,11 @@ std::string FPTree::smallest_key(LeafRef l) const {
   return std::string(as_string(best));
 }
 
-Result<void> FPTree::rebuild_inner() {
+Result<void> FPTree::rebuild_inner(std::vector<std::uint64_t>* chain) {
   std::vector<std::pair<std::uint64_t, std::string>> leaves;
   for (std::uint64_t off = anchor_->head; off != 0; off = leaf(off).next()) {
     const LeafRef l = leaf(off);
+    chain->push_back(off);
     if (l.bitmap() == 0)  // the checked walk rejects these; a second guard costs nothing
       return Error{Status::corrupt, "fptree: empty leaf in the list"};
     leaves.emplace_back(off, leaves.empty() ? std::string() : smallest_key(l));

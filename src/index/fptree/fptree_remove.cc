@@ -92,7 +92,7 @@ Status FPTree::remove_pinned(Key k, std::uint64_t dead[2]) {
     }
     smo_.unlock();
     if (!inl) dead[0] = word;
-    dead[1] = off;
+    dead[1] = groups_.enabled() ? off | kTagGroupLeaf : off;  // back to its group, or freed
     return Status::ok;
   }
 }

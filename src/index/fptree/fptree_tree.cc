@@ -20,7 +20,10 @@ namespace {
 std::uint64_t option_or(std::uint64_t v, std::uint64_t dflt) { return v == 0 ? dflt : v; }
 
 Result<void> check_options(std::uint64_t cap, std::uint64_t fanout, std::uint64_t hash,
-                           Status code) {
+                           std::uint64_t group, Status code) {
+  if (group > kMaxGroupLeaves)
+    return Error{code, "fptree: leaves per group " + std::to_string(group) + " not in [0, " +
+                           std::to_string(kMaxGroupLeaves) + "]"};
   if (cap < kMinLeafCapacity || cap > kMaxLeafCapacity)
     return Error{code, "fptree: leaf capacity " + std::to_string(cap) + " not in [2, 64]"};
   if (fanout < kMinInnerFanout || fanout > kMaxInnerFanout)
@@ -41,6 +44,7 @@ FPTree::FPTree(Pool& pool, Anchor* anchor)
       anchor_(anchor),
       geo_(LeafGeometry::of(anchor->leaf_capacity)),
       hash_(static_cast<HashKind>(anchor->hash_kind)),
+      groups_(pool, anchor, group_geometry(anchor, geo_)),
       inner_(anchor->inner_fanout),
       gen_(pool.generation()),
       stripes_(std::make_unique<std::atomic<std::uint64_t>[]>(std::size_t{1} << kStripeBits)) {
@@ -50,10 +54,18 @@ FPTree::FPTree(Pool& pool, Anchor* anchor)
 // --- concurrency ----------------------------------------------------------------------
 
 void FPTree::free_retired(void* tree, std::uint64_t x) {
+  auto* t = static_cast<FPTree*>(tree);
   if ((x & 3) != 0)
     InnerTree::free_tagged(x);  // a DRAM inner node or separator
+  else if ((x & kTagGroupLeaf) != 0)
+    t->groups_.free_leaf(x & ~kTagGroupLeaf);  // Alg. 12
   else
-    static_cast<FPTree*>(tree)->pool_.allocator().free(x);  // a leaf or key block
+    t->pool_.allocator().free(x);  // a leaf or key block
+}
+
+Status FPTree::new_leaf(std::uint64_t* off) {
+  if (groups_.enabled()) return groups_.get_leaf(off);  // Alg. 10
+  return pool_.allocator().allocate(geo_.bytes, off);
 }
 
 void FPTree::retire_inner(void* tree, std::uint64_t tagged) {
@@ -116,19 +128,23 @@ void FPTree::unlock_leaf(std::uint64_t off, bool obsolete) noexcept {
 std::uint8_t FPTree::fp_of(Key k) const noexcept { return fingerprint(k, hash_); }
 
 Result<std::unique_ptr<FPTree>> FPTree::create(Pool& pool, const IndexOptions& opts) {
-  Anchor image{};
+  AnchorBlock block;  // the anchor and its array of split logs (all clear)
+  std::memset(static_cast<void*>(&block), 0, sizeof block);  // every byte, the union's too
+  Anchor& image = block.anchor;
   image.magic = kAnchorMagic;
+  image.log_count = kSplitLogs;
   image.leaf_capacity = static_cast<std::uint32_t>(option_or(opts.words[0], kDefaultLeafCapacity));
   image.inner_fanout = static_cast<std::uint32_t>(option_or(opts.words[1], kDefaultInnerFanout));
   image.hash_kind = opts.words[2];
+  image.group_leaves = opts.words[3];
   if (auto r = check_options(option_or(opts.words[0], kDefaultLeafCapacity),
                              option_or(opts.words[1], kDefaultInnerFanout), opts.words[2],
-                             Status::invalid_argument);
+                             opts.words[3], Status::invalid_argument);
       !r)
     return r.error();
-  auto anchor = kit::create_anchor(pool, kKind, image);  // the create commit: the pool root
+  auto anchor = kit::create_anchor(pool, kKind, block);  // the create commit: the pool root
   if (!anchor) return anchor.error();
-  return std::unique_ptr<FPTree>(new FPTree(pool, *anchor));
+  return std::unique_ptr<FPTree>(new FPTree(pool, &(*anchor)->anchor));
 }
 
 // Alg. 9: the checked walk (and the allocator's trace), the micro-log, the inner nodes.
@@ -140,8 +156,16 @@ Result<std::unique_ptr<FPTree>> FPTree::open(Pool& pool) {
   auto opened = kit::open_anchor<Anchor>(pool, kKind, kAnchorMagic);
   if (!opened) return opened.error();
   Anchor* a = *opened;
-  if (auto r = check_options(a->leaf_capacity, a->inner_fanout, a->hash_kind, Status::corrupt); !r)
+  if (auto r = check_options(a->leaf_capacity, a->inner_fanout, a->hash_kind, a->group_leaves,
+                             Status::corrupt);
+      !r)
     return r.error();
+  // Pools made before the log array have log_count 0 and a 128-byte anchor: one log.
+  if (a->log_count > kSplitLogs ||
+      !kit::BlockCheck(pool).holds(pool.root(), 64 * (1 + std::size_t{a->logs()}), 64))
+    return Error{Status::corrupt, "fptree: anchor declares " + std::to_string(a->log_count) +
+                                      " split logs, its block holds fewer (or more than " +
+                                      std::to_string(kSplitLogs) + ")"};
   std::unique_ptr<FPTree> tree(new FPTree(pool, a));
   const bool trace_values = pool.values_are_blocks();
   auto t0 = std::chrono::steady_clock::now();
@@ -149,16 +173,19 @@ Result<std::unique_ptr<FPTree>> FPTree::open(Pool& pool) {
     return r.error();
   tree->open_times_.trace_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  if (auto r = tree->replay_split_log(); !r) return r.error();
+  if (auto r = tree->replay_split_logs(); !r) return r.error();
   tree->open_times_.replay_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  if (auto r = tree->rebuild_inner(); !r) return r.error();
+  std::vector<std::uint64_t> chain;
+  if (auto r = tree->rebuild_inner(&chain); !r) return r.error();
   tree->open_times_.rebuild_ms = ms_since(t0);
   if (trace_values) {
     t0 = std::chrono::steady_clock::now();
     if (auto r = kit::recover(pool, *tree); !r) return r.error();
     tree->open_times_.trace_ms += ms_since(t0);
   }
+  // The free leaves (App. B), after the trace: releasing an emptied group frees its block.
+  if (tree->groups_.enabled()) tree->groups_.rebuild(chain);
   return tree;
 }
 

@@ -3,18 +3,21 @@
 // bitmap, one-byte fingerprints); inner nodes are DRAM, rebuilt from the leaves on open.
 // Concurrent (README "Concurrency"): readers take no lock (optimistic, version-validated
 // descent of the DRAM inner nodes, a validated read of the leaf); writers lock the leaves
-// they change (the generation-tagged `lock` word) and take one DRAM structure lock for a
-// split or an unlink (the split micro-log and the inner-node change).
+// they change (the generation-tagged `lock` word); a split runs under a split micro-log of
+// its own (the anchor holds an array of them), and one DRAM structure lock covers every
+// inner-node change (a split's parent update, an unlink).
 //
 // Every operation commits with one 8-byte store: a leaf's bitmap (insert, update, remove),
 // a leaf's next word or the anchor's head (removing a leaf's last key, the first insert).
-// A split runs under the anchor's micro-log {cur, new} and is finished by open() if a crash
-// interrupts it. See README.md for the commit table and what recovery repairs.
+// A split runs under one of the anchor's split micro-logs {cur, new} and is finished by
+// open() if a crash interrupts it. See README.md for the commit table and what recovery repairs.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -23,6 +26,7 @@
 
 #include "index/common/epoch.h"
 #include "index/common/writer_lock.h"
+#include "index/fptree/fptree_groups.h"
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_layout.h"
 #include "index/fptree/fptree_leaf.h"
@@ -37,7 +41,8 @@ class FPTree {
   static constexpr bool kConcurrent = true;
 
   //! IndexOptions words: [0] leaf capacity (2..64, default 56), [1] inner fanout (3..65536,
-  //! default 4096), [2] fingerprint hash (0 mixed, 1 constant: tests only).
+  //! default 4096), [2] fingerprint hash (0 mixed, 1 constant: tests only), [3] leaves per
+  //! leaf group (0..1024, default 0: no groups, every leaf its own allocator block).
   static Result<std::unique_ptr<FPTree>> create(Pool& pool, const IndexOptions& opts);
   //! Checks every leaf and key block (the allocator's trace), finishes an interrupted split
   //! from the micro-log, then rebuilds the inner nodes from the leaf list.
@@ -55,6 +60,9 @@ class FPTree {
   void dump(std::ostream& os) const;
   Result<void> visit_blocks(BlockVisitorFn v) const;
 
+  //! Leaf groups in the list, and leaves of theirs not in the tree (tests; 0 without groups).
+  std::uint64_t leaf_groups() const { return groups_.enabled() ? groups_.group_count() : 0; }
+  std::uint64_t free_group_leaves() const { return groups_.enabled() ? groups_.free_count() : 0; }
   //! Splits open() finished from the micro-log (tests).
   std::uint64_t splits_recovered() const noexcept { return splits_recovered_; }
   //! Milliseconds open() spent in each phase: checked walk + trace, log replay, rebuild.
@@ -68,6 +76,19 @@ class FPTree {
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the
   //! leaf's version). tests/unit/fptree_concurrency_test.cc shows it failing.
   void test_skip_leaf_validation(bool skip) noexcept { skip_leaf_validation_ = skip; }
+  //! Tests only: called inside every split after its copy is durable (step 2) and before
+  //! the old leaf changes, with the leaf's lock and a split log held and nothing else (no
+  //! structure lock): another split may run to its end meanwhile (a second log in use).
+  void test_on_split_copied(std::function<void()> f) { split_pause_ = std::move(f); }
+  //! Tests only: update() from inside split_pause_ on the splitting thread (no second epoch
+  //! pin: the outer operation's covers it).
+  Status test_update_from_split_pause(Key k, Value v) { return put_pinned(k, v, PutMode::update); }
+  //! Tests only: the broken variant whose splits are serialised on one DRAM mutex from the
+  //! log's claim to the parent update (as with one micro-log): the concurrency test's
+  //! paused split then holds every other split up.
+  void test_serialise_splits(bool on) noexcept { serialise_splits_ = on; }
+  //! Split micro-logs the anchor holds (1 in a pool made before the log array).
+  std::uint32_t split_logs() const noexcept { return anchor_->logs(); }
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -111,7 +132,12 @@ class FPTree {
   //! False if the tree is empty.
   bool lock_leaf(Key k, std::uint64_t* off);
   void unlock_leaf(std::uint64_t off, bool obsolete = false) noexcept;
+  //! Retired pool offsets with this bit set are group leaves (pool offsets are 16-aligned;
+  //! bits 0-1 tag DRAM inner nodes and separators).
+  static constexpr std::uint64_t kTagGroupLeaf = 4;
   static void free_retired(void* tree, std::uint64_t x);
+  //! A leaf for a split or the first insert: from the leaf groups, or an allocator block.
+  Status new_leaf(std::uint64_t* off);
   static void retire_inner(void* tree, std::uint64_t tagged);
   template <bool kBounded>
   std::size_t read_range(Key from, Key hi, std::size_t max, Visitor v) const;
@@ -126,17 +152,20 @@ class FPTree {
                          std::uint8_t fp) noexcept;
 
   // fptree_split.cc
-  Status split_leaf(LeafRef l, std::uint64_t* right, std::string* sep);
+  Status split_leaf(LeafRef l, std::uint32_t log, std::uint64_t* right, std::string* sep);
   std::string split_copy(LeafRef cur, LeafRef nu, std::uint64_t lock_word) const;
   void split_link(LeafRef cur, LeafRef nu) const;
-  void reset_log() const noexcept;
-  Result<void> replay_split_log();
+  void reset_log(std::uint32_t log) const noexcept;
+  //! A split log no other writer holds (waits while all are taken); release_log frees it.
+  std::uint32_t claim_log() noexcept;
+  void release_log(std::uint32_t log) noexcept;
+  Result<void> replay_split_logs();
 
   // fptree_remove.cc
   Status remove_pinned(Key k, std::uint64_t dead[2]);
 
   // fptree_recovery.cc
-  Result<void> rebuild_inner();
+  Result<void> rebuild_inner(std::vector<std::uint64_t>* chain);
   std::string smallest_key(LeafRef l) const;
   //! Sorted valid slots of a leaf.
   std::vector<int> sorted_slots(LeafRef l) const;
@@ -145,13 +174,18 @@ class FPTree {
   fptree_index::Anchor* anchor_;
   fptree_index::LeafGeometry geo_;
   fptree_index::HashKind hash_;
+  fptree_index::LeafGroups groups_;
   fptree_index::InnerTree inner_;
   std::uint64_t splits_recovered_ = 0;
   OpenTimes open_times_;
   std::uint64_t gen_;  //!< pool generation: the tag of the leaves' lock words
   bool skip_leaf_validation_ = false;
-  //! The structure lock (the role of the paper's TSX transaction): a split (micro-log and
-  //! parent update), an unlink, the first leaf.
+  bool serialise_splits_ = false;
+  std::mutex serial_;                     //!< test_serialise_splits' one lock
+  std::function<void()> split_pause_;     //!< test_on_split_copied
+  std::atomic<std::uint64_t> logs_busy_{0};  //!< bit i: split log i claimed (DRAM only)
+  //! The structure lock (the role of the paper's TSX transaction): a split's parent update,
+  //! an unlink, the first leaf. The split's micro-log steps run outside it.
   kit::WriterMutex smo_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> stripes_;
   mutable kit::EpochReclaimer epochs_{&free_retired, this};

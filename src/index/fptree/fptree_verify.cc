@@ -2,13 +2,16 @@
 //
 // verify() runs the checked walk first (fptree_walk.h: every leaf and live key block a block
 // of this pool, no cycle, no bit beyond the capacity, no empty leaf), then checks:
-//   - the split micro-log is clear (it is only ever set inside a split);
+//   - every split micro-log is clear (one is only ever set inside a split);
 //   - every live slot's fingerprint is the hash of its key;
 //   - no key twice in a leaf; the leaf chain is sorted (each leaf's keys above the previous
 //     leaf's);
 //   - the DRAM inner nodes are well formed (InnerTree::for_each_leaf) and list exactly the
 //     leaves of the chain, in order, each key inside the bounds its separators give it (so
-//     the inner nodes route every key to its leaf).
+//     the inner nodes route every key to its leaf);
+//   - with leaf groups: every leaf of every listed group is in the chain or in the DRAM
+//     free vector, never both, and each group's DRAM count of leaves in use is its count
+//     in the chain (LeafGroups::check; the walk already put every chain leaf in a group).
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -51,7 +54,9 @@ Result<void> FPTree::verify() const {
                            [&](std::uint64_t off, std::uint64_t) { chain.push_back(off); });
       !r)
     return r;
-  if (anchor_->log.cur != 0 || anchor_->log.nu != 0) return corrupt("split micro-log not clear");
+  for (std::uint32_t i = 0; i < anchor_->logs(); ++i)
+    if (anchor_->split_log(i)->cur != 0 || anchor_->split_log(i)->nu != 0)
+      return corrupt("split micro-log " + std::to_string(i) + " not clear");
   std::string prev_max;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     const LeafRef l = leaf(chain[i]);
@@ -94,13 +99,22 @@ Result<void> FPTree::verify() const {
   if (at != chain.size())
     return corrupt("inner nodes reach " + std::to_string(at) + " of " +
                    std::to_string(chain.size()) + " leaves");
+  if (groups_.enabled())
+    if (std::string why = groups_.check(chain); !why.empty()) return corrupt(why);
   return {};
 }
 
 void FPTree::dump(std::ostream& os) const {
   os << "fptree: leaf capacity " << geo_.capacity << " (" << geo_.bytes << " B), inner fanout "
      << inner_.fanout() << ", anchor @" << pool_.offset_of(anchor_) << ", head @"
-     << anchor_->head << ", split log {" << anchor_->log.cur << ", " << anchor_->log.nu << "}\n";
+     << anchor_->head << ", " << anchor_->logs() << " split logs";
+  for (std::uint32_t i = 0; i < anchor_->logs(); ++i)
+    if (const SplitLog* l = anchor_->split_log(i); l->cur != 0 || l->nu != 0)
+      os << ", log " << i << " {" << l->cur << ", " << l->nu << "}";
+  if (groups_.enabled())
+    os << ", " << groups_.group_count() << " leaf groups of " << groups_.geometry().leaves
+       << " (" << groups_.free_count() << " leaves free) @" << anchor_->groups;
+  os << "\n";
   std::vector<std::uint64_t> chain;
   if (auto r = walk_leaves(pool_, anchor_, geo_, [](std::uint64_t) {},
                            [&](std::uint64_t off, std::uint64_t) { chain.push_back(off); });
@@ -148,6 +162,7 @@ IndexStats FPTree::stats() const {
   s.nodes["leaf"] = leaves;
   s.nodes["inner"] = inner_.node_count();
   s.nodes["keyblock"] = key_blocks;
+  if (groups_.enabled()) s.nodes["leafgroup"] = groups_.group_count();
   return s;
 }
 

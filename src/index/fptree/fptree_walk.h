@@ -3,8 +3,9 @@
 // micro-log names (kit::CheckedWalk: each block entered before it is read, the list may not
 // cycle, key lengths checked against their blocks).
 //
-// The walk reads the micro-log first, because a crash inside a split leaves two leaves that
-// must be seen as the log says, not as their bitmaps say:
+// The walk reads the split micro-logs first (every one of the anchor's array: each
+// concurrent split has its own), because a crash inside a split leaves two leaves that must
+// be seen as its log says, not as their bitmaps say:
 //
 //   log {cur C, new N}     C's state                 what the walk takes as live
 //   -----------------------------------------------------------------------------------
@@ -15,11 +16,17 @@
 //
 // So no key block is reached twice, and everything open()'s replay will use is reached
 // (and kept by the allocator's trace). fptree_split.cc decides the same way.
+//
+// With leaf groups (anchor.group_leaves > 0) the group list is walked first: each group is
+// an allocator block (entered and visited), and a leaf is not a block but a leaf position
+// of a listed group (LeafPositions), reached at most once.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "index/common/checked_walk.h"
 #include "index/fptree/fptree_layout.h"
@@ -32,21 +39,119 @@ namespace wort::fptree_index {
 //! What the split micro-log says (see the table above).
 enum class LogState { none, unallocated, copy_pending, link_pending };
 
-//! Classifies the anchor's log; fails with corrupt if it names blocks that are not leaves.
-inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGeometry& g) {
-  const std::uint64_t cur = a->log.cur, nu = a->log.nu;
+//! Where leaves may lie: allocator blocks of the leaf size, or (with leaf groups) the leaf
+//! positions of the groups the walk entered. Remembers the group leaves it has reached.
+class LeafPositions {
+ public:
+  LeafPositions(const Pool& pool, const LeafGeometry& g, const GroupGeometry& gg)
+      : check_(pool), g_(g), gg_(gg) {}
+  //! Group mode: the list's groups (any order).
+  void set_groups(std::vector<std::uint64_t> groups) {
+    groups_ = std::move(groups);
+    std::sort(groups_.begin(), groups_.end());
+    seen_.assign(groups_.size() * gg_.leaves, false);
+  }
+  //! The index of the leaf position `off`, or -1 if `off` is not one (group mode).
+  long position(std::uint64_t off) const noexcept {
+    auto it = std::upper_bound(groups_.begin(), groups_.end(), off);
+    if (it == groups_.begin()) return -1;
+    --it;
+    const std::uint64_t rel = off - *it;
+    if (rel < GroupGeometry::kLeavesOff || rel >= gg_.bytes ||
+        (rel - GroupGeometry::kLeavesOff) % gg_.stride != 0)
+      return -1;
+    return static_cast<long>(it - groups_.begin()) * gg_.leaves +
+           static_cast<long>((rel - GroupGeometry::kLeavesOff) / gg_.stride);
+  }
+  //! True if a leaf may lie at `off` (no marking).
+  bool holds(std::uint64_t off) const noexcept {
+    if (gg_.leaves == 0) return check_.holds(off, g_.bytes, 64);
+    return position(off) >= 0;
+  }
+  //! The walk's enter() for a leaf: checked and marked reached (a second visit fails).
+  bool enter(kit::CheckedWalk& w, std::uint64_t off, const char* what) {
+    if (gg_.leaves == 0) return w.enter(off, g_.bytes, 64, what);
+    if (w.failed()) return false;
+    const long p = position(off);
+    if (p < 0)
+      return w.fail(std::string(what) + " at " + kit::CheckedWalk::hex(off) +
+                    " is not a leaf position of a listed leaf group");
+    if (seen_[static_cast<std::size_t>(p)])
+      return w.fail(std::string(what) + " at " + kit::CheckedWalk::hex(off) + " reached twice (a cycle?)");
+    seen_[static_cast<std::size_t>(p)] = true;
+    return true;
+  }
+  bool grouped() const noexcept { return gg_.leaves != 0; }
+
+ private:
+  kit::BlockCheck check_;
+  const LeafGeometry& g_;
+  GroupGeometry gg_;
+  std::vector<std::uint64_t> groups_;
+  std::vector<bool> seen_;
+};
+
+//! Classifies one split log; fails with corrupt if it names blocks that are not leaves.
+inline Result<LogState> read_log(const Pool& pool, const SplitLog& log, const LeafGeometry& g,
+                                 const LeafPositions& leaves) {
+  const std::uint64_t cur = log.cur, nu = log.nu;
   if (cur == 0) return LogState::none;
-  const kit::BlockCheck check(pool);
   auto bad = [&](const char* what, std::uint64_t off) {
     return Error{Status::corrupt, std::string("fptree: split log names ") + what + " at " +
                                       kit::CheckedWalk::hex(off) + ", not a leaf block"};
   };
-  if (!check.holds(cur, g.bytes, 64)) return bad("current leaf", cur);
+  if (!leaves.holds(cur)) return bad("current leaf", cur);
   if (nu == 0) return LogState::unallocated;
-  if (!check.holds(nu, g.bytes, 64) || nu == cur) return bad("new leaf", nu);
+  if (!leaves.holds(nu) || nu == cur) return bad("new leaf", nu);
   const LeafRef c(pool.base(), cur, g);
   if (c.full() && c.next() != nu) return LogState::copy_pending;
   return LogState::link_pending;
+}
+
+//! A split log that is not clear, as the walk reads it.
+struct PendingSplit {
+  LogState state;
+  std::uint64_t cur, nu;
+  std::uint64_t new_bits = 0;  //!< N's bitmap, when the log says N is written
+  bool cur_seen = false;       //!< C met in the list
+  bool new_seen = false;       //!< N met in the list
+};
+
+//! Every split log of the anchor that is not clear. Fails with corrupt if one names a
+//! non-leaf, a bad new-leaf bitmap, or a leaf another log names too (each split held its
+//! two leaves locked until its log was clear: two logs never share a leaf).
+inline Result<std::vector<PendingSplit>> read_logs(const Pool& pool, const Anchor* a,
+                                                   const LeafGeometry& g,
+                                                   const LeafPositions& leaves) {
+  std::vector<PendingSplit> out;
+  for (std::uint32_t i = 0; i < a->logs(); ++i) {
+    const SplitLog log = *a->split_log(i);
+    auto st = read_log(pool, log, g, leaves);
+    if (!st) return st.error();
+    if (*st == LogState::none) continue;
+    PendingSplit p{*st, log.cur, log.nu};
+    if (p.state == LogState::link_pending) {
+      p.new_bits = LeafRef(pool.base(), log.nu, g).bitmap();
+      if (p.new_bits == 0 || (p.new_bits & ~g.mask()) != 0 || p.new_bits == g.mask())
+        return Error{Status::corrupt, "fptree: split log's new leaf has bitmap " +
+                                          kit::CheckedWalk::hex(p.new_bits)};
+    }
+    for (const PendingSplit& q : out) {
+      const bool shared = q.cur == p.cur || (p.nu != 0 && (q.nu == p.nu || q.cur == p.nu)) ||
+                          (q.nu != 0 && q.nu == p.cur);
+      if (shared)
+        return Error{Status::corrupt, "fptree: two split logs name leaf " +
+                                          kit::CheckedWalk::hex(p.cur) + " or " +
+                                          kit::CheckedWalk::hex(p.nu)};
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+//! The group geometry the anchor declares (no groups: leaves == 0).
+inline GroupGeometry group_geometry(const Anchor* a, const LeafGeometry& g) {
+  return GroupGeometry::of(static_cast<std::uint32_t>(a->group_leaves), g.bytes);
 }
 
 //! Walks the list and the log's blocks (see the file comment). Calls visit(block) for every
@@ -55,19 +160,25 @@ inline Result<LogState> read_log(const Pool& pool, const Anchor* a, const LeafGe
 template <class OnLeaf>
 Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& g,
                          BlockVisitorFn visit, OnLeaf&& on_leaf) {
-  auto st = read_log(pool, a, g);
-  if (!st) return st.error();
-  const LogState state = *st;
-  const std::uint64_t mask = g.mask();
-  std::uint64_t new_bits = 0;  // N's bitmap, when the log says N is written
-  if (state == LogState::link_pending) {
-    new_bits = LeafRef(pool.base(), a->log.nu, g).bitmap();
-    if (new_bits == 0 || (new_bits & ~mask) != 0 || new_bits == mask)
-      return Error{Status::corrupt, "fptree: split log's new leaf has bitmap " +
-                                        kit::CheckedWalk::hex(new_bits)};
-  }
   kit::CheckedWalk w(pool, "fptree", static_cast<std::uint32_t>(pool.size() / 64));
-  bool cur_seen = false, new_seen = false;
+  const GroupGeometry gg = group_geometry(a, g);
+  LeafPositions leaves(pool, g, gg);
+  if (gg.leaves != 0) {
+    std::vector<std::uint64_t> groups;
+    auto r = w.run(a->groups, [&](std::uint64_t grp, std::uint32_t level) {
+      if (!w.enter(grp, gg.bytes, 64, "leaf group")) return;
+      visit(grp);
+      groups.push_back(grp);
+      if (const std::uint64_t next = pool.at<LeafGroupHeader>(grp)->next; next != 0)
+        w.push(next, level + 1);
+    });
+    if (!r) return r;
+    leaves.set_groups(std::move(groups));
+  }
+  auto logs = read_logs(pool, a, g, leaves);
+  if (!logs) return logs.error();
+  std::vector<PendingSplit>& pending = *logs;
+  const std::uint64_t mask = g.mask();
   auto keys = [&](const LeafRef& l, std::uint64_t bits) {
     for (std::uint64_t m = bits & ~*l.inline_word(); m != 0; m &= m - 1) {
       const std::uint64_t ko = l.slot(std::countr_zero(m))->key;
@@ -82,41 +193,45 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
     }
   };
   auto r = w.run(a->head, [&](std::uint64_t off, std::uint32_t level) {
-    if (!w.enter(off, g.bytes, 64, "leaf")) return;
+    if (!leaves.enter(w, off, "leaf")) return;
     const LeafRef l(pool.base(), off, g);
     std::uint64_t bits = l.bitmap();
     if ((bits & ~mask) != 0) {
       w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has bits beyond its capacity");
       return;
     }
-    if (state != LogState::none && off == a->log.cur) {
-      cur_seen = true;
-      if (state == LogState::link_pending) bits = mask & ~new_bits;
-    }
-    if (state == LogState::link_pending && off == a->log.nu) {
-      new_seen = true;
-      bits = new_bits;
+    for (PendingSplit& p : pending) {  // usually none
+      if (off == p.cur) {
+        p.cur_seen = true;
+        if (p.state == LogState::link_pending) bits = mask & ~p.new_bits;
+      } else if (p.state == LogState::link_pending && off == p.nu) {
+        p.new_seen = true;
+        bits = p.new_bits;
+      }
     }
     if (bits == 0) {
       w.fail("empty leaf at " + kit::CheckedWalk::hex(off) + " in the list");
       return;
     }
-    visit(off);
+    if (!leaves.grouped()) visit(off);
     keys(l, bits);
     if (w.failed()) return;
     on_leaf(off, bits);
     if (const std::uint64_t next = l.next(); next != 0) w.push(next, level + 1);
   });
   if (!r) return r;
-  if (state == LogState::none) return {};
-  if (!cur_seen)
-    return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
-  if (state == LogState::unallocated || new_seen) return {};
-  return w.run(a->log.nu, [&](std::uint64_t off, std::uint32_t) {
-    if (!w.enter(off, g.bytes, 64, "new leaf")) return;
-    visit(off);
-    if (state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), new_bits);
-  });
+  for (const PendingSplit& p : pending) {
+    if (!p.cur_seen)
+      return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
+    if (p.state == LogState::unallocated || p.new_seen) continue;
+    r = w.run(p.nu, [&](std::uint64_t off, std::uint32_t) {
+      if (!leaves.enter(w, off, "new leaf")) return;
+      if (!leaves.grouped()) visit(off);
+      if (p.state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), p.new_bits);
+    });
+    if (!r) return r;
+  }
+  return {};
 }
 
 }  // namespace wort::fptree_index
