@@ -890,7 +890,7 @@ void Run::on_point(bool at_ack) {
   if (o_.max_crash_points && rep_.crash_points >= o_.max_crash_points) return;
   ++rep_.crash_points;
   select_images(limits, o_.exhaustive_cap, o_.random_samples, mix_seed(o_.seed, p),
-                [this](std::span<const std::uint32_t> c) { check_image(c); });
+                [this](std::span<const std::uint32_t> c) { check_image(c); }, o_.pair_lines);
 }
 
 bool Run::recover(const ImageBuffer& img, std::unique_ptr<Pool>* pool,

@@ -82,6 +82,7 @@ struct Options {
   bool values_are_blocks = false;      //!< PoolOptions::values_are_blocks (the server's items)
   std::size_t exhaustive_cap = 64;     //!< enumerate all images of a crash point up to this many
   std::size_t random_samples = 8;      //!< seeded random images beyond the structured ones
+  std::size_t pair_lines = 32;         //!< pairs of fully applied lines among at most this many
   bool continuation = true;            //!< run continuation ops after each recovery
   std::size_t continuation_ops = 6;
   bool second_crash = true;            //!< crash during recovery, then recover again

@@ -311,7 +311,8 @@ void enumerate_all(std::span<const std::uint32_t> limits,
 
 void select_images(std::span<const std::uint32_t> limits, std::size_t cap,
                    std::size_t random_samples, std::uint64_t seed,
-                   FunctionRef<void(std::span<const std::uint32_t>)> fn) {
+                   FunctionRef<void(std::span<const std::uint32_t>)> fn,
+                   std::size_t pair_lines) {
   std::uint64_t count = 1;
   for (std::uint32_t l : limits) {
     count *= l + 1u;
@@ -335,9 +336,9 @@ void select_images(std::span<const std::uint32_t> limits, std::size_t cap,
   std::mt19937_64 rng(seed);
   std::vector<std::size_t> pick(n);
   for (std::size_t i = 0; i < n; ++i) pick[i] = i;
-  if (n > 32) {
+  if (n > pair_lines) {
     std::shuffle(pick.begin(), pick.end(), rng);
-    pick.resize(32);
+    pick.resize(pair_lines);
     std::sort(pick.begin(), pick.end());
   }
   for (std::size_t a = 0; a < pick.size(); ++a)

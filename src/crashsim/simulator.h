@@ -224,11 +224,12 @@ class ExtentTracker final : public pm::Tracer {
 
 //! Which images of a crash point to check. If the point has at most `cap` images, every
 //! one; otherwise nothing-extra, everything, each dirty line alone fully applied, each pair
-//! of lines (among at most 32 lines, chosen by the seed), and `random_samples` seeded random
-//! choice vectors. Duplicates are skipped.
+//! of lines (among at most `pair_lines` lines, chosen by the seed), and `random_samples`
+//! seeded random choice vectors. Duplicates are skipped.
 void select_images(std::span<const std::uint32_t> limits, std::size_t cap,
                    std::size_t random_samples, std::uint64_t seed,
-                   FunctionRef<void(std::span<const std::uint32_t>)> fn);
+                   FunctionRef<void(std::span<const std::uint32_t>)> fn,
+                   std::size_t pair_lines = 32);
 
 //! A 64-bit mix of a few numbers (seeds derived from (seed, point, choice)).
 std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) noexcept;

@@ -290,7 +290,11 @@ struct Row {
 };
 
 void run_real(const Subject& s, bool overlapping, Row* row) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::uint64_t n = env_count("WORT_CONC_CRASH_SCHEDULES", 4);  // see sanitizer_sample
+#else
   const std::uint64_t n = env_count("WORT_CONC_CRASH_SCHEDULES", 12);
+#endif
   // soak knobs: operations per writer, writers (2..4)
   const std::size_t per_writer = env_count("WORT_CONC_CRASH_OPS", 6);
   const std::size_t writers = std::clamp<std::size_t>(env_count("WORT_CONC_CRASH_WRITERS", 2), 2, 4);
@@ -313,7 +317,7 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
     o.continuation_ops = 4;
     const auto t0 = std::chrono::steady_clock::now();
     const Threads w = real_writers(keys, per_writer, overlapping, seed, setup_n, writers);
-    const Report r = run_concurrent_and_print(s.factory, setup, w, o, so);
+    const Report r = run_concurrent_and_print(s.factory, setup, w, sanitizer_sample(o), so);
     row->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++row->schedules;
     row->points += r.crash_points;

@@ -204,7 +204,7 @@ TEST(FastFairCrash, SampledMixedOperations) {
     o.pool_size = 4u << 20;
     o.exhaustive_cap = kSampledCap;
     o.random_samples = kSampledRandom;
-    EXPECT_CLEAN(run(b.setup, b.ops, o));
+    EXPECT_CLEAN(run(b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 
@@ -276,7 +276,7 @@ TEST(FastFairCrash, InnerMergesAndCollapse) {
   o.drain = true;
   o.exhaustive_cap = kSampledCap;
   o.random_samples = kSampledRandom;
-  EXPECT_CLEAN(run(setup, ops, o));
+  EXPECT_CLEAN(run(setup, ops, sanitizer_sample(o)));
 }
 
 // A merge whose right node is empty, stopped after the detach (faults::stop_after_detach,

@@ -153,7 +153,7 @@ TEST(FPTreeCrash, SampledMixedOperations) {
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run_and_print(fptree_with(6, 4), b.setup, b.ops, o));
+    EXPECT_CLEAN(run_and_print(fptree_with(6, 4), b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 
@@ -251,7 +251,7 @@ TEST(FPTreeGroupsCrash, SampledMixedOperations) {
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run_and_print(fptree_groups(4, 3, 3), b.setup, b.ops, o));
+    EXPECT_CLEAN(run_and_print(fptree_groups(4, 3, 3), b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 

@@ -180,7 +180,7 @@ TYPED_TEST(PmartCrash, SampledMixedOperations) {
     o.seed = 3;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run<TypeParam>(b.setup, b.ops, o));
+    EXPECT_CLEAN(run<TypeParam>(b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 

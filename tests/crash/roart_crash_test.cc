@@ -234,7 +234,7 @@ TEST(RoartCrash, SampledMixedOperations) {
       o.seed = 3;
       o.exhaustive_cap = 16;
       o.random_samples = 4;
-      EXPECT_CLEAN(run(b.setup, b.ops, flags, o));
+      EXPECT_CLEAN(run(b.setup, b.ops, flags, sanitizer_sample(o)));
     }
   }
 }

@@ -130,7 +130,7 @@ TEST(WbTreeCrash, SampledMixedOperations) {
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run(b.setup, b.ops, o));
+    EXPECT_CLEAN(run(b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 

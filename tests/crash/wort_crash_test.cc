@@ -121,7 +121,7 @@ TEST(WortCrash, SampledMixedOperations) {
     o.pool_size = 4u << 20;
     o.exhaustive_cap = 16;
     o.random_samples = 4;
-    EXPECT_CLEAN(run(b.setup, b.ops, o));
+    EXPECT_CLEAN(run(b.setup, b.ops, sanitizer_sample(o)));
   }
 }
 
@@ -135,7 +135,7 @@ TEST(WortCrash, SampledLongKeys) {
   o.pool_size = 4u << 20;
   o.exhaustive_cap = 16;
   o.random_samples = 4;
-  EXPECT_CLEAN(run(setup, ops, o));
+  EXPECT_CLEAN(run(setup, ops, sanitizer_sample(o)));
 }
 
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
