@@ -122,7 +122,7 @@ inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
 // the slow path: its branch position from the whole header word, the child there, and a
 // jump back into the unrolled levels at the position after it.
 WortTree::Found WortTree::lookup_8(Key k) const {
-  static_assert(kSpanBits == 4, "the unrolled descent is for 16 partial keys");
+  // For 4-bit partial keys (16 per 8-byte key); lookup() calls it only in such a build.
   kit::EpochReclaimer::Pin pin(epochs_);
   const std::byte* const p = k.data();
   const std::byte* const base = blocks_.base();

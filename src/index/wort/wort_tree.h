@@ -75,11 +75,11 @@ class WortTree {
   //! Inline: the bench's direct loop and the adapter call the lookup for the key's length
   //! directly (the out-of-line dispatch cost more than the epoch pin each one now takes).
   std::optional<Value> lookup(Key k) const {
-    if (k.size() == 8) [[likely]] {
+    if (wort_index::kSpanBits == 4 && k.size() == 8) [[likely]] {
       const Found f = lookup_8(k);
       return f.found ? std::optional<Value>(f.value) : std::nullopt;
     }
-    return k.size() < 8 ? lookup_short(k) : lookup_long(k);
+    return k.size() <= 8 ? lookup_short(k) : lookup_long(k);
   }
   Status remove(Key k) { return remove_key(k); }
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
@@ -117,7 +117,7 @@ class WortTree {
   };
   //! lookup() of an 8-byte key (the paper's integer keys; wort_tree.cc says how it differs).
   Found lookup_8(Key k) const;
-  //! lookup() of a key of fewer than 8 bytes.
+  //! lookup() of a key of fewer than 8 bytes (of at most 8 in a build with 8-bit spans).
   std::optional<Value> lookup_short(Key k) const;
   //! lookup() of a longer key.
   std::optional<Value> lookup_long(Key k) const;
