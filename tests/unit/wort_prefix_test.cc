@@ -20,6 +20,7 @@ std::uint32_t reference(const HeaderFields& h, Key k) {
 }
 
 TEST(WortPrefix, WordCompareAgreesWithPartialByPartial) {
+  if (kSpanBits != 4) GTEST_SKIP() << "the word compare is for 4-bit partial keys";
   std::mt19937_64 rng(5);
   std::size_t cases = 0, full = 0;
   for (int round = 0; round < 200000; ++round) {
