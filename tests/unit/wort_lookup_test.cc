@@ -5,6 +5,8 @@
 // value; and an interrupted split (a header whose depth disagrees) must not matter.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,85 @@ TEST_F(WortLookup, IntegerKeysDifferingOnlyInSkippedPartialKeys) {
       EXPECT_EQ(tree_->lookup(u64_key(other)), std::nullopt) << std::hex << other;
     }
   }
+}
+
+// The 8-byte lookup (WortTree::lookup_8) unrolls its 16 levels and re-enters them after a
+// node with a prefix at the position after its branch; a node at the key's end position
+// (16) is left through end_child. Keys from a few stems with random tails make nodes
+// branching at every position with and without prefixes; shorter keys (proper prefixes,
+// end_child at positions below 16), longer keys (nodes branching at 16 and deeper) and
+// removes (merged headers) are mixed in. Every 8-byte key, each one with one partial key
+// changed at every position, and the first 8 bytes of every longer key are looked up
+// against a std::map.
+TEST_F(WortLookup, EightByteKeysAgreeWithAReferenceAtEveryBranchPosition) {
+  std::mt19937_64 rng(9);
+  std::map<std::string, Value> ref;
+  auto key8 = [](std::uint64_t x) {
+    const auto b = u64_key(x);
+    return std::string(reinterpret_cast<const char*>(b.data()), 8);
+  };
+  const std::uint64_t stems[] = {0, 0x0123456789abcdefull, 0xfedcba9876543210ull,
+                                 0x5555555555555555ull};
+  Value next_value = 1;
+  auto put = [&](const std::string& k) {
+    const Status s = tree_->insert(as_key(k), next_value);
+    if (ref.emplace(k, next_value).second) {
+      ASSERT_EQ(s, Status::ok);
+    } else {
+      ASSERT_EQ(s, Status::exists);
+    }
+    ++next_value;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t stem = stems[rng() % 4];
+    const unsigned from = static_cast<unsigned>(rng() % 17);  // first random partial key
+    std::uint64_t k = stem;
+    for (unsigned pos = from; pos < 16; ++pos) {
+      const std::uint64_t shift = 60 - 4 * pos;
+      const std::uint64_t nib = rng() % 3 == 0 ? rng() % 16 : (stem >> shift) & 15;
+      k = (k & ~(0xfull << shift)) | (nib << shift);
+    }
+    const std::string s = key8(k);
+    switch (rng() % 8) {
+      case 0: put(s.substr(0, 1 + rng() % 7)); break;              // a proper prefix
+      case 1: put(s + std::string(1 + rng() % 2, 'a' + rng() % 3)); break;  // longer
+      case 2: put(s + "x"); [[fallthrough]];  // longer, and the 8 bytes themselves
+      default: put(s); break;
+    }
+    ASSERT_FALSE(HasFailure());
+  }
+  // Removes: merges leave nodes whose prefix grew (and headers rewritten under readers).
+  std::vector<std::string> all;
+  for (const auto& [k, v] : ref) all.push_back(k);
+  for (std::size_t i = 0; i < all.size(); i += 3) {
+    ASSERT_EQ(tree_->remove(as_key(all[i])), Status::ok);
+    ref.erase(all[i]);
+  }
+  ASSERT_TRUE(tree_->verify().ok());
+  auto expect = [&](const std::string& k) -> std::optional<Value> {
+    const auto it = ref.find(k);
+    return it == ref.end() ? std::nullopt : std::optional<Value>(it->second);
+  };
+  std::size_t found = 0, probes = 0;
+  for (const auto& [k, v] : ref) {
+    if (k.size() > 8) {
+      ++probes;
+      ASSERT_EQ(get(k.substr(0, 8)), expect(k.substr(0, 8))) << "8 bytes of a longer key";
+    }
+    if (k.size() != 8) continue;
+    ASSERT_EQ(get(k), v);
+    ++found;
+    const std::uint64_t x = key_u64(as_key(k));
+    for (unsigned pos = 0; pos < 16; ++pos) {
+      for (std::uint64_t d : {1ull, 8ull}) {
+        const std::string other = key8(x ^ (d << (60 - 4 * pos)));
+        ++probes;
+        ASSERT_EQ(get(other), expect(other)) << "partial key " << pos << " changed";
+      }
+    }
+  }
+  EXPECT_GT(found, 500u);
+  EXPECT_GT(probes, 20000u);
 }
 
 }  // namespace

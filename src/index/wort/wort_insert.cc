@@ -64,11 +64,13 @@ Node empty_node(std::uint64_t header) noexcept {
 // Inlined into put(), and lean: the descent keeps only what the common case (an empty slot)
 // needs in registers; a leaf, a prefix split and a repair leave through calls that take
 // their own locks (README, "Single-thread cost", says what each of these saved).
+template <bool kSkipTails>
 [[gnu::always_inline]] inline Status WortTree::put_once(const PutOp& op) {
   const Key k = op.k;
   Node* owner = nullptr;
   std::uint64_t* slot = &anchor_->root;
   std::uint32_t depth = 0;  // the depth a node in *slot must have
+  bool skipped = false;     // kSkipTails: some node's prefix was longer than its header's part
   std::uint64_t w;
   for (;;) {
     w = load(slot);
@@ -78,11 +80,25 @@ Node empty_node(std::uint64_t header) noexcept {
     const HeaderFields h = decode_header(hw);
     if (h.depth != depth) [[unlikely]]  // a crash's leftover, or a split or merge under way
       return repair_locked(owner, slot, w, n, depth);
-    if (prefix_matched(n, h, k) < h.prefix_len) return put_splitting(op, owner, slot, w, hw);
     const std::uint32_t b = h.branch();
+    if constexpr (kSkipTails) {
+      if (match_stored_prefix(h, k) < h.stored() || b > Partial::count(k)) {
+        // `k` leaves n's path — or, if a tail above was skipped, maybe already left the
+        // tree's path there: then the attempt that checks every prefix finds where.
+        if (skipped) [[unlikely]] return put_checking_tails(op);
+        return put_splitting(op, owner, slot, w, hw);
+      }
+      skipped |= h.prefix_len > kPrefixSlots;
+    } else {
+      if (prefix_matched(n, h, k) < h.prefix_len) return put_splitting(op, owner, slot, w, hw);
+    }
     owner = n;
     slot = slot_for(n, k, b);
     depth = b + 1;
+  }
+  if constexpr (kSkipTails) {
+    if (skipped && !path_matches(owner, w, k, depth - 1)) [[unlikely]]
+      return put_checking_tails(op);
   }
   if (w != 0) return put_at_leaf(op, owner, slot, w, depth);
   if (op.mode == PutMode::update) return Status::not_found;
@@ -128,6 +144,35 @@ Status WortTree::put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot
   return split_prefix(slot, n, h, matched, op.k, op.v);
 }
 
+Status WortTree::put_checking_tails(const PutOp& op) { return put_once<false>(op); }
+
+namespace {
+
+// True if a and b (both with at least b partial keys) agree on partial keys 0 .. n-1: for
+// keys of 8 bytes or more and n partial keys within 8 bytes one word compare, else Partial::mismatch.
+bool agree_before(Key a, Key b, std::uint32_t n) noexcept {
+  if (n == 0) return true;
+  if (n * kSpanBits <= 64 && a.size() >= 8 && b.size() >= 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a.data(), 8);
+    std::memcpy(&y, b.data(), 8);
+    return ((__builtin_bswap64(x) ^ __builtin_bswap64(y)) >> (64 - kSpanBits * n)) == 0;
+  }
+  return Partial::mismatch(a, b, 0) >= n;
+}
+
+}  // namespace
+
+// Every key below owner shares owner's path (the partial keys before its branch position),
+// for as long as owner is linked; the caller's lock on owner (which fails once owner is
+// unlinked) makes the answer hold for its store. A leaf read from an unlinked node's slots
+// was below owner too (an unlinked node keeps its slots).
+bool WortTree::path_matches(const Node* owner, std::uint64_t w, Key k, std::uint32_t b) const {
+  const std::uint64_t l = w != 0 ? w : blocks_.leftmost_leaf(blocks_.word_of(owner));
+  if (l == 0) return false;  // no leaf below (not a tree): the full check decides
+  return agree_before(k, leaf_key(blocks_.leaf(l)), b);
+}
+
 // Pinned (a node or leaf another writer unlinks meanwhile is not freed under the descent;
 // NestablePin: a lookup that a test hook runs inside the write has its own pin word, and a
 // write from a scan's visitor keeps the scan's pin), one attempt after another until one
@@ -138,7 +183,7 @@ Status WortTree::put(Key k, Value v, PutMode mode) {
   {
     kit::EpochReclaimer::NestablePin pin(epochs_);
     const PutOp op{k, v, mode};
-    while ((s = put_once(op)) == kRestart) restarts_.fetch_add(1, std::memory_order_relaxed);
+    while ((s = put_once<true>(op)) == kRestart) restarts_.fetch_add(1, std::memory_order_relaxed);
   }
   epochs_.reclaim();
   return s;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "index/common/radix_key.h"
 #include "index/wort/wort_layout.h"
@@ -108,15 +109,53 @@ Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept;
 
 namespace wort::wort_index {
 
+//! Up to 16 partial keys of `k` from position `from` (< Partial::count(k)) on, the first in
+//! the top 4 bits, zero past the key's end: one 8-byte load where the key has 8 bytes from
+//! there on (or in all: its last 8 bytes, shifted), else a byte loop (keys under 8 bytes).
+//! For 4-bit partial keys only (match_stored_prefix's word compare).
+inline std::uint64_t partials_from(Key k, std::size_t from) noexcept {
+  const std::size_t byte = from / 2;
+  const std::size_t size = k.size();
+  std::uint64_t x = 0;
+  if (size >= 8) {
+    const std::size_t at = byte + 8 <= size ? byte : size - 8;
+    std::memcpy(&x, k.data() + at, 8);
+    x = __builtin_bswap64(x) << (8 * (byte - at));
+  } else {
+    for (std::size_t i = byte; i < size; ++i)
+      x |= static_cast<std::uint64_t>(k[i]) << (56 - 8 * (i - byte));
+  }
+  return x << (4 * (from % 2));
+}
+
+//! A header's prefix array (partial key i in bits 4i..4i+3) with the partial keys in key
+//! order: partial key i in bits 60-4i..63-4i, as partials_from gives a key's.
+inline std::uint64_t prefix_in_key_order(std::uint64_t prefix) noexcept {
+  const std::uint64_t x = __builtin_bswap64(prefix);  // byte j -> byte 7-j
+  constexpr std::uint64_t kLow = 0x0f0f0f0f0f0f0f0full;
+  return ((x >> 4) & kLow) | ((x & kLow) << 4);      // then the two nibbles of each byte
+}
+
 //! How many of the prefix partial keys the header stores `k` matches, starting at the
-//! header's depth (stops where `k` ends). Equal to h.stored() when all match.
+//! header's depth (stops where `k` ends). Equal to h.stored() when all match. With 4-bit
+//! partial keys one word compare: the key's partial keys from the depth on against the
+//! prefix array, the first difference from the count of leading zero bits.
 inline std::uint32_t match_stored_prefix(const HeaderFields& h, Key k) noexcept {
   const std::size_t n = Partial::count(k);
   const std::uint32_t stored = h.stored();
-  for (std::uint32_t i = 0; i < stored; ++i) {
-    if (h.depth + i >= n || Partial::at(k, h.depth + i) != h.prefix_at(i)) return i;
+  if constexpr (kSpanBits == 4) {
+    if (stored == 0) return 0;
+    if (h.depth >= n) return 0;
+    const std::uint64_t diff = partials_from(k, h.depth) ^ prefix_in_key_order(h.prefix);
+    std::size_t m = diff == 0 ? 16 : static_cast<std::size_t>(__builtin_clzll(diff)) / 4;
+    if (m > n - h.depth) m = n - h.depth;
+    return m < stored ? static_cast<std::uint32_t>(m) : stored;
+  } else {
+    for (std::uint32_t i = 0; i < stored; ++i) {
+      if (h.depth + i >= n || Partial::at(k, h.depth + i) != h.prefix_at(i)) return i;
+    }
+    return stored;
   }
-  return stored;
 }
 
 }  // namespace wort::wort_index

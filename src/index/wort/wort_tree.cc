@@ -1,5 +1,6 @@
 #include "index/wort/wort_tree.h"
 
+#include <bit>
 #include <cstring>
 
 #include "index/common/anchor.h"
@@ -87,9 +88,122 @@ inline std::uint64_t key_word(Key k) noexcept {
   return k.empty() ? 0 : key_u64(k) << (64 - 8 * k.size());
 }
 
+//! True if the low 32 bits of n's header word are `e`: depth e, prefix length 0 (and a
+//! zero first prefix partial key, which a header without prefix has), so the node branches
+//! at e. One compare with the header in memory (a 4-byte read of the 8-byte word, which x86
+//! never tears); under ThreadSanitizer, and off x86-64, the atomic load of the whole word.
+inline bool branches_at(const Node* n, std::uint32_t e) noexcept {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  bool ne;
+  // The operand is the whole word (its address is that of its low half: little-endian).
+  asm("cmpl %2, %1" : "=@ccne"(ne) : "m"(n->header), "ri"(e));
+  return !ne;
+#else
+  return static_cast<std::uint32_t>(load(&n->header)) == e;
+#endif
+}
+
+//! Partial key i (a constant < 16 once unrolled) of the 8-byte key at p: one byte load and
+//! a shift or a mask.
+inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
+  const std::size_t byte = static_cast<std::size_t>(p[i / 2]);
+  return i % 2 == 0 ? byte >> 4 : byte & 15u;
+}
+
 }  // namespace
 
-// Keys of at most 8 bytes (the paper's integer keys): the key lives in a register, and each
+// 8-byte keys (the paper's integer keys): 16 partial keys, so a node reached at position e
+// (its parent's branch position + 1) that has no compressed prefix branches at e. The 16
+// levels are unrolled: level e reads the child at the key's partial key e and confirms with
+// one compare of the header's low half against the constant e; the child word is carried
+// rotated right by one bit, so that one signed test stops at a leaf (negative) or an empty
+// slot (0) and a node's address is base + 2 x the word. A node with a prefix (or a header a
+// concurrent SplitCmp or merge is rewriting: the branch position is the same in both) takes
+// the slow path: its branch position from the whole header word, the child there, and a
+// jump back into the unrolled levels at the position after it.
+WortTree::Found WortTree::lookup_8(Key k) const {
+  // For 4-bit partial keys (16 per 8-byte key); lookup() calls it only in such a build.
+  kit::EpochReclaimer::Pin pin(epochs_);
+  const std::byte* const p = k.data();
+  const std::byte* const base = blocks_.base();
+  std::uint64_t r = std::rotr(load(&anchor_->root), 1);
+  const Node* n;
+  std::uint64_t b;
+  goto level_0;
+#define WORT_LOOKUP8_LEVEL(i)                                                      \
+  level_##i : if (static_cast<std::int64_t>(r) <= 0) goto out;                     \
+  n = reinterpret_cast<const Node*>(base + (r << 1));                              \
+  {                                                                                \
+    const std::uint64_t next = load_child(n, nibble_at(p, i));                     \
+    if (!branches_at(n, i)) [[unlikely]] goto slow;                                \
+    r = std::rotr(next, 1);                                                        \
+  }
+  WORT_LOOKUP8_LEVEL(0)
+  WORT_LOOKUP8_LEVEL(1)
+  WORT_LOOKUP8_LEVEL(2)
+  WORT_LOOKUP8_LEVEL(3)
+  WORT_LOOKUP8_LEVEL(4)
+  WORT_LOOKUP8_LEVEL(5)
+  WORT_LOOKUP8_LEVEL(6)
+  WORT_LOOKUP8_LEVEL(7)
+  WORT_LOOKUP8_LEVEL(8)
+  WORT_LOOKUP8_LEVEL(9)
+  WORT_LOOKUP8_LEVEL(10)
+  WORT_LOOKUP8_LEVEL(11)
+  WORT_LOOKUP8_LEVEL(12)
+  WORT_LOOKUP8_LEVEL(13)
+  WORT_LOOKUP8_LEVEL(14)
+  WORT_LOOKUP8_LEVEL(15)
+#undef WORT_LOOKUP8_LEVEL
+level_16:
+  // Position 16, past the key's last partial key: a node here branches at 16 or deeper.
+  if (static_cast<std::int64_t>(r) <= 0) goto out;
+  n = reinterpret_cast<const Node*>(base + (r << 1));
+  b = branch_of(load(&n->header));
+  goto at_end;
+slow:
+  b = branch_of(load(&n->header));
+  if (b < 16) {
+    r = std::rotr(load_child(n, nibble_at(p, b)), 1);
+    switch (b) {  // on at the position after b
+      case 0: goto level_1;
+      case 1: goto level_2;
+      case 2: goto level_3;
+      case 3: goto level_4;
+      case 4: goto level_5;
+      case 5: goto level_6;
+      case 6: goto level_7;
+      case 7: goto level_8;
+      case 8: goto level_9;
+      case 9: goto level_10;
+      case 10: goto level_11;
+      case 11: goto level_12;
+      case 12: goto level_13;
+      case 13: goto level_14;
+      case 14: goto level_15;
+      default: goto level_16;
+    }
+  }
+at_end:
+  if (b != 16) return {0, 0};  // the key ends inside the node's prefix
+  r = std::rotr(load(&n->end_child), 1);
+  if (static_cast<std::int64_t>(r) > 0) return {0, 0};  // a node there: not a tree
+out:
+  if (r == 0) return {0, 0};
+  {
+    // r is a leaf word, rotated: its block is base + (word - kLeafTag).
+    const std::uint64_t w = std::rotl(r, 1);
+    const auto* l = reinterpret_cast<const LeafHeader*>(base + (w - kLeafTag));
+    if (l->key_len != 8) return {0, 0};
+    std::uint64_t x, y;
+    std::memcpy(&x, l + 1, 8);
+    std::memcpy(&y, p, 8);
+    if (x != y) return {0, 0};
+    return {1, load(&l->value)};
+  }
+}
+
+// Keys of fewer than 8 bytes (8-byte keys take lookup_8): the key lives in a register, and each
 // node's child is read at the branch position the parent predicts (its own + 1: a node
 // without a compressed prefix) while the node's header is read beside it to confirm. So the
 // descent waits for one load per level — the child word — and not for header, branch

@@ -75,6 +75,10 @@ class WortTree {
   //! Inline: the bench's direct loop and the adapter call the lookup for the key's length
   //! directly (the out-of-line dispatch cost more than the epoch pin each one now takes).
   std::optional<Value> lookup(Key k) const {
+    if (wort_index::kSpanBits == 4 && k.size() == 8) [[likely]] {
+      const Found f = lookup_8(k);
+      return f.found ? std::optional<Value>(f.value) : std::nullopt;
+    }
     return k.size() <= 8 ? lookup_short(k) : lookup_long(k);
   }
   Status remove(Key k) { return remove_key(k); }
@@ -105,7 +109,15 @@ class WortTree {
   using HeaderFields = wort_index::HeaderFields;
 
   WortTree(Pool& pool, wort_index::Anchor* anchor) noexcept;
-  //! lookup() of a key of at most 8 bytes (wort_tree.cc says how it differs).
+  //! What lookup_8 returns: two words, returned in two registers (a std::optional<Value>
+  //! returned from its body went through the stack: 4 instructions more per lookup).
+  struct Found {
+    std::uint64_t found;  //!< 1: the key is there, with `value`; 0: absent
+    Value value;
+  };
+  //! lookup() of an 8-byte key (the paper's integer keys; wort_tree.cc says how it differs).
+  Found lookup_8(Key k) const;
+  //! lookup() of a key of fewer than 8 bytes (of at most 8 in a build with 8-bit spans).
   std::optional<Value> lookup_short(Key k) const;
   //! lookup() of a longer key.
   std::optional<Value> lookup_long(Key k) const;
@@ -122,8 +134,18 @@ class WortTree {
     Value v;
     PutMode mode;
   };
-  //! One attempt of put(); kRestart: start again from the root.
+  //! One attempt of put(); kRestart: start again from the root. kSkipTails: a prefix
+  //! longer than its header holds is checked past the header's part only once, at the end
+  //! of the descent, against a leaf below the last node (path_matches); a key that
+  //! diverges there is put again by the attempt that checks every prefix in full.
+  template <bool kSkipTails>
   Status put_once(const PutOp& op);
+  //! put_once<false>, out of line (the rare case above).
+  Status put_checking_tails(const PutOp& op);
+  //! True if `k` agrees with a leaf below `owner` — the leaf word w in the slot the
+  //! descent reached, or (w == 0) owner's leftmost leaf — on every partial key before b,
+  //! owner's branch position: `k` belongs below owner.
+  bool path_matches(const Node* owner, std::uint64_t w, Key k, std::uint32_t b) const;
   Status put_at_leaf(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
                      std::uint32_t depth);
   Status put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
