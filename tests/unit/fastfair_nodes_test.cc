@@ -48,16 +48,16 @@ TEST_P(FastFairNodes, LeafSplitBelowTheRootAddsOneLeafAndOneSeparator) {
   FastFairFixture f(GetParam());
   const unsigned s = f.tree->slots();
   std::uint64_t k = 0;
-  while (f.tree->height() == 0) ASSERT_EQ(f.put(k++, k), Status::ok);
+  while (f.tree->height() == 0) { ASSERT_EQ(f.put(k, k + 1), Status::ok); ++k; }
   // sequential keys fill the right leaf; the insert after it is full splits it
   const Node* root = f.tree->node_at(f.tree->root());
   auto rightmost = [&] {
     NodeRef r = view(*f.tree, f.tree->root());
     return r.rec()[r.end() - 1].ptr;
   };
-  while (view(*f.tree, rightmost()).live_count() < s) ASSERT_EQ(f.put(k++, k), Status::ok);
+  while (view(*f.tree, rightmost()).live_count() < s) { ASSERT_EQ(f.put(k, k + 1), Status::ok); ++k; }
   const unsigned seps = view(*f.tree, f.tree->root()).live_count();
-  ASSERT_EQ(f.put(k++, k), Status::ok);
+  { ASSERT_EQ(f.put(k, k + 1), Status::ok); ++k; }
   EXPECT_EQ(view(*f.tree, f.tree->root()).live_count(), seps + 1);
   EXPECT_EQ(f.tree->node_at(f.tree->root()), root);  // the root did not move
   f.expect_verified();
@@ -71,9 +71,9 @@ TEST_P(FastFairNodes, LeafSplitBelowTheRootAddsOneLeafAndOneSeparator) {
 TEST_P(FastFairNodes, InnerSplitMovesTheMedianRight) {
   FastFairFixture f(GetParam());
   std::uint64_t k = 0;
-  while (f.tree->height() < 2) ASSERT_EQ(f.put(k++, k), Status::ok);
+  while (f.tree->height() < 2) { ASSERT_EQ(f.put(k, k + 1), Status::ok); ++k; }
   // grow until the root has two inner children split below it
-  while (view(*f.tree, f.tree->root()).live_count() < 2) ASSERT_EQ(f.put(k++, k), Status::ok);
+  while (view(*f.tree, f.tree->root()).live_count() < 2) { ASSERT_EQ(f.put(k, k + 1), Status::ok); ++k; }
   const Node* root = f.tree->node_at(f.tree->root());
   for (unsigned i = 0; i < 2; ++i) {
     const Node* child = f.tree->node_at(root->rec[i].ptr);

@@ -422,7 +422,9 @@ TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
   std::printf("[fptree values-are-blocks] leaf groups %llu before the reopen, %llu after\n",
               static_cast<unsigned long long>(groups_before),
               static_cast<unsigned long long>((*t)->leaf_groups()));
-  if (group != 0) EXPECT_LT((*t)->leaf_groups(), groups_before) << "open() released no group";
+  if (group != 0) {
+    EXPECT_LT((*t)->leaf_groups(), groups_before) << "open() released no group";
+  }
   const auto audit = p2->allocator().audit([&](pm::BlockVisitor v) { return (*t)->visit_blocks(v); });
   EXPECT_EQ(audit.leaked.size(), std::size_t{kKeys}) << audit.describe();  // the value blocks
   EXPECT_TRUE(audit.doubly_used.empty() && audit.not_allocated.empty()) << audit.describe();

@@ -104,7 +104,7 @@ TEST(RoartNodes, LeafArraySizesUpAndDown) {
                                               {13, 28}, {28, 28}, {29, 64}, {64, 64}};
   unsigned n = 0;
   for (auto [target, cap] : up) {
-    while (n < target) d.insert(child_key(n++), n);
+    while (n < target) { d.insert(child_key(n), n + 1); ++n; }
     EXPECT_EQ(root_array_cap(d), cap) << target << " leaves";
     ASSERT_TRUE(d.check(target));
   }
