@@ -18,7 +18,9 @@ class InstantOpen : public ::testing::TestWithParam<std::string> {};
 TEST_P(InstantOpen, ServesAtOnceAndTheTraceLosesNothing) {
   const std::string kind = GetParam();
   // ROART implements the instant restart (roart_restart.cc); the registry must offer it.
-  if (kind == "roart") ASSERT_TRUE(registry::find(kind)->open_instant);
+  if (kind == "roart") {
+    ASSERT_TRUE(registry::find(kind)->open_instant);
+  }
   kittest::TempPath path("instant-" + kind);
   const auto keys = kittest::mixed_keys(20000);
   {

@@ -94,7 +94,9 @@ TEST_P(ServeCrash, EveryAcknowledgedItemSurvivesSigkill) {
         ASSERT_TRUE(ok) << "round " << round << " key " << key << ": acked "
                         << (s.acked.present ? s.acked.value.substr(0, 20) : "<absent>")
                         << " got " << (now.present ? now.value.substr(0, 20) : "<absent>");
-        if (now.present) EXPECT_LT(now.cas, 1ull << 62);
+        if (now.present) {
+          EXPECT_LT(now.cas, 1ull << 62);
+        }
         s.acked = now;
         s.in_flight.reset();
       }

@@ -130,8 +130,8 @@ namespace {
 // WORT_SERVE_LOCK_SETS sets and WORT_SERVE_LOCK_GETS gets on one thread, on wort with the
 // global lock (WORT_SERVE_LOCK_GLOBAL=1) or without it. Run it with 0 and with N operations
 // and divide the difference by N:
-//   WORT_SERVE_LOCK_SETS=20000 WORT_SERVE_LOCK_GLOBAL=1 valgrind --tool=callgrind \
-//     build/server_lock_cost_test --gtest_filter='*Counted*'
+//   WORT_SERVE_LOCK_SETS=20000 WORT_SERVE_LOCK_GLOBAL=1 valgrind --tool=callgrind
+//     build/server_lock_cost_test --gtest_filter='*Counted*'   (one command line)
 TEST(ServeLockCost, CountedOpsForCallgrind) {
   const char* sets_env = std::getenv("WORT_SERVE_LOCK_SETS");
   const char* gets_env = std::getenv("WORT_SERVE_LOCK_GETS");

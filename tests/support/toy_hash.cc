@@ -39,12 +39,15 @@ Key key_of(const NodeHeader* n) {
   return {reinterpret_cast<const std::byte*>(n + 1), n->key_len};
 }
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winfinite-recursion"  // on purpose: the toy bug
 //! Runaway recursion (recurse_recovery): overflows the stack.
 [[gnu::noinline]] std::uint64_t recurse_forever(std::uint64_t n) {
   volatile char pad[512];
   pad[0] = static_cast<char>(n);
   return recurse_forever(n + 1) + static_cast<std::uint64_t>(pad[0]);
 }
+#pragma GCC diagnostic pop
 
 }  // namespace
 
@@ -238,7 +241,8 @@ void ToyHash<B>::repair_counts() {
     });
     if (n == b.count) continue;
     if constexpr (B == ToyBug::hang_recovery) {
-      for (volatile std::uint64_t spin = 0;; spin = spin + 1) {}
+      volatile std::uint64_t spin = 0;
+      while (true) spin = spin + 1;
     }
     if constexpr (B == ToyBug::oom_recovery) {
       // Address space only (never touched): bounded by the simulator's RLIMIT_AS.
