@@ -35,13 +35,13 @@ template <class Tree>
 struct ConcFixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Tree> tree;
-  ConcFixture() {
+  explicit ConcFixture(const IndexOptions& io = IndexOptions{}) {
     PoolOptions o;
     o.size = 256ull << 20;
     o.chunk_size = 1u << 20;
     o.kind = std::string(Tree::kKind);
     pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(Tree::create(*pool, IndexOptions{})).value();
+    tree = std::move(Tree::create(*pool, io)).value();
   }
   //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
   void check(const std::map<std::string, Value>& ref) {

@@ -71,42 +71,14 @@ struct Shape {
 // tinyGroups: leaf groups of 3 (GetLeaf and FreeLeaf from many writers, the group mutex)
 const Shape kShapes[] = {{"tiny", 4, 3}, {"paper", 64, 128}, {"tinyGroups", 4, 3, 3}};
 
-struct Fx {
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<FPTree> tree;
-  explicit Fx(const Shape& s) {
-    PoolOptions o;
-    o.size = 256ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "fptree";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    IndexOptions io;
-    io.words = {s.leaf, s.fanout, 0, s.group};
-    tree = std::move(FPTree::create(*pool, io)).value();
-  }
-  //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
-  void check(const std::map<std::string, Value>& ref) {
-    (void)tree->remove(as_key(std::string("no such key")));  // nobody pinned: frees all
-    EXPECT_EQ(tree->retired_pending(), 0u);
-    for (const auto& [k, v] : ref) {
-      const auto got = tree->lookup(as_key(k));
-      ASSERT_TRUE(got.has_value()) << "missing key of " << k.size() << " bytes";
-      ASSERT_EQ(*got, v);
-    }
-    std::vector<std::string> seen;
-    tree->scan(Key{}, ref.size() + 10, [&](Key k, Value) {
-      seen.emplace_back(reinterpret_cast<const char*>(k.data()), k.size());
-      return true;
-    });
-    ASSERT_EQ(seen.size(), ref.size());
-    auto it = ref.begin();
-    for (std::size_t i = 0; i < seen.size(); ++i, ++it) ASSERT_EQ(seen[i], it->first) << i;
-    const auto v = tree->verify();
-    ASSERT_TRUE(v.ok()) << v.error().message;
-    const auto audit =
-        pool->allocator().audit([&](pm::BlockVisitor bv) { return tree->visit_blocks(bv); });
-    EXPECT_TRUE(audit.ok()) << audit.describe();
-  }
+IndexOptions options_of(const Shape& s) {
+  IndexOptions io;
+  io.words = {s.leaf, s.fanout, 0, s.group};
+  return io;
+}
+
+struct Fx : ConcFixture<FPTree> {
+  explicit Fx(const Shape& s) : ConcFixture<FPTree>(options_of(s)) {}
 };
 
 struct Done {

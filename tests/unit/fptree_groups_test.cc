@@ -15,15 +15,12 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "unit/fptree_reopen.h"
 
 namespace wort::test {
 namespace {
 
 using namespace fptree_index;
-
-struct FreeAligned {
-  void operator()(std::byte* p) const { std::free(p); }
-};
 
 class FPTreeGroups : public ::testing::Test {
  protected:
@@ -61,16 +58,7 @@ class FPTreeGroups : public ::testing::Test {
   //! Drops the tree, copies the pool bytes (no clean shutdown), reopens: recovery runs.
   Result<std::unique_ptr<FPTree>> reopen() {
     tree_.reset();
-    const std::uint64_t size = pool_->size();
-    std::unique_ptr<std::byte, FreeAligned> copy(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
-    std::memcpy(copy.get(), pool_->base(), size);
-    pool_.reset();
-    image_ = std::move(copy);
-    auto p = Pool::attach({image_.get(), size}, "fptree");
-    EXPECT_TRUE(p.ok()) << p.error().message;
-    if (!p) return p.error();
-    pool_ = std::move(p).value();
-    return FPTree::open(*pool_);
+    return reopen_from_copy(pool_, image_);
   }
   void reopen_ok() {
     auto t = reopen();
