@@ -1,10 +1,11 @@
 // WORT inserts check a prefix longer than its header holds (hybrid compression) only once,
-// at the end of the descent, against a leaf below the last node (put_once<true>,
+// at the end of the descent, against a leaf below the last node or the root (put_once<true>,
 // path_matches); a key that left the tree's path inside such a skipped tail is put again
 // by the attempt that checks every prefix in full. These keys diverge inside skipped tails
 // at every position, above nodes with and without prefixes of their own, and end at empty
-// slots, at leaves and at nodes below whose stored prefix they miss; after every insert the tree
-// must hold exactly the reference's keys in order and pass verify().
+// slots, at leaves and at nodes below whose stored prefix they miss, and inside the tail of a
+// long-prefix node below another; after every insert the tree must hold exactly the
+// reference's keys in order and pass verify().
 #include <gtest/gtest.h>
 
 #include <map>
@@ -58,7 +59,14 @@ TEST(WortInsert, KeysLeavingTheTreeInsideASkippedPrefixTail) {
       // A middle part from a few: nodes with prefixes of their own below the stem's node,
       // which a key that left the path in the stem's tail may miss.
       static const char* const kMiddles[] = {"", "mmmmmm", "mmnnmm", "qmmmmmmmmmm"};
-      k += kMiddles[rng() % 4];
+      const std::string middle = kMiddles[rng() % 4];
+      k += middle;
+      // Leaving the path inside a middle's own tail: below two nodes with skipped tails,
+      // the deeper one's is the one to check (not only the stem's).
+      if (!middle.empty() && rng() % 3 == 0) {
+        const std::size_t pos = k.size() - 1 - rng() % middle.size();
+        k[pos] = static_cast<char>(k[pos] ^ (rng() % 2 ? 0x01 : 0x10));
+      }
       const std::size_t extra = rng() % 3;
       for (std::size_t j = 0; j < extra; ++j) k.push_back(static_cast<char>(rng() % 4));
       if (rng() % 8 == 0) k.resize(rng() % (k.size() + 1));  // a proper prefix

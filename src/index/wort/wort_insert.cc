@@ -71,6 +71,8 @@ template <bool kSkipTails>
   std::uint64_t* slot = &anchor_->root;
   std::uint32_t depth = 0;  // the depth a node in *slot must have
   bool skipped = false;     // kSkipTails: some node's prefix was longer than its header's part
+  const Node* check_below = nullptr;  // and the node path_matches checks below (b: its branch)
+  std::uint32_t check_b = 0;
   std::uint64_t w;
   for (;;) {
     w = load(slot);
@@ -88,7 +90,11 @@ template <bool kSkipTails>
         if (skipped) [[unlikely]] return put_checking_tails(op);
         return put_splitting(op, owner, slot, w, hw);
       }
-      skipped |= h.prefix_len > kPrefixSlots;
+      if (h.prefix_len > kPrefixSlots) [[unlikely]] {
+        skipped = true;
+        check_below = depth == 0 ? n : nullptr;  // the root (path_matches says why)
+        check_b = b;
+      }
     } else {
       if (prefix_matched(n, h, k) < h.prefix_len) return put_splitting(op, owner, slot, w, hw);
     }
@@ -97,8 +103,13 @@ template <bool kSkipTails>
     depth = b + 1;
   }
   if constexpr (kSkipTails) {
-    if (skipped && !path_matches(owner, w, k, depth - 1)) [[unlikely]]
-      return put_checking_tails(op);
+    if (skipped) [[unlikely]] {
+      if (check_below == nullptr) {
+        check_below = owner;
+        check_b = depth - 1;
+      }
+      if (!path_matches(check_below, w, k, check_b)) return put_checking_tails(op);
+    }
   }
   if (w != 0) return put_at_leaf(op, owner, slot, w, depth);
   if (op.mode == PutMode::update) return Status::not_found;
@@ -163,12 +174,20 @@ bool agree_before(Key a, Key b, std::uint32_t n) noexcept {
 
 }  // namespace
 
-// Every key below owner shares owner's path (the partial keys before its branch position),
-// for as long as owner is linked; the caller's lock on owner (which fails once owner is
-// unlinked) makes the answer hold for its store. A leaf read from an unlinked node's slots
-// was below owner too (an unlinked node keeps its slots).
-bool WortTree::path_matches(const Node* owner, std::uint64_t w, Key k, std::uint32_t b) const {
-  const std::uint64_t l = w != 0 ? w : blocks_.leftmost_leaf(blocks_.word_of(owner));
+// Every key below node n shares n's path (the partial keys before its branch position b)
+// for as long as n is linked. n is the last node of the descent (owner), or the root when
+// the root is the only node on it whose prefix is longer than its header holds (the nodes
+// below it had their whole prefixes compared from their headers). The leaf: w, the one in
+// the slot the descent reached (below both), or n's leftmost leaf. The root's leftmost path
+// is the same few lines for every insert (Dense keys: the root's 11 zero partial keys), so
+// it stays in cache; owner's leftmost leaf is a different cold line for nearly every
+// insert — but a deeper node's leftmost path is no warmer than owner's (Clustered keys:
+// more instructions and D1 misses), hence the root only. The answer holds for the store:
+// owner, locked for it (a lock that fails once owner is unlinked), lies below n, and a
+// node's path never changes while it is linked. A leaf read from a node unlinked meanwhile
+// was below it too (an unlinked node keeps its slots).
+bool WortTree::path_matches(const Node* n, std::uint64_t w, Key k, std::uint32_t b) const {
+  const std::uint64_t l = w != 0 ? w : blocks_.leftmost_leaf(blocks_.word_of(n));
   if (l == 0) return false;  // no leaf below (not a tree): the full check decides
   return agree_before(k, leaf_key(blocks_.leaf(l)), b);
 }

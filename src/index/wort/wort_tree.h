@@ -136,16 +136,16 @@ class WortTree {
   };
   //! One attempt of put(); kRestart: start again from the root. kSkipTails: a prefix
   //! longer than its header holds is checked past the header's part only once, at the end
-  //! of the descent, against a leaf below the last node (path_matches); a key that
+  //! of the descent, against a leaf below the last node or the root (path_matches); a key that
   //! diverges there is put again by the attempt that checks every prefix in full.
   template <bool kSkipTails>
   Status put_once(const PutOp& op);
   //! put_once<false>, out of line (the rare case above).
   Status put_checking_tails(const PutOp& op);
-  //! True if `k` agrees with a leaf below `owner` — the leaf word w in the slot the
-  //! descent reached, or (w == 0) owner's leftmost leaf — on every partial key before b,
-  //! owner's branch position: `k` belongs below owner.
-  bool path_matches(const Node* owner, std::uint64_t w, Key k, std::uint32_t b) const;
+  //! True if `k` agrees with a leaf below node n (the descent's last node, or the root) —
+  //! the leaf word w in the slot the descent reached, or (w == 0) n's leftmost leaf — on
+  //! every partial key before b, n's branch position: `k` belongs below n.
+  bool path_matches(const Node* n, std::uint64_t w, Key k, std::uint32_t b) const;
   Status put_at_leaf(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
                      std::uint32_t depth);
   Status put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot, std::uint64_t w,
