@@ -101,7 +101,8 @@ inline void store_volatile(T* dst, const T& v) noexcept {
 
 namespace detail {
 //! cas_volatile with a tracer: Tracer::on_before_cas, the CAS, and on success
-//! on_volatile_store. Out of line: the untraced path is one test more than the CAS.
+//! on_volatile_store. Out of line and cold: the untraced path stays the tracer test and the
+//! CAS (the test now before the CAS instead of after a success).
 [[gnu::noinline, gnu::cold]] inline bool cas_volatile_traced(Tracer* t, std::uint64_t* dst,
                                                              std::uint64_t expected,
                                                              std::uint64_t desired) noexcept {
