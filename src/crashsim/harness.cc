@@ -314,6 +314,7 @@ class Run {
   //! seeded coin may first hand the turn on), feeds the model as thread t, counts the event.
   template <class Fn>
   void writer_event(std::size_t t, bool switch_point, Fn&& fn, bool op_boundary = false) {
+    jitter(t);
     const bool loose = sched_->enter(t, switch_point, op_boundary);
     select(t);
     for (std::size_t u = 0; u < threads_.size(); ++u)
@@ -323,9 +324,26 @@ class Run {
     fn();
     sched_->leave(t);
   }
+  //! Writer t is about to try a lock (Tracer::on_before_cas): it waits for its turn, unless
+  //! the broken variant ScheduleOptions::ungated_cas is on.
+  void writer_gate(std::size_t t) {
+    jitter(t);
+    if (!so_.ungated_cas) sched_->wait_turn(t);
+  }
   Simulator& sim() { return sim_; }
 
  private:
+  //! ScheduleOptions::jitter_seed: a pseudo-random pause of writer t (its own generator).
+  void jitter(std::size_t t) {
+    if (so_.jitter_seed == 0) return;
+    thread_local std::mt19937_64 rng;
+    thread_local const void* seeded = nullptr;
+    if (seeded != this) {
+      rng.seed(so_.jitter_seed * 0x9e3779b97f4a7c15ull + t);
+      seeded = this;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 100));
+  }
   bool create_pool_and_index();
   bool prepare();
   void install_handlers();
@@ -430,6 +448,7 @@ class WriterTracer final : public pm::Tracer {
   void on_volatile_store(void* d, const void* s, std::size_t n) override {
     r_->writer_event(t_, false, [&] { r_->sim().on_volatile_store(d, s, n); });
   }
+  void on_before_cas(void*) override { r_->writer_gate(t_); }
   void on_nt_store(void* d, std::uint64_t v) override {
     r_->writer_event(t_, false, [&] { r_->sim().on_nt_store(d, v); });
   }

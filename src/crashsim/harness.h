@@ -142,6 +142,15 @@ struct ScheduleOptions {
   //! writers before its fence (as trace mode stores them), which the hardware never shows;
   //! the test shows the false findings the ROWEX indexes then get.
   bool nt_visible_before_fence = false;
+  //! TESTING THE SCHEDULER ONLY (the broken variant): a writer does not wait for its turn
+  //! before a lock attempt (Tracer::on_before_cas ignored), so a loose writer takes a lock
+  //! in parallel with the turn holder and which of them gets it is OS timing; the test of
+  //! replay determinism must fail with it.
+  bool ungated_cas = false;
+  //! TESTING THE SCHEDULER ONLY: non-zero, each writer sleeps a pseudo-random 0..99 us
+  //! (its own generator, seeded by this and the writer) before each traced event and each
+  //! lock attempt: a different timing of the same schedule, which must not change it.
+  std::uint64_t jitter_seed = 0;
 };
 
 struct Finding {

@@ -48,15 +48,20 @@ void Scheduler::stall_switch() {
   loose_[turn_] = 1;
   turn_ = pick_other(turn_);
   fresh_[turn_] = 1;
+  forced_pending_ = false;
+  arm_forced();  // the next recorded stall may be at the same event (the new holder blocked)
   cv_.notify_all();
 }
 
-// A replay's recorded stalls, each at (global event number, turn holder).
-#define WORT_APPLY_FORCED()                                                                 \
-  while (!forced_.empty() && forced_.front() == seq_ * 16 + turn_) {                        \
-    forced_.erase(forced_.begin());                                                         \
-    stall_switch();                                                                         \
+// A replay's recorded stall at (global event number, turn holder) is armed when the run
+// reaches that event with that holder (after each event, and wherever the turn changes);
+// control() passes the turn once the holder is blocked.
+void Scheduler::arm_forced() {
+  if (!forced_pending_ && !forced_.empty() && forced_.front() == seq_ * 16 + turn_) {
+    forced_.erase(forced_.begin());
+    forced_pending_ = true;
   }
+}
 
 bool Scheduler::enter(std::size_t t, bool switch_point, bool op_boundary) {
   std::unique_lock l(mu_);
@@ -69,7 +74,7 @@ bool Scheduler::enter(std::size_t t, bool switch_point, bool op_boundary) {
         turn_ = u;
         fresh_[u] = 1;
         ++handoffs_;
-        WORT_APPLY_FORCED();
+        arm_forced();
         cv_.notify_all();
         break;
       }
@@ -85,12 +90,15 @@ bool Scheduler::enter(std::size_t t, bool switch_point, bool op_boundary) {
         turn_ = n;
         fresh_[n] = 1;
         ++switches_;
-        WORT_APPLY_FORCED();
+        arm_forced();
         cv_.notify_all();
       }
     }
   }
   cv_.wait(l, [&] { return turn_ == t; });
+  // An armed stall of t's that t did not block for: the replay has left the recorded
+  // history (the replay's own stall string will show it); dropped.
+  forced_pending_ = false;
   loose_[t] = 0;
   fresh_[t] = 0;
   in_event_ = true;
@@ -101,7 +109,13 @@ void Scheduler::leave(std::size_t) {
   std::lock_guard l(mu_);
   ++seq_;
   in_event_ = false;
-  WORT_APPLY_FORCED();
+  arm_forced();
+}
+
+void Scheduler::wait_turn(std::size_t t) {
+  std::unique_lock l(mu_);
+  cv_.wait(l, [&] { return turn_ == t; });
+  loose_[t] = 0;  // it runs with the turn now (fresh_ stays: it has made no event yet)
 }
 
 void Scheduler::finish(std::size_t t) {
@@ -110,14 +124,13 @@ void Scheduler::finish(std::size_t t) {
   loose_[t] = 0;
   in_event_ = false;
   if (turn_ == t) {
+    forced_pending_ = false;
     turn_ = pick_other(t);
     fresh_[turn_] = 1;
-    WORT_APPLY_FORCED();
+    arm_forced();
     cv_.notify_all();
   }
 }
-
-#undef WORT_APPLY_FORCED
 
 std::string Scheduler::stall_string() {
   std::lock_guard l(mu_);
@@ -193,11 +206,14 @@ bool Scheduler::control() {
     } else {
       asleep = false;
     }
-    const bool stalled =
-        cpu >= p_.stall_cpu_ms ||
-        (asleep && std::chrono::duration<double, std::milli>(now - sleep_since).count() >=
-                       p_.stall_sleep_ms) ||
-        elapsed >= p_.stall_wall_s;
+    const double slept_ms =
+        asleep ? std::chrono::duration<double, std::milli>(now - sleep_since).count() : 0;
+    // A replay's armed stall: the holder blocked as when it was recorded (the default
+    // bounds, whatever this run's detection is set to).
+    const bool forced = forced_pending_ && (cpu >= kForcedCpuMs || slept_ms >= kForcedSleepMs ||
+                                            elapsed >= p_.stall_wall_s);
+    const bool stalled = forced || cpu >= p_.stall_cpu_ms ||
+                         (asleep && slept_ms >= p_.stall_sleep_ms) || elapsed >= p_.stall_wall_s;
     if (!stalled) continue;
     const double idle = std::chrono::duration<double>(now - progress).count();
     if (idle >= p_.hang_s) {

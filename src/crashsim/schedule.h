@@ -16,11 +16,13 @@
 //
 // Deterministic: the coin and the choice of the next writer come from one seeded generator
 // consumed in event order, and a stall is recorded as the global event number after which
-// it happened (replay forces it there, at the end of that event, without waiting). Only a
-// loose writer's untraced code runs in parallel with the turn holder (reads and lock
-// attempts of a blocked writer), so a replay repeats the history unless that parallel
-// stretch reads differently — the stall bounds are generous so that a merely slow writer
-// is not taken for a blocked one.
+// it happened (a replay arms it there and passes the turn once that writer blocks again,
+// by the default bounds, whatever its own detection is set to). Only a
+// loose writer's untraced code runs in parallel with the turn holder (the reads of a
+// blocked writer); its lock attempts wait for its turn (wait_turn, before every
+// pm::cas_volatile), so a replay repeats the history unless that parallel stretch reads
+// differently — the stall bounds are generous so that a merely slow writer is not taken
+// for a blocked one.
 #pragma once
 
 #include <pthread.h>
@@ -48,6 +50,7 @@ class Scheduler {
     double stall_wall_s = 5;
     double hang_s = 60;                  //!< no other writer to run and none made progress
     std::vector<std::uint64_t> forced;   //!< replay: stalls at these global event numbers
+                                         //!< (event * 16 + writer), armed there
   };
   explicit Scheduler(Params p);
 
@@ -56,8 +59,14 @@ class Scheduler {
   //! Before an event of writer t: at a switch point the turn holder may hand the turn on;
   //! then waits until t holds it. Returns true if another writer runs loose now.
   bool enter(std::size_t t, bool switch_point, bool op_boundary = false);
-  //! After the event: counts it; in a replay, a stall recorded here passes the turn on.
+  //! After the event: counts it; in a replay, a stall recorded here is armed (control()
+  //! passes the turn on once the writer blocks).
   void leave(std::size_t t);
+  //! Before writer t tries to take a lock (pm::cas_volatile, Tracer::on_before_cas): waits
+  //! until t holds the turn. Not an event (nothing is counted, no switch point): a loose
+  //! writer that sees the lock free waits here instead of taking it in parallel with the
+  //! turn holder, so which writer gets a lock follows the schedule, not OS timing.
+  void wait_turn(std::size_t t);
   //! Writer t has no more operations.
   void finish(std::size_t t);
   //! The main thread's loop until every writer finished. False if the writers hung (the
@@ -77,6 +86,7 @@ class Scheduler {
  private:
   std::size_t pick_other(std::size_t t);  // the next writer by the generator, t if none
   void stall_switch();                    // mu_ held: the turn holder is stalled
+  void arm_forced();                      // mu_ held: a replay's stall recorded here?
   double cpu_ms(std::size_t t) const;
   bool sleeping(std::size_t t) const;
 
@@ -91,6 +101,10 @@ class Scheduler {
   std::uint64_t handoffs_ = 0;
   std::vector<std::uint64_t> stalls_;
   std::vector<std::uint64_t> forced_;  // sorted
+  bool forced_pending_ = false;        // the turn holder stalls once it blocks (replay)
+  //! A replay's recorded stall passes the turn once its writer has, since its last event,
+  //! burned this much CPU or slept this long (ScheduleOptions' defaults: see control()).
+  static constexpr double kForcedCpuMs = 2, kForcedSleepMs = 20;
   std::vector<char> done_, fresh_, loose_;  // fresh: no event since the turn came to it
   std::vector<clockid_t> clock_;
   std::vector<pid_t> tid_;

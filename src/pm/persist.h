@@ -99,17 +99,34 @@ inline void store_volatile(T* dst, const T& v) noexcept {
   __atomic_store_n(reinterpret_cast<U*>(dst), bits, __ATOMIC_RELAXED);
 }
 
-//! Compare-and-swap of a volatile pool word (a writers' lock word that a restart can never
-//! see held: the index tags it with the pool generation). Acquire on success; traced like
-//! store_volatile when it succeeds (never written back).
-inline bool cas_volatile(std::uint64_t* dst, std::uint64_t expected,
-                         std::uint64_t desired) noexcept {
+namespace detail {
+//! cas_volatile with a tracer: Tracer::on_before_cas, the CAS, and on success
+//! on_volatile_store. Out of line and cold: the untraced path stays the tracer test and the
+//! CAS (the test now before the CAS instead of after a success).
+[[gnu::noinline, gnu::cold]] inline bool cas_volatile_traced(Tracer* t, std::uint64_t* dst,
+                                                             std::uint64_t expected,
+                                                             std::uint64_t desired) noexcept {
+  t->on_before_cas(dst);
   if (!__atomic_compare_exchange_n(dst, &expected, desired, false, __ATOMIC_ACQUIRE,
                                    __ATOMIC_RELAXED))
     return false;
-  if (Tracer* t = detail::tls_tracer) [[unlikely]]
-    t->on_volatile_store(dst, &desired, sizeof desired);
+  t->on_volatile_store(dst, &desired, sizeof desired);
   return true;
+}
+}  // namespace detail
+
+//! Compare-and-swap of a volatile pool word (a writers' lock word that a restart can never
+//! see held: the index tags it with the pool generation). Acquire on success. Traced: the
+//! tracer hears of every attempt before it is made (Tracer::on_before_cas: the crash
+//! simulator's scheduler makes the writer wait for its turn there, so which of two writers
+//! gets a lock is part of the schedule) and of a success like store_volatile (never
+//! written back).
+inline bool cas_volatile(std::uint64_t* dst, std::uint64_t expected,
+                         std::uint64_t desired) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    return detail::cas_volatile_traced(t, dst, expected, desired);
+  return __atomic_compare_exchange_n(dst, &expected, desired, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
 }
 
 //! store_volatile with release ordering: a lock word's unlock, or the stamp that tells

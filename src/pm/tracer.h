@@ -24,6 +24,11 @@ class Tracer {
   virtual void on_volatile_store(void* dst, const void* src, std::size_t len) {
     on_store(dst, src, len);
   }
+  //! pm::cas_volatile is about to try a compare-and-swap of the volatile word at `dst` (a
+  //! writers' lock word); called before every attempt, whatever its outcome. A success is
+  //! then reported by on_volatile_store. Not a store: the crash simulator's scheduler uses it
+  //! only to make a writer wait for its turn before it may take a lock.
+  virtual void on_before_cas(void* dst) { (void)dst; }
   //! A non-temporal 8-byte store: written back without a flush, ordered by the next fence.
   virtual void on_nt_store(void* dst, std::uint64_t value) = 0;
   //! Write-back of the cache lines overlapping [addr, addr+len).

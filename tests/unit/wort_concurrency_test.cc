@@ -18,11 +18,13 @@
 #include "pm/persist.h"
 #include "unit/pmart_concurrency.h"
 
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -649,16 +651,39 @@ TEST(WortConcurrency, BrokenWriterSkippingRevalidationIsCaught) {
   g_broken_writer_skips_validation = false;
 }
 
+//! Thread CPU time in ms of the clock `c` (pthread_getcpuclockid).
+double cpu_ms(clockid_t c) {
+  timespec ts{};
+  if (clock_gettime(c, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 //! A crash's leftover header repaired by racing writers: the root of a two-key tree (one
 //! compressed path of 14 partial keys) gets the header an interrupted SplitCmp leaves (depth
-//! 3 where it is reached at 0: wort_recovery_test's first state), then three writers insert
-//! keys that all pass it — the first to lock it repairs it, and their inserts split its
-//! prefix (SplitCmp at the anchor's slot and below it) while the hook holds each split's
-//! window open, so writers also meet the windows' transient disagreements. Exactly one
-//! repair may happen: a writer that finds a disagreement locks the node's parent and the
-//! node, and repairs only if the node is still in the slot it came through and still
-//! disagrees. Returns the errors (a key missing, a failed check, repairs != 1).
-std::uint64_t repair_race_scenario(std::uint64_t* repairs) {
+//! 3 where it is reached at 0: wort_recovery_test's first state). Exactly one repair may
+//! happen: a writer that finds a disagreement locks the node's parent and the node, and
+//! repairs only if the node is still in the slot it came through and still disagrees.
+//!
+//! Phase 1, deterministic: one writer inserts a key that leaves the path after its first
+//! partial key — it repairs the crash's header (the one repair), restarts, and splits the
+//! root's prefix (SplitCmp at the anchor's slot). Inside that split's window (the root's
+//! header already rewritten, the anchor's slot not yet moved to the new parent; the hook),
+//! a second writer inserts a key below the root: its descent meets the window's depth
+//! disagreement through the old slot and goes to repair it, which waits for the anchor's
+//! lock the splitter holds. The hook returns only once that writer has burned
+//! kMeetSpinCpuMs of CPU (thread CPU time: it is spinning on the lock, whatever the
+//! machine's load), so the meet happens every time: a correct writer then finds the slot
+//! changed and restarts (no repair); the broken one (g_broken_writer_skips_validation)
+//! "repairs" the root to the old slot's depth (depth 0 where the new parent now puts it at
+//! 2; its own retry goes another way, phase 2's first writer through the node repairs it
+//! back). `phase1_repairs`: repairs after phase 1 (1 correct; 2 broken).
+//!
+//! Phase 2, timing: three writers insert keys that all pass the root, splitting its prefix
+//! at every position while the hook holds each window open 30 us, so writers also meet the
+//! windows' transient disagreements when the threads happen to. Returns the errors (a key
+//! missing, a failed check, repairs != 1, phase 1's meet not forced).
+std::uint64_t repair_race_scenario(std::uint64_t* repairs, std::uint64_t* phase1_repairs) {
+  constexpr double kMeetSpinCpuMs = 5;  // the descent before the lock costs microseconds
   Fixture f;
   constexpr std::uint64_t kA = 0xabcdef0123456700ull, kB = 0xabcdef0123456711ull;
   std::set<std::uint64_t> keys{kA, kB};
@@ -667,15 +692,74 @@ std::uint64_t repair_race_scenario(std::uint64_t* repairs) {
   auto* root = f.pool->at<wort_index::Node>(anchor->root);
   const auto a = u64_key(kA);
   pm::store(&root->header, wort_index::make_header(3, 11, Key(a)));
-  std::atomic<std::uint64_t> opened{0};
-  g_header_window_ctx = &opened;
+  std::mt19937_64 rng(11);
+  //! A key sharing exactly the path's first `shared` partial keys with kA, not taken yet.
+  auto fresh_key = [&](unsigned shared) {
+    const std::uint64_t mask = ~std::uint64_t{0} << (64 - 4 * shared);
+    std::uint64_t k;
+    do k = (kA & mask) | (rng() & ~mask);
+    while (keys.count(k) != 0 || (((k ^ kA) >> (60 - 4 * shared)) & 0xf) == 0);
+    keys.insert(k);
+    return k;
+  };
+
+  // --- phase 1: the meet, forced ---
+  const std::uint64_t splitter_key = fresh_key(1);  // splits the root's path after 1
+  std::uint64_t meeter_key = splitter_key ^ 1;       // below the root, whatever it splits
+  while (keys.count(meeter_key) != 0) meeter_key += 0x10;
+  keys.insert(meeter_key);
+  struct Window {
+    std::atomic<std::uint64_t> opened{0};
+    std::function<void()> first;  // run in the first window (phase 1: one writer only)
+  } win;
+  std::thread meeter;
+  std::atomic<bool> meeter_started{false}, meeter_done{false};
+  std::atomic<clockid_t> meeter_clock{};
+  Status meeter_status = Status::corrupt;
+  double meeter_spun_ms = -1;  // its CPU while the window was held (-1: never ran)
+  win.first = [&] {
+    meeter = std::thread([&] {
+      clockid_t c;
+      pthread_getcpuclockid(pthread_self(), &c);
+      meeter_clock = c;
+      meeter_started = true;
+      meeter_status = f.tree->insert(Key(u64_key(meeter_key)), value_of(meeter_key));
+      meeter_done = true;
+    });
+    while (!meeter_started.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    const double base = cpu_ms(meeter_clock.load());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!meeter_done.load() && cpu_ms(meeter_clock.load()) - base < kMeetSpinCpuMs &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    meeter_spun_ms = meeter_done.load() ? -1 : cpu_ms(meeter_clock.load()) - base;
+  };
+  g_header_window_ctx = &win;
   g_header_window_hook.store(+[](void* p) {
-    static_cast<std::atomic<std::uint64_t>*>(p)->fetch_add(1, std::memory_order_relaxed);
-    std::this_thread::sleep_for(std::chrono::microseconds(30));
+    auto* w = static_cast<Window*>(p);
+    w->opened.fetch_add(1, std::memory_order_relaxed);
+    if (w->first) {
+      const std::function<void()> run = std::move(w->first);
+      w->first = nullptr;
+      run();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(30));
+    }
   });
+  std::uint64_t bad = 0;
+  if (f.tree->insert(Key(u64_key(splitter_key)), value_of(splitter_key)) != Status::ok) ++bad;
+  if (meeter.joinable()) meeter.join();
+  *phase1_repairs = f.tree->headers_repaired();
+  const bool met = meeter_spun_ms >= kMeetSpinCpuMs;
+  if (!met || meeter_status != Status::ok) ++bad;
+  std::printf("[wort repair race] phase 1: window %s, the second writer spun %.1f ms CPU on "
+              "the splitter's lock, %llu repairs\n",
+              win.opened.load() > 0 ? "opened" : "NOT opened", meeter_spun_ms,
+              static_cast<unsigned long long>(*phase1_repairs));
+
+  // --- phase 2: three writers, timing ---
   constexpr unsigned kWriters = 3, kPer = 40;
   std::vector<std::vector<std::uint64_t>> mine(kWriters);
-  std::mt19937_64 rng(11);
   for (unsigned i = 0; i < kWriters * kPer; ++i) {
     // keys sharing the path's first 1..13 partial keys with kA: splits at every position
     const unsigned shared = 1 + i % 13;
@@ -697,12 +781,12 @@ std::uint64_t repair_race_scenario(std::uint64_t* repairs) {
   g_header_window_hook.store(nullptr);
   g_header_window_ctx = nullptr;
   *repairs = f.tree->headers_repaired();
-  std::uint64_t bad = errors.load() + (*repairs != 1);
+  bad += errors.load() + (*repairs != 1);
   for (std::uint64_t k : keys)
     if (f.tree->lookup(Key(u64_key(k))) != std::optional<Value>(value_of(k))) ++bad;
   if (!f.tree->verify().ok()) ++bad;
   std::printf("[wort repair race] %llu windows, %llu repairs, %llu restarts, %llu errors\n",
-              static_cast<unsigned long long>(opened.load()),
+              static_cast<unsigned long long>(win.opened.load()),
               static_cast<unsigned long long>(*repairs),
               static_cast<unsigned long long>(f.tree->write_restarts()),
               static_cast<unsigned long long>(bad));
@@ -711,20 +795,23 @@ std::uint64_t repair_race_scenario(std::uint64_t* repairs) {
 
 TEST(WortConcurrency, RacingWritersRepairACrashHeaderOnce) {
   if constexpr (wort_index::kSpanBits != 4) GTEST_SKIP() << "the state is drawn for 4-bit spans";
-  std::uint64_t repairs = 0;
-  EXPECT_EQ(repair_race_scenario(&repairs), 0u);
+  std::uint64_t repairs = 0, phase1 = 0;
+  EXPECT_EQ(repair_race_scenario(&repairs, &phase1), 0u);
+  EXPECT_EQ(phase1, 1u) << "the writer that met the window repaired it";
   EXPECT_EQ(repairs, 1u);
 }
 
-// The broken writer repairs what it met without re-checking under the locks: a writer that
-// met a split's window through the old slot "repairs" the node to the old place's depth.
+// The broken writer repairs what it met without re-checking under the locks: the writer
+// that met the split's window through the old slot (phase 1, forced) "repairs" the node to
+// the old place's depth — every time, not when the threads happen to meet.
 TEST(WortConcurrency, BrokenWriterRepairsMoreThanTheCrashLeft) {
   if constexpr (wort_index::kSpanBits != 4) GTEST_SKIP() << "the state is drawn for 4-bit spans";
   g_broken_writer_skips_validation = true;
-  std::uint64_t repairs = 0;
-  const std::uint64_t bad = repair_race_scenario(&repairs);
+  std::uint64_t repairs = 0, phase1 = 0;
+  const std::uint64_t bad = repair_race_scenario(&repairs, &phase1);
   g_broken_writer_skips_validation = false;
   EXPECT_GT(bad, 0u) << "the broken writer went unnoticed (" << repairs << " repairs)";
+  EXPECT_GT(phase1, 1u) << "the forced meet did not make the broken writer repair";
 }
 
 }  // namespace
