@@ -129,6 +129,21 @@ inline bool cas_volatile(std::uint64_t* dst, std::uint64_t expected,
                                      __ATOMIC_RELAXED);
 }
 
+namespace detail {
+[[gnu::noinline, gnu::cold]] inline void before_lock_attempt_traced(Tracer* t, void* lock) noexcept {
+  t->on_before_cas(lock);
+}
+}  // namespace detail
+
+//! Before an attempt to take a writers' lock that is not a pool word (a DRAM spin lock or
+//! claim bit: kit::WriterMutex, the ART engine's lock stripes, FPTree's split-log bits):
+//! tells the tracer as pm::cas_volatile does (Tracer::on_before_cas), so the crash
+//! simulator's scheduler decides which writer gets such a lock too. Untraced: a thread-local
+//! load and a test.
+inline void before_lock_attempt(void* lock) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]] detail::before_lock_attempt_traced(t, lock);
+}
+
 //! store_volatile with release ordering: a lock word's unlock, or the stamp that tells
 //! lock-free readers the volatile metadata written before it is complete.
 template <class T>

@@ -87,12 +87,14 @@ class LockTable {
   }
   //! Spins (pause, then sched_yield) until w is taken.
   [[gnu::always_inline]] static void acquire(Word* w) noexcept {
+    pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     if (w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed))
       [[likely]] return;
     contended(w);
   }
   static bool try_acquire(Word* w) noexcept {
+    pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     return w->load(std::memory_order_relaxed) == 0 &&
            w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed);
@@ -107,6 +109,7 @@ class LockTable {
         if (spins < 64) __builtin_ia32_pause();
         else sched_yield();
       }
+      pm::before_lock_attempt(w);
       std::uint64_t z = 0;
       if (w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed))
         return;

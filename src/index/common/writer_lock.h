@@ -7,13 +7,17 @@
 
 #include <atomic>
 
+#include "pm/persist.h"
+
 namespace wort::kit {
 
 class WriterMutex {
  public:
   //! One exchange when free; otherwise, out of line, test-and-test-and-set with pause,
-  //! then sched_yield after 64 spins.
+  //! then sched_yield after 64 spins. Each attempt is announced to a tracer first
+  //! (pm::before_lock_attempt: the crash simulator orders lock attempts by its schedule).
   void lock() noexcept {
+    pm::before_lock_attempt(&held_);
     if (held_.exchange(true, std::memory_order_acquire)) [[unlikely]] contended(held_);
   }
   void unlock() noexcept { held_.store(false, std::memory_order_release); }
@@ -25,6 +29,7 @@ class WriterMutex {
         if (spins < 64) __builtin_ia32_pause();
         else sched_yield();
       }
+      pm::before_lock_attempt(&held);
     } while (held.exchange(true, std::memory_order_acquire));
   }
   std::atomic<bool> held_{false};

@@ -119,6 +119,7 @@ std::uint32_t FPTree::claim_log() noexcept {
     const std::uint64_t free = ~busy & (n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1);
     if (free != 0) {
       const std::uint64_t bit = free & (~free + 1);
+      pm::before_lock_attempt(&logs_busy_);
       if (logs_busy_.compare_exchange_weak(busy, busy | bit, std::memory_order_acquire))
         return static_cast<std::uint32_t>(std::countr_zero(bit));
       continue;
