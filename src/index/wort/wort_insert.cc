@@ -181,6 +181,7 @@ Status WortTree::put_checking_tails(const PutOp& op) { return put_once<false>(op
 // holding) until after its commit's fence; taking that lock waits for it (a lock that fails,
 // owner merged away, means the same: the merge held it too). An earlier session's: durable.
 void WortTree::wait_durable(Node* owner, LeafHeader* leaf) {
+  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
   if (mark_of(leaf) == fresh_mark_) {
     std::uint64_t* w = lock_of(owner);
     if (kit::gen_lock(w, gen_)) kit::gen_unlock(w, gen_);

@@ -57,8 +57,9 @@ extern void* g_writer_locking_ctx;
 //! its locks, does not check that what its descent saw still holds (the slot's word, the
 //! node's header, the holder's children) and stores anyway.
 extern std::atomic<bool> g_broken_writer_skips_validation;
-//! Tests only — the broken variant the dirty-read oracle must catch: readers ignore the
-//! fresh mark (return a leaf's value without making its insert durable first).
+//! Tests only — the broken variant the dirty-read oracle and wort_fresh_test must catch:
+//! lock-free decisions ignore the fresh mark (readers return a leaf's value without making
+//! its insert durable first; a writer's `exists` does not wait for the inserting writer).
 extern std::atomic<bool> g_broken_reader_ignores_fresh;
 }  // namespace wort_index
 
