@@ -32,6 +32,7 @@ void* g_header_window_ctx = nullptr;
 std::atomic<WindowHook> g_writer_locking_hook{nullptr};
 void* g_writer_locking_ctx = nullptr;
 std::atomic<bool> g_broken_writer_skips_validation{false};
+std::atomic<bool> g_broken_new_node_unlocked{false};
 }  // namespace wort_index
 
 namespace {
@@ -263,7 +264,8 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::ui
   *slot_for(&image, k, b) = leaf;
   *slot_for(&image, old_key, b) = old_leaf;
   // Born locked: no writer commits below the node before its publishing store is durable.
-  if (Status s = make_node(pool_, image, held(), &node); s != Status::ok) {
+  const std::uint64_t lock = born_lock();
+  if (Status s = make_node(pool_, image, lock, &node); s != Status::ok) {
     pool_.allocator().free(block_of(leaf));
     return s;
   }
@@ -272,7 +274,7 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::ui
   release_to_readers(slot);
   pm::publish(slot, node);
   clear_fresh(l);
-  kit::gen_unlock(&blocks_.node(node)->lock, gen_);
+  release_born_lock(blocks_.node(node), lock);
   return Status::ok;
 }
 
@@ -299,7 +301,8 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   *slot_for(&image, k, b) = leaf;
   image.child[Partial::at(below, b)] = pool_.offset_of(n);
   // Born locked, as split_leaf's node.
-  if (Status s = make_node(pool_, image, held(), &parent); s != Status::ok) {
+  const std::uint64_t lock = born_lock();
+  if (Status s = make_node(pool_, image, lock, &parent); s != Status::ok) {
     pool_.allocator().free(block_of(leaf));
     return s;
   }
@@ -316,7 +319,7 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   release_to_readers(slot);
   pm::publish(slot, parent);
   clear_fresh(l);
-  kit::gen_unlock(&blocks_.node(parent)->lock, gen_);
+  release_born_lock(blocks_.node(parent), lock);
   return Status::ok;
 }
 

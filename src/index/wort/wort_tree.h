@@ -61,6 +61,10 @@ extern std::atomic<bool> g_broken_writer_skips_validation;
 //! lock-free decisions ignore the fresh mark (readers return a leaf's value without making
 //! its insert durable first; a writer's `exists` does not wait for the inserting writer).
 extern std::atomic<bool> g_broken_reader_ignores_fresh;
+//! Tests only — the broken variant the concurrent crash test must catch: an insert's new
+//! node is born unlocked, so another writer can commit below it before its publishing
+//! store is durable.
+extern std::atomic<bool> g_broken_new_node_unlocked;
 }  // namespace wort_index
 
 class WortTree {
@@ -130,9 +134,17 @@ class WortTree {
 
   //! The lock word guarding the words of `owner` (nullptr: the anchor's root slot).
   std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
-  //! A lock word's value while held by a writer of this handle (kit::gen_lock): the word a
-  //! new node is born with.
-  std::uint64_t held() const noexcept { return gen_ << 2 | kit::kGenLocked; }
+  //! The lock word an insert's new node is born with: held by this writer (kit::gen_lock's
+  //! value; 0, free, only in the broken variant g_broken_new_node_unlocked).
+  std::uint64_t born_lock() const noexcept {
+    if (wort_index::g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]]
+      return 0;
+    return gen_ << 2 | kit::kGenLocked;
+  }
+  //! Releases a new node's lock after its insert's commit (nothing in the broken variant).
+  void release_born_lock(Node* n, std::uint64_t lock) noexcept {
+    if (lock != 0) [[likely]] kit::gen_unlock(&n->lock, gen_);
+  }
   //! A writer about to decide on `leaf` (in a slot of `owner`), which is fresh: waits until
   //! the insert that published it is durable (put_at_leaf's exists).
   [[gnu::cold, gnu::noinline]] void wait_durable(Node* owner, wort_index::LeafHeader* leaf);
