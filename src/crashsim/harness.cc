@@ -72,6 +72,82 @@ namespace {
 constexpr std::size_t kMaxFindings = 64;
 constexpr std::size_t kMaxPerKind = 16;
 
+//! The dirty-read oracle's reader thread's own persistence events (Options::dirty_reads):
+//! a lock-free reader may *help* — write back words another thread committed with a cached
+//! store, and fence — before it returns (WORT's fresh leaves). The reader is a hypothetical
+//! thread probed at a read point, so its events do not enter the writer's model (they would
+//! change the writer's lints and crash images after the probe): it records, per line it
+//! wrote back, the line's bytes as that write-back saw them (memory at the read point: what
+//! another core reads, every store applied, an unfenced movnti hidden), and which of those
+//! its own fences then ordered. The durable image of the probe is the model's durable image
+//! with those lines as they were written back. Its volatile stores (a mark cleared) are put
+//! back after the probe; any other pool store, commit, allocation or free by a reader is an
+//! error.
+class ReaderTracer final : public pm::Tracer {
+ public:
+  ReaderTracer(std::byte* base, std::size_t size) noexcept : base_(base), size_(size) {}
+  void on_store(void* dst, const void* src, std::size_t len) override {
+    if (in_range(dst, len)) bad_ = "a pool store";
+    on_volatile_store(dst, src, len);
+  }
+  void on_volatile_store(void* dst, const void*, std::size_t len) override {
+    if (!in_range(dst, len)) return;
+    const auto* p = static_cast<const std::byte*>(dst);
+    undo_.push_back({static_cast<std::size_t>(p - base_), std::vector<std::byte>(p, p + len)});
+  }
+  void on_nt_store(void* dst, std::uint64_t) override {
+    if (in_range(dst, 8)) bad_ = "a non-temporal pool store";
+    on_volatile_store(dst, nullptr, 8);
+  }
+  void on_flush(const void* addr, std::size_t len) override {
+    if (!in_range(addr, len)) return;
+    const std::size_t off = static_cast<std::size_t>(static_cast<const std::byte*>(addr) - base_);
+    for (std::size_t line = off / kLine * kLine; line < off + std::max<std::size_t>(len, 1);
+         line += kLine) {
+      Line& l = flushed_[line];
+      std::memcpy(l.data(), base_ + line, kLine);
+    }
+  }
+  void on_fence() override {
+    for (auto& [line, bytes] : flushed_) fenced_[line] = bytes;
+    flushed_.clear();
+  }
+  void on_commit(void* dst, std::size_t len, bool) override {
+    if (in_range(dst, len)) bad_ = "a commit store";
+  }
+  void on_alloc(void*, std::size_t) override { bad_ = "an allocation"; }
+  void on_free(void*, std::size_t) override { bad_ = "a free"; }
+
+  //! Lines written back and fenced by the reader, with their bytes as written back.
+  bool helped() const noexcept { return !fenced_.empty(); }
+  void apply_fenced(std::byte* image) const {
+    for (const auto& [line, bytes] : fenced_) std::memcpy(image + line, bytes.data(), kLine);
+  }
+  //! Puts back what the reader's stores replaced (newest first).
+  void undo() {
+    for (std::size_t i = undo_.size(); i-- > 0;)
+      std::memcpy(base_ + undo_[i].off, undo_[i].old.data(), undo_[i].old.size());
+    undo_.clear();
+  }
+  const char* bad() const noexcept { return bad_; }
+
+ private:
+  using Line = std::array<std::byte, kLine>;
+  bool in_range(const void* p, std::size_t len) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= base_ && b + len <= base_ + size_;
+  }
+  struct Undo {
+    std::size_t off;
+    std::vector<std::byte> old;
+  };
+  std::byte* base_;
+  std::size_t size_;
+  std::map<std::size_t, Line> flushed_, fenced_;
+  std::vector<Undo> undo_;
+  const char* bad_ = nullptr;
+};
+
 struct AlignedFree {
   void operator()(std::byte* p) const { std::free(p); }
 };
@@ -713,8 +789,11 @@ void Run::probe_read() {
   if (img_read_.size == 0) img_read_.allocate(pool_->size());
   std::optional<Value> seen, durable;
   std::string error;
+  ReaderTracer helper(pool_->base(), pool_->size());  // the reader's write-backs and fences
   std::thread reader([&] {
+    pm::set_tracer(&helper);
     seen = index_->lookup(as_key(op.key));
+    pm::set_tracer(nullptr);
     if (seen != after_v_) return;
     const Px86Model& model = sim_.model();
     const std::vector<std::uint32_t> nothing_extra(model.choice_limits().size(), 0);
@@ -723,6 +802,7 @@ void Run::probe_read() {
       error = "could not build the durable image";
       return;
     }
+    helper.apply_fenced(img_read_.data());  // what the reader itself made durable
     img_read_.dirty_end = img_read_.size;  // recovery may write anywhere: rebuild it all next time
     auto p = Pool::attach(img_read_.span(), f_.kind);
     if (!p) {
@@ -737,6 +817,12 @@ void Run::probe_read() {
     durable = (*ix)->lookup(as_key(op.key));
   });
   reader.join();
+  helper.undo();  // the probe's reader is hypothetical: the writer's run goes on without it
+  if (helper.bad() != nullptr)
+    add_finding("LIVE", "op" + std::to_string(op_),
+                describe(op) + " (op " + std::to_string(op_) + "): the concurrent lookup made " +
+                    helper.bad() + " in the pool",
+                "");
   auto show = [](const std::optional<Value>& v) {
     return v ? "value " + std::to_string(*v) : std::string("absent");
   };
@@ -757,7 +843,9 @@ void Run::probe_read() {
                     (error.empty() ? "recovers " + show(durable) : "fails: " + error),
                 "");
   }
-  op_seen_durable_ = true;
+  // Durable without the reader's help: stays durable. A reader that helped made it durable
+  // only in its hypothetical run, so later read points of the operation are probed again.
+  if (!helper.helped()) op_seen_durable_ = true;
 }
 
 //! The traced run itself, after the last operation: contents, verify, audit.

@@ -1,12 +1,20 @@
 // WORT insert, upsert and update (paper §3.2 and Algorithm 1, SplitCmp).
 //
 // Every path writes its new blocks first (pm::copy into unpublished memory), writes them
-// back, fences, and only then stores the one child word that publishes them (the commit):
-// non-temporal and fenced (pm::publish_nt / pm::commit_nt), so a lock-free reader cannot
-// read the word before it is durable. Writers lock only the nodes they store into (ROWEX,
-// put_once; wort_lock.h).
+// back, fences, and only then stores the one child word that publishes them (the commit).
+// The three insert commits are cached stores (pm::publish: fence, store, write-back, fence;
+// release-ordered for readers, release_to_readers): the new leaf is born fresh and a new
+// node born locked, so a reader that meets the leaf before the commit is durable makes it
+// durable first, and no writer commits below the new node before then (README, "No dirty
+// reads"). The upsert/update commit stays non-temporal (kit::commit_value_nt). Writers
+// lock only the nodes they store into (ROWEX, put_once; wort_lock.h).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 #include "index/common/anchor.h"
 #include "index/wort/wort_lock.h"
@@ -24,6 +32,7 @@ void* g_header_window_ctx = nullptr;
 std::atomic<WindowHook> g_writer_locking_hook{nullptr};
 void* g_writer_locking_ctx = nullptr;
 std::atomic<bool> g_broken_writer_skips_validation{false};
+std::atomic<bool> g_broken_new_node_unlocked{false};
 }  // namespace wort_index
 
 namespace {
@@ -38,16 +47,35 @@ Node empty_node(std::uint64_t header) noexcept {
   return n;
 }
 
+// Gives the insert commit that follows (pm::publish: a relaxed pm::store) release ordering
+// towards lock-free readers, whose loads of child words are acquire (wort_node.h, load):
+// a reader that reads the new word sees the leaf and node bytes written before it. A
+// release fence before the relaxed store is exactly that in C++ and no instruction on x86
+// (where pm::publish's leading sfence and TSO order the stores anyway); ThreadSanitizer
+// models no fence, so there the same release is announced on the word itself.
+[[gnu::always_inline]] inline void release_to_readers(std::uint64_t* slot) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(slot);
+#else
+  (void)slot;
+  std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
 }  // namespace
 
 // §3.2: the new leaf is durable before the empty slot points at it. The caller holds the
-// lock of the slot's owner and has seen the slot empty under it.
+// lock of the slot's owner and has seen the slot empty under it; it keeps it until the leaf
+// is no longer fresh (the commit's fence has passed).
 [[gnu::always_inline]] inline Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k,
                                                                     Value v) {
   std::uint64_t leaf = 0;
-  if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
-  flush_leaf(blocks_.leaf(leaf));
-  pm::publish_nt(slot, leaf);
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
+  LeafHeader* l = blocks_.leaf(leaf);
+  flush_leaf(l);
+  release_to_readers(slot);
+  pm::publish(slot, leaf);
+  clear_fresh(l);
   return Status::ok;
 }
 
@@ -126,8 +154,11 @@ Status WortTree::put_at_leaf(const PutOp& op, Node* owner, std::uint64_t* slot,
                              std::uint64_t w, std::uint32_t depth) {
   LeafHeader* leaf = blocks_.leaf(w);
   const bool same = same_key(leaf, op.k);  // a published leaf's key never changes
-  if (same ? op.mode == PutMode::insert : op.mode == PutMode::update)
+  if (same ? op.mode == PutMode::insert : op.mode == PutMode::update) {
+    // exists is a decision on the leaf: on a fresh one, only once its insert is durable.
+    if (same && mark_of(leaf) != 0) [[unlikely]] wait_durable(owner, leaf);
     return same ? Status::exists : Status::not_found;
+  }
   before_locking();
   OneLock l(lock_of(owner), gen_);
   if (!l.held()) return kRestart;
@@ -156,6 +187,19 @@ Status WortTree::put_splitting(const PutOp& op, Node* owner, std::uint64_t* slot
 }
 
 Status WortTree::put_checking_tails(const PutOp& op) { return put_once<false>(op); }
+
+// `leaf` (in a slot of `owner`) has a mark. This session's: the insert that published it
+// holds the lock of the leaf's owner (the slot's owner, or the new node it was born
+// holding) until after its commit's fence; taking that lock waits for it (a lock that fails,
+// owner merged away, means the same: the merge held it too). An earlier session's: durable.
+void WortTree::wait_durable(Node* owner, LeafHeader* leaf) {
+  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (mark_of(leaf) == fresh_mark_) {
+    std::uint64_t* w = lock_of(owner);
+    if (kit::gen_lock(w, gen_)) kit::gen_unlock(w, gen_);
+  }
+  clear_fresh(leaf);
+}
 
 namespace {
 
@@ -234,16 +278,22 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::ui
   if (b < depth) return Status::corrupt;  // the leaf does not belong under this slot
 
   std::uint64_t leaf = 0, node = 0;
-  if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
   Node image = empty_node(make_header(depth, b - depth, k));
   *slot_for(&image, k, b) = leaf;
   *slot_for(&image, old_key, b) = old_leaf;
-  if (Status s = make_node(pool_, image, &node); s != Status::ok) {
+  // Born locked: no writer commits below the node before its publishing store is durable.
+  const std::uint64_t lock = born_lock();
+  if (Status s = make_node(pool_, image, lock, &node); s != Status::ok) {
     pool_.allocator().free(block_of(leaf));
     return s;
   }
-  flush_leaf(blocks_.leaf(leaf));
-  pm::publish_nt(slot, node);
+  LeafHeader* l = blocks_.leaf(leaf);
+  flush_leaf(l);
+  release_to_readers(slot);
+  pm::publish(slot, node);
+  clear_fresh(l);
+  release_born_lock(blocks_.node(node), lock);
   return Status::ok;
 }
 
@@ -265,11 +315,13 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   const Key below = leaf_key(blocks_.leaf(blocks_.leftmost_leaf(pool_.offset_of(n))));
   const std::uint32_t b = h.depth + matched;  // the new parent's branch position
   std::uint64_t leaf = 0, parent = 0;
-  if (Status s = make_leaf(pool_, k, v, &leaf); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
   Node image = empty_node(make_header(h.depth, matched, k));
   *slot_for(&image, k, b) = leaf;
   image.child[Partial::at(below, b)] = pool_.offset_of(n);
-  if (Status s = make_node(pool_, image, &parent); s != Status::ok) {
+  // Born locked, as split_leaf's node.
+  const std::uint64_t lock = born_lock();
+  if (Status s = make_node(pool_, image, lock, &parent); s != Status::ok) {
     pool_.allocator().free(block_of(leaf));
     return s;
   }
@@ -278,11 +330,15 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   // a header whose depth disagrees with that place (the crash state RecoverHeader knows):
   // lookups use only the branch position, unchanged; scans compare against a key below.
   pm::store(&n->header, shortened);
-  flush_leaf(blocks_.leaf(leaf));
+  LeafHeader* l = blocks_.leaf(leaf);
+  flush_leaf(l);
   pm::flush(&n->header, sizeof n->header);
   if (WindowHook hook = g_header_window_hook.load(std::memory_order_relaxed)) [[unlikely]]
     hook(g_header_window_ctx);
-  pm::publish_nt(slot, parent);
+  release_to_readers(slot);
+  pm::publish(slot, parent);
+  clear_fresh(l);
+  release_born_lock(blocks_.node(parent), lock);
   return Status::ok;
 }
 

@@ -5,6 +5,7 @@
 namespace wort::wort_index {
 
 std::atomic<bool> g_broken_reader_trusts_stale_prefix{false};
+std::atomic<bool> g_broken_reader_ignores_fresh{false};
 
 void Cursor::seek(Key from) {
   stack_.clear();
@@ -98,6 +99,7 @@ std::size_t WortTree::scan(Key from, std::size_t max, Visitor v) const {
     const wort_index::LeafHeader* l = c.next();
     if (l == nullptr) break;
     ++n;
+    if (wort_index::mark_of(l) != 0) [[unlikely]] help_fresh(l);  // durable before returned
     if (!v(wort_index::leaf_key(l), wort_index::load(&l->value))) break;
   }
   return n;
@@ -112,6 +114,7 @@ std::size_t WortTree::range(Key lo, Key hi, Visitor v) const {
     const Key k = wort_index::leaf_key(l);
     if (compare_keys(k, hi) >= 0) break;
     ++n;
+    if (wort_index::mark_of(l) != 0) [[unlikely]] help_fresh(l);  // durable before returned
     if (!v(k, wort_index::load(&l->value))) break;
   }
   return n;

@@ -61,10 +61,21 @@
 // Leaf:
 //   byte 0        8          12         16
 //   +-------------+----------+----------+-------------------------+
-//   | value (u64) | key_len  | reserved | key bytes (key_len)     |
+//   | value (u64) | key_len  | fresh    | key bytes (key_len)     |
 //   +-------------+----------+----------+-------------------------+
 //   `value` is the upsert commit word. A leaf is written once before it is published and
-//   never changes afterwards except for `value`.
+//   never changes afterwards except for `value` and `fresh`.
+//   `fresh` (fresh_mark(generation)) is written with the leaf's image: the insert that
+//   publishes it commits with a cached store (pm::publish), which other threads may read
+//   before it is durable. After the commit's fence the inserting writer clears it with a
+//   volatile store (pm::store_volatile: never written back on purpose); a reader that meets
+//   the mark writes back the slot words above the leaf and fences before it uses the leaf
+//   (README, "No dirty reads"). The mark is the pool's open generation (its low 32 bits,
+//   never 0): one left in PM by an earlier session (a crash, or a clean exit before the
+//   cleared line was evicted) names an older generation and means nothing — the leaf is
+//   reachable after the restart, so its commit is durable — and is just cleared. key_len and
+//   fresh are one 8-byte word, so a lookup compares both with the one compare it made of
+//   key_len.
 #pragma once
 
 #include <cstddef>
@@ -121,10 +132,17 @@ static_assert(kSpanBits != 4 || sizeof(Node) <= 192,
 struct LeafHeader {
   std::uint64_t value;     //!< the upsert commit word
   std::uint32_t key_len;   //!< bytes of key that follow
-  std::uint32_t reserved;  //!< 0
+  std::uint32_t fresh;     //!< fresh_mark(gen) until the publishing commit is durable, then 0
 };
+//! LeafHeader::fresh of a leaf published in pool generation `gen` whose publishing commit
+//! may not be durable yet: the generation's low 32 bits, never 0.
+inline constexpr std::uint32_t fresh_mark(std::uint64_t gen) noexcept {
+  return static_cast<std::uint32_t>(gen) != 0 ? static_cast<std::uint32_t>(gen) : 1u << 31;
+}
 static_assert(std::is_standard_layout_v<LeafHeader>);
 static_assert(offsetof(LeafHeader, value) == 0 && sizeof(LeafHeader) == 16);
+static_assert(offsetof(LeafHeader, key_len) == 8 && offsetof(LeafHeader, fresh) == 12,
+              "key_len and fresh are one 8-byte word (little-endian: fresh in the high half)");
 
 //! The block the pool's root offset names.
 struct Anchor {

@@ -33,17 +33,16 @@ unsigned child_count(const Node* n) noexcept {
   return c;
 }
 
-Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept {
+Status make_node(Pool& pool, const Node& image, std::uint64_t lock, std::uint64_t* word) noexcept {
   std::uint64_t off = 0;
   if (Status s = pool.allocator().allocate(sizeof(Node), &off); s != Status::ok) return s;
   Node* n = pool.at<Node>(off);
   pm::copy_changed(n, &image, kNodeImageBytes);
-  // The lock word: free (0, an older generation's tag) unless the reused block left
-  // something there (a merged-away node's obsolete word, a long key's bytes). Volatile and
-  // never written back; the commit that publishes the node orders it before any writer
-  // can reach the node. Stored only when needed: a fresh chunk's line 2 stays clean.
-  if (__atomic_load_n(&n->lock, __ATOMIC_RELAXED) != 0)
-    pm::store_volatile(&n->lock, std::uint64_t{0});
+  // The lock word: `lock` (an insert's new node is born held by its writer), whatever the
+  // reused block left there (a merged-away node's obsolete word, a long key's bytes).
+  // Volatile and never written back; the commit that publishes the node orders it before
+  // any writer can reach the node. Stored only when needed.
+  if (__atomic_load_n(&n->lock, __ATOMIC_RELAXED) != lock) pm::store_volatile(&n->lock, lock);
   *word = off;
   return Status::ok;
 }

@@ -101,9 +101,12 @@ inline constexpr unsigned kOrderedSlots = kFanout + 1;
 
 //! Allocates a node and writes `image` into it, storing and writing back only the cache
 //! lines whose bytes differ (pm::copy_changed: in a block of a never-used chunk, which reads
-//! zero, a new node's header and two children fill 1–2 of its 3 lines); not fenced.
+//! zero, a new node's header and two children fill 1–2 of its 3 lines); not fenced. Its
+//! lock word is set to `lock` (volatile, never written back): an insert passes the held
+//! value of its generation, so the node is born locked and no other writer commits below
+//! it before its publishing commit is durable (README, "No dirty reads").
 //! out_of_space leaves the pool unchanged.
-Status make_node(Pool& pool, const Node& image, std::uint64_t* word) noexcept;
+Status make_node(Pool& pool, const Node& image, std::uint64_t lock, std::uint64_t* word) noexcept;
 
 }  // namespace wort::wort_index
 

@@ -15,7 +15,11 @@ namespace wort {
 using namespace wort_index;
 
 WortTree::WortTree(Pool& pool, Anchor* anchor) noexcept
-    : pool_(pool), anchor_(anchor), blocks_(pool.base()), gen_(pool.generation()) {}
+    : pool_(pool),
+      anchor_(anchor),
+      blocks_(pool.base()),
+      gen_(pool.generation()),
+      fresh_mark_(fresh_mark(gen_)) {}
 
 Result<std::unique_ptr<WortTree>> WortTree::create(Pool& pool, const IndexOptions&) {
   Anchor image{};
@@ -103,6 +107,22 @@ inline bool branches_at(const Node* n, std::uint32_t e) noexcept {
 #endif
 }
 
+//! True if the leaf's key_len and fresh mark, one 8-byte word, equal `len` (and 0): its key
+//! has that length and it is not fresh. One compare with the word in memory (the compare of
+//! key_len the lookup made anyway, made 8 bytes wide), as branches_at.
+inline bool len_is_not_fresh(const LeafHeader* l, std::uint64_t len) noexcept {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  bool ne;
+  using Word [[gnu::may_alias]] = std::uint64_t;
+  asm("cmpq %2, %1"
+      : "=@ccne"(ne)
+      : "m"(*reinterpret_cast<const Word*>(&l->key_len)), "er"(len));
+  return !ne;
+#else
+  return len_and_mark(l) == len;
+#endif
+}
+
 //! Partial key i (a constant < 16 once unrolled) of the 8-byte key at p: one byte load and
 //! a shift or a mask.
 inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
@@ -123,8 +143,9 @@ inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
 // jump back into the unrolled levels at the position after it.
 WortTree::Found WortTree::lookup_8(Key k) const {
   // For 4-bit partial keys (16 per 8-byte key); lookup() calls it only in such a build.
-  kit::EpochReclaimer::Pin pin(epochs_);
   const std::byte* const p = k.data();
+  {
+  kit::EpochReclaimer::Pin pin(epochs_);
   const std::byte* const base = blocks_.base();
   std::uint64_t r = std::rotr(load(&anchor_->root), 1);
   const Node* n;
@@ -194,13 +215,20 @@ out:
     // r is a leaf word, rotated: its block is base + (word - kLeafTag).
     const std::uint64_t w = std::rotl(r, 1);
     const auto* l = reinterpret_cast<const LeafHeader*>(base + (w - kLeafTag));
-    if (l->key_len != 8) return {0, 0};
+    if (!len_is_not_fresh(l, 8)) [[unlikely]] {  // another length, or marked
+      if (l->key_len != 8) return {0, 0};
+      goto marked;
+    }
     std::uint64_t x, y;
     std::memcpy(&x, l + 1, 8);
     std::memcpy(&y, p, 8);
     if (x != y) return {0, 0};
     return {1, load(&l->value)};
   }
+  }  // unpinned: nothing is live across the call below (no register saved for it)
+marked:
+  const std::optional<Value> v = lookup_marked(Key{p, 8});
+  return v ? Found{1, *v} : Found{0, 0};
 }
 
 // Keys of fewer than 8 bytes (8-byte keys take lookup_8): the key lives in a register, and each
@@ -209,6 +237,7 @@ out:
 // descent waits for one load per level — the child word — and not for header, branch
 // position and key byte in turn; a node with a prefix costs a second read of its slot.
 std::optional<Value> WortTree::lookup_short(Key k) const {
+  {
   kit::EpochReclaimer::Pin pin(epochs_);
   const std::size_t count = Partial::count(k);
   const std::uint64_t key = key_word(k);
@@ -241,7 +270,10 @@ std::optional<Value> WortTree::lookup_short(Key k) const {
   // w is a leaf word (the loop ended on one): its block is w - kLeafTag, one add with the
   // base instead of clearing the tag first.
   const auto* l = reinterpret_cast<const LeafHeader*>(blocks.base() + (w - kLeafTag));
-  if (l->key_len != k.size()) return std::nullopt;
+  if (!len_is_not_fresh(l, k.size())) [[unlikely]] {  // another length, or marked
+    if (l->key_len != k.size()) return std::nullopt;
+    goto marked;
+  }
   const auto* lk = reinterpret_cast<const std::byte*>(l + 1);
   if (k.size() == 8) {  // the paper's integer keys: one 8-byte compare, not the loop
     std::uint64_t x, y;
@@ -252,6 +284,9 @@ std::optional<Value> WortTree::lookup_short(Key k) const {
     return std::nullopt;
   }
   return load(&l->value);
+  }
+marked:
+  return lookup_marked(k);
 }
 
 // Optimistic: the stored prefix partial keys are skipped, not compared; only the branch
@@ -264,6 +299,7 @@ std::optional<Value> WortTree::lookup_short(Key k) const {
 // word, header and value read with one atomic load. A header a concurrent SplitCmp or merge
 // is rewriting still names the same branch position, the only field used here.
 std::optional<Value> WortTree::lookup_long(Key k) const {
+  {
   kit::EpochReclaimer::Pin pin(epochs_);
   const std::size_t count = Partial::count(k);
   std::uint64_t w = load(&anchor_->root);
@@ -279,9 +315,74 @@ std::optional<Value> WortTree::lookup_long(Key k) const {
   }
   if (w == 0) return std::nullopt;
   const LeafHeader* l = blocks_.leaf(w);
-  if (l->key_len != k.size() || !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
+  if (!len_is_not_fresh(l, k.size())) [[unlikely]] {  // another length, or marked
+    if (l->key_len != k.size()) return std::nullopt;
+    goto marked;
+  }
+  if (!bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
     return std::nullopt;
   return load(&l->value);
+  }
+marked:
+  return lookup_marked(k);
+}
+
+// A lookup whose leaf compare met a marked leaf of the key's length (rare: the window
+// between an insert's commit store and its fence, or a mark an earlier session left), out
+// of line and after the fast path unpinned, so that path keeps nothing live across a call:
+// the lookup again, pinned, by branch positions (as lookup_long); at a leaf of k with a mark,
+// help_fresh before its value is returned.
+std::optional<Value> WortTree::lookup_marked(Key k) const {
+  kit::EpochReclaimer::Pin pin(epochs_);
+  const std::size_t count = Partial::count(k);
+  std::uint64_t w = load(&anchor_->root);
+  while (w != 0 && !is_leaf(w)) {
+    const Node* n = blocks_.node(w);
+    const std::size_t b = branch_of(load(&n->header));
+    if (b > count) return std::nullopt;
+    w = load(b < count ? &n->child[Partial::at(k, b)] : &n->end_child);
+  }
+  if (w == 0) return std::nullopt;
+  const LeafHeader* l = blocks_.leaf(w);
+  if (l->key_len != k.size() ||
+      !bytes_equal(reinterpret_cast<const std::byte*>(l + 1), k.data(), k.size()))
+    return std::nullopt;
+  if (mark_of(l) != 0) help_fresh(l);
+  return load(&l->value);
+}
+
+// The insert that published l may not be durable: its publishing store is the word of l's
+// slot (an insert into an empty slot) or of the slot above it (a leaf split's node, a
+// SplitCmp's parent). While l is fresh neither can change: the inserting writer holds the
+// lock of l's slot's owner (its own new node, born locked) and of the node holding that slot
+// (when it published a new node there) until after its commit's fence. So a descent by l's
+// key (branch positions only, as lookup_long) reaches l through both; writing them back and
+// fencing makes the commit durable. If the writer has finished meanwhile and l has moved or
+// gone, its commit was durable before it cleared the mark (after its fence): the write-backs
+// are then harmless. Then the mark is cleared (volatile, as the writer does).
+void WortTree::help_fresh(const LeafHeader* l) const {
+  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (mark_of(l) != fresh_mark_) {  // an earlier session's mark (or cleared meanwhile)
+    clear_fresh(const_cast<LeafHeader*>(l));
+    return;
+  }
+  const Key k = leaf_key(l);
+  const std::size_t count = Partial::count(k);
+  std::uint64_t* above = nullptr;
+  std::uint64_t* slot = &anchor_->root;
+  for (std::uint64_t w = load(slot); w != 0 && !is_leaf(w); w = load(slot)) {
+    Node* n = blocks_.node(w);
+    const std::size_t b = branch_of(load(&n->header));
+    if (b > count) break;  // not l's path any more (l moved: its commit is durable)
+    above = slot;
+    slot = b < count ? &n->child[Partial::at(k, b)] : &n->end_child;
+  }
+  pm::flush(slot, sizeof *slot);
+  if (above != nullptr && (reinterpret_cast<std::uintptr_t>(above) / pm::kCacheLine !=
+                           reinterpret_cast<std::uintptr_t>(slot) / pm::kCacheLine))
+    pm::flush(above, sizeof *above);
+  pm::fence();
+  clear_fresh(const_cast<LeafHeader*>(l));
 }
 
 Result<void> WortTree::visit_blocks(BlockVisitorFn v) const {

@@ -13,9 +13,11 @@
 // (insert, upsert, update, remove) descends the same way, then locks only the node(s) whose
 // words it stores (each node's lock word, kit::gen_lock: volatile, tagged with the pool's
 // open generation; the anchor's root slot has one in DRAM), top-down, checks that what it
-// saw still holds, and otherwise restarts from the root. Every commit is non-temporal
-// (pm::commit_nt / pm::publish_nt: no reader sees a word before it is durable); blocks a
-// remove unlinks are retired to an epoch reclaimer. The states a writer leaves between its
+// saw still holds, and otherwise restarts from the root. No reader acts on a word before it
+// is durable: upserts, updates and removes commit non-temporally (pm::commit_nt); the three
+// inserts commit with cached stores (pm::publish), their new leaf born fresh (a reader that
+// meets it writes back the slots above it and fences first) and their new node born locked
+// (README, "No dirty reads"); blocks a remove unlinks are retired to an epoch reclaimer. The states a writer leaves between its
 // stores are the crash states recovery knows, and readers cope with them the same way.
 // verify(), stats(), dump() and visit_blocks() want a quiescent tree. See README.md,
 // "Concurrency".
@@ -55,6 +57,14 @@ extern void* g_writer_locking_ctx;
 //! its locks, does not check that what its descent saw still holds (the slot's word, the
 //! node's header, the holder's children) and stores anyway.
 extern std::atomic<bool> g_broken_writer_skips_validation;
+//! Tests only — the broken variant the dirty-read oracle and wort_fresh_test must catch:
+//! lock-free decisions ignore the fresh mark (readers return a leaf's value without making
+//! its insert durable first; a writer's `exists` does not wait for the inserting writer).
+extern std::atomic<bool> g_broken_reader_ignores_fresh;
+//! Tests only — the broken variant the concurrent crash test must catch: an insert's new
+//! node is born unlocked, so another writer can commit below it before its publishing
+//! store is durable.
+extern std::atomic<bool> g_broken_new_node_unlocked;
 }  // namespace wort_index
 
 class WortTree {
@@ -124,6 +134,27 @@ class WortTree {
 
   //! The lock word guarding the words of `owner` (nullptr: the anchor's root slot).
   std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
+  //! The lock word an insert's new node is born with: held by this writer (kit::gen_lock's
+  //! value; 0, free, only in the broken variant g_broken_new_node_unlocked).
+  std::uint64_t born_lock() const noexcept {
+    if (wort_index::g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]]
+      return 0;
+    return gen_ << 2 | kit::kGenLocked;
+  }
+  //! Releases a new node's lock after its insert's commit (nothing in the broken variant).
+  void release_born_lock(Node* n, std::uint64_t lock) noexcept {
+    if (lock != 0) [[likely]] kit::gen_unlock(&n->lock, gen_);
+  }
+  //! A writer about to decide on `leaf` (in a slot of `owner`), which is fresh: waits until
+  //! the insert that published it is durable (put_at_leaf's exists).
+  [[gnu::cold, gnu::noinline]] void wait_durable(Node* owner, wort_index::LeafHeader* leaf);
+  //! A reader met `l` with a mark. This session's (fresh): writes back the slot words above
+  //! it and fences, so the insert that published it is durable (README, "No dirty reads");
+  //! then, or at once for an earlier session's mark, clears the mark. Cold.
+  [[gnu::cold, gnu::noinline]] void help_fresh(const wort_index::LeafHeader* l) const;
+  //! lookup() again, pinned, when the leaf compare met a leaf of k's length with a mark:
+  //! helps a fresh leaf of k before it returns its value. Cold.
+  [[gnu::cold, gnu::noinline]] std::optional<Value> lookup_marked(Key k) const;
 
   // wort_insert.cc
   Status put(Key k, Value v, PutMode mode);
@@ -182,6 +213,7 @@ class WortTree {
   wort_index::Anchor* anchor_;
   wort_index::Blocks blocks_;
   const std::uint64_t gen_;  //!< the pool's open generation: the tag of every lock taken
+  const std::uint32_t fresh_mark_;  //!< wort_index::fresh_mark(gen_): new leaves carry it
   std::uint64_t root_lock_ = 0;  //!< DRAM: the anchor's root slot's lock (kit::gen_lock)
   std::atomic<std::uint64_t> headers_repaired_{0};
   std::atomic<std::uint64_t> restarts_{0};
