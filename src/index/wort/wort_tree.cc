@@ -298,9 +298,7 @@ marked:
 // Lock-free: pinned (a node or leaf unlinked meanwhile is not freed under it), each child
 // word, header and value read with one atomic load. A header a concurrent SplitCmp or merge
 // is rewriting still names the same branch position, the only field used here.
-std::optional<Value> WortTree::lookup_long(Key k) const {
-  {
-  kit::EpochReclaimer::Pin pin(epochs_);
+[[gnu::always_inline]] inline std::uint64_t WortTree::leaf_by_branches(Key k) const {
   const std::size_t count = Partial::count(k);
   std::uint64_t w = load(&anchor_->root);
   while (w != 0 && !is_leaf(w)) {
@@ -309,10 +307,17 @@ std::optional<Value> WortTree::lookup_long(Key k) const {
     if (b < count) {
       w = load(&n->child[Partial::at(k, b)]);
     } else {
-      if (b != count) return std::nullopt;  // the key ends inside the node's prefix
+      if (b != count) return 0;  // the key ends inside the node's prefix
       w = load(&n->end_child);
     }
   }
+  return w;
+}
+
+std::optional<Value> WortTree::lookup_long(Key k) const {
+  {
+  kit::EpochReclaimer::Pin pin(epochs_);
+  const std::uint64_t w = leaf_by_branches(k);
   if (w == 0) return std::nullopt;
   const LeafHeader* l = blocks_.leaf(w);
   if (!len_is_not_fresh(l, k.size())) [[unlikely]] {  // another length, or marked
@@ -334,14 +339,7 @@ marked:
 // help_fresh before its value is returned.
 std::optional<Value> WortTree::lookup_marked(Key k) const {
   kit::EpochReclaimer::Pin pin(epochs_);
-  const std::size_t count = Partial::count(k);
-  std::uint64_t w = load(&anchor_->root);
-  while (w != 0 && !is_leaf(w)) {
-    const Node* n = blocks_.node(w);
-    const std::size_t b = branch_of(load(&n->header));
-    if (b > count) return std::nullopt;
-    w = load(b < count ? &n->child[Partial::at(k, b)] : &n->end_child);
-  }
+  const std::uint64_t w = leaf_by_branches(k);
   if (w == 0) return std::nullopt;
   const LeafHeader* l = blocks_.leaf(w);
   if (l->key_len != k.size() ||

@@ -131,6 +131,9 @@ class WortTree {
   std::optional<Value> lookup_short(Key k) const;
   //! lookup() of a longer key.
   std::optional<Value> lookup_long(Key k) const;
+  //! The word a descent by branch positions only reaches for `k`: a leaf word, or 0 (an
+  //! empty slot, or k ends inside a node's prefix). The caller is pinned.
+  std::uint64_t leaf_by_branches(Key k) const;
 
   //! The lock word guarding the words of `owner` (nullptr: the anchor's root slot).
   std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
