@@ -18,6 +18,7 @@
 #include "index/wort/wort_tree.h"
 #include "pm/persist.h"
 #include "support/keygen.h"
+#include "unit/wort_fixture.h"
 #include "wort/persist.h"
 
 namespace wort::test {
@@ -30,19 +31,11 @@ struct BrokenSwitch {
   ~BrokenSwitch() { g_broken_reader_ignores_fresh.store(false); }
 };
 
-class WortFresh : public ::testing::Test {
+class WortFresh : public test::WortTreeTest {
  protected:
   void SetUp() override {
-    PoolOptions o;
-    o.size = 8u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "wort";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
-    auto t = WortTree::create(*pool_, {});
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
+    test::WortTreeTest::SetUp();
+    if (HasFatalFailure()) return;
     // Keys of 8, 3 and 20 bytes (lookup_8, lookup_short, lookup_long), several in one node.
     for (std::uint64_t k : kKeys) ASSERT_EQ(tree_->insert(Key(u64_key(k)), k), Status::ok);
     ASSERT_EQ(tree_->insert(as_key(kShort), 3), Status::ok);
@@ -67,8 +60,6 @@ class WortFresh : public ::testing::Test {
                                             0xabcdef0123456722ull, 0x1000ull};
   const std::string kShort = "abc";
   const std::string kLong = "a key of twenty bytes";
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<WortTree> tree_;
 };
 
 TEST_F(WortFresh, NoMarkIsLeftOnceAnInsertReturns) {

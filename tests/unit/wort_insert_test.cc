@@ -61,8 +61,9 @@ TEST(WortInsert, KeysLeavingTheTreeInsideASkippedPrefixTail) {
       static const char* const kMiddles[] = {"", "mmmmmm", "mmnnmm", "qmmmmmmmmmm"};
       const std::string middle = kMiddles[rng() % 4];
       k += middle;
-      // Leaving the path inside a middle's own tail: below two nodes with skipped tails,
-      // the deeper one's is the one to check (not only the stem's).
+      // Leaving the path inside a middle's own tail (below two nodes with skipped tails).
+      // Coverage only: trusting the root past such a deeper tail is caught by
+      // diff_wort_diff_test's long keys, not by these keys (the root's prefix is short here).
       if (!middle.empty() && rng() % 3 == 0) {
         const std::size_t pos = k.size() - 1 - rng() % middle.size();
         k[pos] = static_cast<char>(k[pos] ^ (rng() % 2 ? 0x01 : 0x10));

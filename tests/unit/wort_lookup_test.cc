@@ -11,29 +11,16 @@
 #include <vector>
 
 #include "index/wort/wort_tree.h"
+#include "unit/wort_fixture.h"
 #include "wort/key.h"
 
 namespace wort {
 namespace {
 
-class WortLookup : public ::testing::Test {
+class WortLookup : public test::WortTreeTest {
  protected:
-  void SetUp() override {
-    PoolOptions o;
-    o.size = 8u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "wort";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
-    auto t = WortTree::create(*pool_, {});
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
-  }
   std::optional<Value> get(const std::string& k) const { return tree_->lookup(as_key(k)); }
 
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<WortTree> tree_;
 };
 
 TEST_F(WortLookup, KeysDivergingInsideASkippedPrefixAreNotFound) {
