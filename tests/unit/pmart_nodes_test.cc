@@ -94,6 +94,40 @@ TYPED_TEST(PmartNodes, GrowAndShrinkAcrossEveryThreshold) {
       for (bool desc : {false, true}) run_scenario(factory, {eok, below, desc});
 }
 
+// A NODE48 whose 48 pointer slots have all been used, churned by removes and inserts that
+// stay between 38 and 48 children (no shrink, no grow): every add must find a slot that no
+// index byte names although no pointer word is null (Node48Ops::add's second search), and
+// one built from a NODE16 (pointers 17..47 null) must take its first null one. The whole
+// contents and verify() after every step; a wrong slot overwrites a live child.
+TYPED_TEST(PmartNodes, Node48ReusesFreedSlotsUnderChurn) {
+  DiffChecker d(crashsim::factory_of<TypeParam>(), 16ull << 20);
+  const std::string stem = u64_str(0x4242424242424200ull).substr(0, 7);
+  auto child = [&](unsigned b) { return stem + std::string(1, static_cast<char>(b)); };
+  std::vector<unsigned> in, out;
+  for (unsigned b = 0; b < 96; ++b) (b < 48 ? in : out).push_back((b * 151u + 7u) & 0xffu);
+  for (unsigned b : in) d.insert(child(b), b);
+  ASSERT_EQ(node_type_of(d.index(), false), "node48");
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&](std::size_t n) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return static_cast<std::size_t>(x % n);
+  };
+  for (unsigned step = 0; step < 300; ++step) {
+    // remove while above 38, insert while below 48, otherwise either
+    const bool remove = in.size() > 38 && (in.size() == 48 || next(2) == 0);
+    std::vector<unsigned>& from = remove ? in : out;
+    std::vector<unsigned>& to = remove ? out : in;
+    const std::size_t i = next(from.size());
+    const unsigned b = from[i];
+    from.erase(from.begin() + static_cast<std::ptrdiff_t>(i));
+    to.push_back(b);
+    if (remove) d.remove(child(b));
+    else d.insert(child(b), b + 1000ull * step);
+    ASSERT_EQ(node_type_of(d.index(), false), "node48") << "step " << step;
+    ASSERT_TRUE(d.check(step, 8)) << "step " << step;
+  }
+}
+
 // dump() draws the tree: node types with depth and path, the end-of-key slot, leaves.
 TYPED_TEST(PmartNodes, DumpShowsNodesSlotsAndLeaves) {
   DiffChecker d(crashsim::factory_of<TypeParam>(), 8ull << 20);

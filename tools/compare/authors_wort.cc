@@ -7,7 +7,8 @@
 //   MODE time       insert and lookup rounds, ours and theirs interleaved; medians and ratios
 //   MODE cg-ours    callgrind client requests around our inserts and lookups (run under
 //   MODE cg-theirs  valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no)
-//   DIST            dense | sparse | clustered (bench::integer_keys, seed 42); KIND: wort
+//   DIST            dense | sparse | clustered (bench::integer_keys, seed 42); KIND: wort, or
+//                   woart when linked against their woart.c (README: "WOART")
 #include <valgrind/callgrind.h>
 #include <chrono>
 #include <cstdio>

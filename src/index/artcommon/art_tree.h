@@ -148,6 +148,7 @@ class ArtTree {
   Ref* child_slot(NodeBase* n, std::uint8_t b) const;
   unsigned child_count(const NodeBase* n) const;
   bool for_each_child(const NodeBase* n, unsigned from, ChildFn fn) const;
+  Ref any_child(const NodeBase* n, std::uint8_t* b) const;
   void collect(const NodeBase* n, Entries& e) const;
 
   // --- reads
@@ -192,12 +193,12 @@ class ArtTree {
     return k.empty() || std::memcmp(l->key, k.data(), k.size()) == 0 ? l : nullptr;
   }
   const Leaf* find_leaf(Key k) const;
-  template <bool kReader>
-  const Leaf* min_leaf_of(Ref r) const;
   //! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
-  const Leaf* min_leaf(Ref r) const { return min_leaf_of<false>(r); }
-  //! The smallest leaf under r, for a lock-free reader.
-  const Leaf* reader_min_leaf(Ref r) const { return min_leaf_of<true>(r); }
+  const Leaf* min_leaf(Ref r) const;
+  //! Some leaf under r (the first each node finds cheapest, not the smallest), for a
+  //! lock-free reader or writer that needs a witness of r's compressed path: every leaf
+  //! under r shares it.
+  const Leaf* witness_leaf(Ref r) const;
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
 

@@ -68,6 +68,27 @@ bool ArtTree<F>::for_each_child(const NodeBase* n, unsigned from, ChildFn fn) co
   return with_ops(type_of(n), [&](auto ops) { return decltype(ops)::for_each_from(n, from, fn); });
 }
 
+//! Some child of n and its key byte (kNull if none): a node type's `any_child` where it has
+//! one (WOART's NODE16, whose entries are unsorted: its ordered walk sorts them first),
+//! otherwise the first its ordered walk reports.
+template <ArtFlavor F>
+Ref ArtTree<F>::any_child(const NodeBase* n, std::uint8_t* b) const {
+  return with_ops(type_of(n), [&](auto ops) -> Ref {
+    using Ops = decltype(ops);
+    if constexpr (requires { Ops::any_child(n, b); }) {
+      return Ops::any_child(n, b);
+    } else {
+      Ref first = kNull;
+      Ops::for_each_from(n, 0, [&](std::uint8_t k, Ref c) {
+        *b = k;
+        first = c;
+        return false;
+      });
+      return first;
+    }
+  });
+}
+
 template <ArtFlavor F>
 void ArtTree<F>::collect(const NodeBase* n, Entries& e) const {
   e.n = 0;

@@ -33,39 +33,43 @@ const Leaf* ArtTree<F>::find_leaf(Key k) const {
   return leaf_matches(l, k) ? l : nullptr;
 }
 
-//! The smallest leaf under r. kReader: a lock-free reader's walk (a leaf under a node that
-//! reuses slots re-checked, checked_leaf); otherwise the writer's (which holds the writer
-//! lock: nothing changes under it) or a quiescent check's.
+//! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
 template <ArtFlavor F>
-template <bool kReader>
-const Leaf* ArtTree<F>::min_leaf_of(Ref r) const {
+const Leaf* ArtTree<F>::min_leaf(Ref r) const {
   while (r != kNull && !is_leaf(r)) {
     const NodeBase* n = node(r);
     if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
     Ref first = kNull;
+    for_each_child(n, 0, [&](std::uint8_t, Ref c) {
+      first = c;
+      return false;
+    });
+    if (first == kNull) return nullptr;  // a quiescent tree never has an empty node
+    r = first;
+  }
+  return r == kNull ? nullptr : leaf(r);
+}
+
+//! Some leaf under r, the one each level finds cheapest (a witness of r's compressed path:
+//! every leaf under r shares it). Lock-free: a leaf under a node that reuses slots is
+//! re-checked (checked_leaf); a node whose entry was removed, or that emptied, under the
+//! walk is read again (a node in the tree always has a child).
+template <ArtFlavor F>
+const Leaf* ArtTree<F>::witness_leaf(Ref r) const {
+  while (r != kNull && !is_leaf(r)) {
+    const NodeBase* n = node(r);
+    if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
+    Ref next = kNull;
     if (type_of(n) == NodeType::node256) {  // most levels of a large tree: no call per child
       // (NODE256 entries change only by commits: no re-check, NodeOps::kReusesSlots)
       const Ref* c = reinterpret_cast<const Node256*>(n)->child;
-      for (unsigned b = 0; b < 256 && first == kNull; ++b) first = load(&c[b]);
-      if (first == kNull) [[unlikely]] {
-        if constexpr (kReader) continue;  // emptied under a reader: read it again
-        return nullptr;                   // (a quiescent tree never has an empty node)
-      }
-    } else if constexpr (kReader) {
-      for_each_child(n, 0, [&](std::uint8_t b, Ref c) {
-        first = checked_leaf(n, b, c);
-        return first == kNull;  // removed since the node was read: the next one
-      });
-      // Every entry this reader saw was removed since (a node in the tree always has one):
-      // read the node again.
-      if (first == kNull) continue;
+      for (unsigned b = 0; b < 256 && next == kNull; ++b) next = load(&c[b]);
     } else {
-      for_each_child(n, 0, [&](std::uint8_t, Ref c) {
-        first = c;
-        return false;
-      });
+      std::uint8_t b = 0;
+      if (const Ref c = any_child(n, &b); c != kNull) next = checked_leaf(n, b, c);
     }
-    r = first;
+    if (next == kNull) [[unlikely]] continue;
+    r = next;
   }
   return r == kNull ? nullptr : leaf(r);
 }
@@ -137,7 +141,7 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
   int bound_byte = -1;  // the child that stays bounded
   if (bounded) {
     // Compare the lower bound with the node's compressed path (bytes from any leaf).
-    const Key w = pos > depth ? leaf_key(reader_min_leaf(node_ref(pool_.offset_of(n)))) : Key{};
+    const Key w = pos > depth ? leaf_key(witness_leaf(node_ref(pool_.offset_of(n)))) : Key{};
     for (unsigned i = depth; i < pos; ++i) {
       if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
       if (st.lo[i] != w[i]) {

@@ -170,7 +170,7 @@ Status ArtTree<F>::merge(NodeLocks& lk, Ref* slot, unsigned depth, Ref survivor)
   if (!lk.lock(s)) return kRestart;  // below the node: top-down
   const NodeHeader sh = load_word(&s->hdr);
   const NodeHeader hdr =
-      make_header(depth, sh.branch_pos() - depth, leaf_key(reader_min_leaf(survivor)));
+      make_header(depth, sh.branch_pos() - depth, leaf_key(witness_leaf(survivor)));
   if constexpr (F::kDepthRepair) {
     // No new block to order first: either store alone leaves a survivor whose depth
     // disagrees with its place but whose branch position is unchanged, which recovery

@@ -26,6 +26,9 @@ struct Node48Ops {
   static unsigned count(const NodeBase* n) noexcept;
   //! Children with byte >= from, ascending; false if fn stopped.
   static bool for_each_from(const NodeBase* n, unsigned from, ChildFn fn);
+  //! Some child and its key byte (the lowest byte with an index; kNull if none), for a
+  //! witness walk: the index read eight bytes a load.
+  static Ref any_child(const NodeBase* n, std::uint8_t* b) noexcept;
   //! Builds a fresh node from entries (n <= 48); written back, not fenced.
   static void build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entries& e) noexcept;
   //! Adds b -> r in place: pointer into a slot no index byte names, fence, index byte (the

@@ -54,6 +54,15 @@ unsigned Node16Ops::count(const NodeBase* n) noexcept {
   return static_cast<unsigned>(std::popcount(bitmap_of(as16(n))));
 }
 
+Ref Node16Ops::any_child(const NodeBase* n, std::uint8_t* b) noexcept {
+  const Node16* x = as16(n);
+  const std::uint16_t bm = bitmap_of(x);
+  if (bm == 0) return artcommon::kNull;
+  const unsigned p = static_cast<unsigned>(std::countr_zero(bm));
+  *b = artcommon::load(&x->key[p]);
+  return artcommon::load(&x->child[p]);
+}
+
 bool Node16Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
   const Node16* x = as16(n);
   std::uint8_t keys[16];

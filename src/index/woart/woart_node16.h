@@ -23,6 +23,9 @@ struct Node16Ops {
   static unsigned count(const NodeBase* n) noexcept;
   //! Sorts the (at most 16) valid entries on the fly: scans pay, inserts do not.
   static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn);
+  //! Some child and its key byte (the lowest position in the bitmap; kNull if none): a
+  //! witness walk's step without for_each_from's sort of the unsorted entries.
+  static Ref any_child(const NodeBase* n, std::uint8_t* b) noexcept;
   static void build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
                     const artcommon::Entries& e) noexcept;
   //! Algorithm 4: key and pointer into a clear position, persist, bitmap (the commit),
