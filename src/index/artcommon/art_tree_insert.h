@@ -1,6 +1,6 @@
 // artcommon/art_tree_insert.h — ArtTree insert/upsert: one case per function.
 //
-// Every commit that makes a new leaf reachable is cached (publish_cached: fence, store,
+// Every commit that makes a new leaf reachable is cached (release_to_readers + pm::publish: fence, store,
 // write-back, fence; sync.h) and its leaf is born fresh (make_leaf with fresh_mark_), cleared
 // (volatile) after the commit's fence while the write still holds its locks; every new node
 // an insert publishes (a leaf split's NODE4, a prefix split's parent and ART+CoW's copy of
@@ -61,7 +61,8 @@ Status ArtTree<F>::put_empty(Key k, Value v) {
   if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
-  publish_cached(&anchor_->root, fresh);
+  release_to_readers(&anchor_->root);
+  pm::publish(&anchor_->root, fresh);
   clear_fresh(leaf(fresh));
   return Status::ok;
 }
@@ -134,7 +135,8 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   }
   Ref* slot = slot_of(owner, ob);
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-  publish_cached(slot, n);
+  release_to_readers(slot);
+  pm::publish(slot, n);
   clear_fresh(leaf(fresh));
   return Status::ok;
 }
@@ -162,7 +164,8 @@ Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
   }
   Ref fresh;
   if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
-  publish_cached(&n->eok, fresh);
+  release_to_readers(&n->eok);
+  pm::publish(&n->eok, fresh);
   clear_fresh(leaf(fresh));
   return Status::ok;
 }
@@ -239,7 +242,8 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
     return restart();
   }
   const Ref old = load(slot);
-  publish_cached(slot, copy);
+  release_to_readers(slot);
+  pm::publish(slot, copy);
   clear_fresh(leaf(fresh));
   retire_ref(old);
   lk.obsolete(n);
@@ -388,7 +392,8 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
-  publish_cached(slot, parent);
+  release_to_readers(slot);
+  pm::publish(slot, parent);
   clear_fresh(leaf(fresh));
   if constexpr (!F::kDepthRepair) {
     retire_ref(r);

@@ -45,7 +45,7 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
 };
 
 //! A node type that adds and removes children in place, each with its own commit store
-//! (add: publish_cached, remove: pm::commit_nt; see sync.h); false from add means full.
+//! (add: cached, pm::publish / publish_field_cached; remove: pm::commit_nt; see sync.h); false from add means full.
 //! commit_word(n, b): the word whose store publishes an in-place add under b (the slot word,
 //! the bitmap, the index byte, the child word) — what a reader that meets a fresh leaf
 //! under b writes back (ArtTree::help_fresh).

@@ -6,8 +6,9 @@
 // Dirty reads (README "No dirty reads") are prevented two ways. Removes, merges, shrinks and
 // value updates commit non-temporally (pm::commit_nt / pm::publish_nt + fence: no other core
 // can read the new value before it is durable, ROART §3.4.1). The commits that make a new
-// leaf reachable (inserts) are cached (publish_cached: fence, store, write-back, fence: a
-// movnti would evict a line the insert has just used); their leaf is born fresh and a
+// leaf reachable (inserts) are cached (pm::publish: fence, store, write-back, fence: a
+// movnti would evict a line the insert has just used: release_to_readers + pm::publish, or
+// publish_field_cached); their leaf is born fresh and a
 // reader that meets a fresh leaf writes the publishing store back and fences before it uses
 // the leaf. An 8-byte store is the unit: a narrower commit word is committed by storing the
 // aligned 8-byte word that holds it, the other bytes unchanged (only the writer holding the
@@ -39,7 +40,7 @@ inline T load(const T* p) noexcept {
 }
 
 //! load() of a commit byte that writers commit through its aligned 8-byte word
-//! (commit_field / publish_field: NODE48's index[b]). The same one-byte acquire load, except
+//! (commit_field / publish_field_cached: NODE48's index[b]). The same one-byte acquire load, except
 //! under ThreadSanitizer, which matches an acquire with a release only at the same address:
 //! there it loads the whole aligned word (what the commit stored) and extracts the byte, so
 //! the sanitizer sees the publication (on x86 both are plain loads).
@@ -97,14 +98,6 @@ inline void commit_field(T* field, T v) noexcept {
   pm::commit_nt(w, word);
 }
 
-//! pm::publish_nt of a commit word of up to 8 bytes: fence (the new data before it), commit.
-template <class T>
-inline void publish_field(T* field, T v) noexcept {
-  std::uint64_t word;
-  std::uint64_t* w = detail::widened(field, v, &word);
-  pm::publish_nt(w, word);
-}
-
 //! Release order for the readers' acquire loads of a cached commit store (pm::publish's
 //! own store is relaxed): a release fence, no instruction on x86; under ThreadSanitizer,
 //! which does not model fences with relaxed stores well, __tsan_release on the word.
@@ -117,20 +110,17 @@ inline void publish_field(T* field, T v) noexcept {
 #endif
 }
 
-//! pm::publish of an insert's commit word (fence: the new leaf and node written back before
-//! it; the store; its write-back; fence), release-ordered for readers. Cached: another
-//! thread may read the word before its fence; the leaf it publishes is fresh until then.
-[[gnu::always_inline]] inline void publish_cached(std::uint64_t* w, std::uint64_t v) noexcept {
-  release_to_readers(w);
-  pm::publish(w, v);
-}
-
-//! publish_cached of a commit word of up to 8 bytes (through its aligned 8-byte word).
+//! An insert's commit of a commit word of up to 8 bytes (through its aligned 8-byte word):
+//! release_to_readers, then pm::publish (fence: the new leaf written back before it; the
+//! store; its write-back; fence). Cached: another thread may read the word before its
+//! fence; the leaf it publishes is fresh until then. (The 8-byte insert commits call
+//! release_to_readers + pm::publish at their sites.)
 template <class T>
 inline void publish_field_cached(T* field, T v) noexcept {
   std::uint64_t word;
   std::uint64_t* w = detail::widened(field, v, &word);
-  publish_cached(w, word);
+  release_to_readers(w);
+  pm::publish(w, word);
 }
 
 }  // namespace wort::artcommon
