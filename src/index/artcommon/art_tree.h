@@ -119,17 +119,18 @@ class ArtTree {
   //! loop), as it was before the epoch pin made it larger than the inlining limit: the call
   //! would cost more than the pin. Its walk (lookup_leaf, below) is inlined too.
   //! A leaf of k's length with a fresh mark (rare: an insert between its cached commit and
-  //! that commit's fence, or a mark an earlier session left) leaves the fast path, which
-  //! keeps nothing live across a call, for lookup_marked after the pin.
+  //! that commit's fence, or a mark an earlier session left) leaves the fast path for
+  //! marked_leaf (out of line, cold, under the same pin).
   [[gnu::always_inline]] std::optional<Value> lookup(Key k) const {
-    {
-      kit::EpochReclaimer::Pin pin(epochs_);
-      bool marked = false;
-      const Leaf* l = lookup_leaf(k, &marked);
-      if (l != nullptr) [[likely]] return load(&l->value);
+    kit::EpochReclaimer::Pin pin(epochs_);
+    bool marked = false;
+    const Leaf* l = lookup_leaf(k, &marked);
+    if (l == nullptr) [[unlikely]] {
       if (!marked) [[likely]] return std::nullopt;
+      l = marked_leaf(k);
+      if (l == nullptr) return std::nullopt;
     }
-    return lookup_marked(k);
+    return load(&l->value);
   }
   Status remove(Key k);
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
@@ -216,9 +217,10 @@ class ArtTree {
     return k.empty() || std::memcmp(l->key, k.data(), k.size()) == 0 ? l : nullptr;
   }
   const Leaf* find_leaf(Key k) const;
-  //! lookup() again, pinned, when its leaf compare met a leaf of k's length with a mark:
-  //! helps a fresh leaf of k before it returns its value. Cold.
-  [[gnu::cold, gnu::noinline]] std::optional<Value> lookup_marked(Key k) const;
+  //! lookup_leaf again (the caller is pinned) when its leaf compare met a leaf of k's length
+  //! with a mark: k's leaf (or nullptr), helped first if fresh (help_fresh). Cold; it returns
+  //! the leaf, not the value, so that lookup()'s two paths meet on one pointer.
+  [[gnu::cold, gnu::noinline]] const Leaf* marked_leaf(Key k) const;
   //! A reader met `l` with a mark. This session's (fresh): writes back the words that may
   //! hold the insert's not yet durable publishing store — l's commit word in the node
   //! holding it and the pointer word naming that node — and fences (README "No dirty

@@ -35,16 +35,13 @@ const Leaf* ArtTree<F>::find_leaf(Key k) const {
   return leaf_matches(l, k) ? l : nullptr;
 }
 
-// A lookup whose leaf compare met a leaf of k's length with a mark, after the fast path's
-// pin: the lookup again, pinned; at a leaf of k with a mark, help_fresh before its value is
-// returned.
+// A lookup whose leaf compare met a leaf of k's length with a mark (under the lookup's pin):
+// the lookup again; at a leaf of k with a mark, help_fresh before its value is returned.
 template <ArtFlavor F>
-std::optional<Value> ArtTree<F>::lookup_marked(Key k) const {
-  kit::EpochReclaimer::Pin pin(epochs_);
+const Leaf* ArtTree<F>::marked_leaf(Key k) const {
   const Leaf* l = find_leaf(k);
-  if (l == nullptr) return std::nullopt;
-  help_if_marked(l);
-  return load(&l->value);
+  if (l != nullptr) help_if_marked(l);
+  return l;
 }
 
 // The insert that published l may not be durable. Its publishing store is l's commit word
