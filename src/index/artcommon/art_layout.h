@@ -23,7 +23,12 @@
 //   [ header 8 | type 1 | pad 7 | eok leaf ref 8 ]
 //
 // Leaf (an allocator block of 16 + key_len bytes):
-//   [ value 8 | key_len 4 | pad 4 | key bytes ... ]     value: the commit word of upsert
+//   [ value 8 | key_len 4 | fresh 4 | key bytes ... ]   value: the commit word of upsert
+//   fresh: fresh_mark(generation) in the image an insert writes back before its cached
+//   commit, cleared (a volatile store, never written back) once the commit's fence has
+//   passed; a reader that meets a mark of this generation makes the commit durable first
+//   (leaf.h, README "No dirty reads"). key_len and fresh are one 8-byte word: the lookup
+//   compares both with the key's length in one compare.
 #pragma once
 
 #include <bit>
@@ -83,14 +88,16 @@ static_assert(std::is_standard_layout_v<NodeBase>);
 static_assert(offsetof(NodeBase, hdr) == 0 && offsetof(NodeBase, type) == 8);
 static_assert(offsetof(NodeBase, eok) == 16 && sizeof(NodeBase) == 24);
 
-//! A leaf: value, key length, key bytes.
+//! A leaf: value, key length, fresh mark, key bytes.
 struct Leaf {
   std::uint64_t value;    //!< commit word of upsert/update
   std::uint32_t key_len;
-  std::uint32_t pad;
+  std::uint32_t fresh;    //!< fresh_mark(gen) until the publishing commit is durable, then 0
   std::byte key[];        // NOLINT: flexible array, key_len bytes
 };
 static_assert(offsetof(Leaf, value) == 0 && offsetof(Leaf, key) == 16);
+static_assert(offsetof(Leaf, key_len) == 8 && offsetof(Leaf, fresh) == 12,
+              "key_len and fresh are one 8-byte word (little-endian: fresh in the high half)");
 
 //! NODE48: child index by key byte (0 = none, else slot + 1), 48 pointer slots.
 //! Add: pointer first, index byte last (the commit); the free slot is found through the

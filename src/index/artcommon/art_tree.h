@@ -16,8 +16,12 @@
 // upsert, update, remove) descends lock-free, then locks only the nodes it stores into
 // (node_lock.h: DRAM lock stripes, a generation-tagged obsolete mark in the node), top-down,
 // re-checks what it saw, and
-// restarts from the root on a change (ROWEX). Every commit is non-temporal (sync.h: no
-// reader sees a value before it is durable); blocks a write unlinks are retired to an
+// restarts from the root on a change (ROWEX). No reader acts on a value before it is
+// durable (README "No dirty reads"): removes, merges and value updates commit
+// non-temporally; the inserts' commits are cached, their new leaf is born fresh (a reader
+// that meets it writes the publishing store back and fences first: help_fresh) and their new
+// nodes born locked (their lock stripe taken before publication, released after the
+// commit's fence: no other writer commits below them before then); blocks a write unlinks are retired to an
 // epoch reclaimer (index/common/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
 // a quiescent tree. See README.md.
 //
@@ -61,6 +65,13 @@ inline void* g_writer_locking_ctx = nullptr;
 //! Tests only — the broken variant the writer tests must catch: a writer that, having taken
 //! its locks, does not check that what its descent saw still holds and stores anyway.
 inline std::atomic<bool> g_broken_writer_skips_validation{false};
+//! Tests only — the broken variant the dirty-read oracle and the fresh-leaf tests must catch:
+//! readers return (and writers decide on) a fresh leaf without making its insert durable.
+inline std::atomic<bool> g_broken_reader_ignores_fresh{false};
+//! Tests only — the broken variant crash_pmart_born_locked_crash_test must catch: an insert's
+//! new nodes are published without their lock stripes held, so another writer can commit
+//! below one before its publishing store is durable.
+inline std::atomic<bool> g_broken_new_node_unlocked{false};
 
 namespace detail {
 //! g_writer_locking_hook, between a write's lock-free decision and its locks.
@@ -107,10 +118,18 @@ class ArtTree {
   //! Defined here and always inlined into its callers (the adapter, the bench's direct
   //! loop), as it was before the epoch pin made it larger than the inlining limit: the call
   //! would cost more than the pin. Its walk (lookup_leaf, below) is inlined too.
+  //! A leaf of k's length with a fresh mark (rare: an insert between its cached commit and
+  //! that commit's fence, or a mark an earlier session left) leaves the fast path for
+  //! marked_leaf (out of line, cold, under the same pin).
   [[gnu::always_inline]] std::optional<Value> lookup(Key k) const {
     kit::EpochReclaimer::Pin pin(epochs_);
-    const Leaf* l = lookup_leaf(k);
-    if (l == nullptr) return std::nullopt;
+    bool marked = false;
+    const Leaf* l = lookup_leaf(k, &marked);
+    if (l == nullptr) [[unlikely]] {
+      if (!marked) [[likely]] return std::nullopt;
+      l = marked_leaf(k);
+      if (l == nullptr) return std::nullopt;
+    }
     return load(&l->value);
   }
   Status remove(Key k);
@@ -133,7 +152,7 @@ class ArtTree {
   struct VerifyState;
 
   ArtTree(Pool& pool, Anchor* anchor)
-      : pool_(pool), anchor_(anchor), gen_(pool.generation()) {}
+      : pool_(pool), anchor_(anchor), gen_(pool.generation()), fresh_mark_(fresh_mark(gen_)) {}
 
   // --- pointers and node-type dispatch
   NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
@@ -162,7 +181,9 @@ class ArtTree {
   //! (no memcmp call). Every word a writer may change is read exactly as find_leaf reads it:
   //! root, branch position, eok and child pointers with one atomic (or load_ref) load; the
   //! type byte and a leaf's key, which never change once published, plainly.
-  [[gnu::always_inline]] const Leaf* lookup_leaf(Key k) const {
+  //! A leaf of k's length whose fresh mark is set: nullptr with *marked = true (the key's
+  //! length and the mark are compared in one 8-byte compare, len_is_not_fresh).
+  [[gnu::always_inline]] const Leaf* lookup_leaf(Key k, bool* marked) const {
     const std::byte* const base = pool_.base();
     Ref r = load(&anchor_->root);
     while (r != kNull && !is_leaf(r)) {
@@ -183,7 +204,10 @@ class ArtTree {
     }
     if (r == kNull) return nullptr;
     const auto* l = reinterpret_cast<const Leaf*>(base + (r - 1));  // r is a leaf: tag 1
-    if (l->key_len != k.size()) return nullptr;
+    if (!len_is_not_fresh(l, k.size())) [[unlikely]] {  // another length, or marked
+      *marked = l->key_len == k.size();
+      return nullptr;
+    }
     if (k.size() == 8) {  // the paper's integer keys: one 8-byte compare, not a memcmp call
       std::uint64_t x, y;
       std::memcpy(&x, l->key, 8);
@@ -193,6 +217,24 @@ class ArtTree {
     return k.empty() || std::memcmp(l->key, k.data(), k.size()) == 0 ? l : nullptr;
   }
   const Leaf* find_leaf(Key k) const;
+  //! lookup_leaf again (the caller is pinned) when its leaf compare met a leaf of k's length
+  //! with a mark: k's leaf (or nullptr), helped first if fresh (help_fresh). Cold; it returns
+  //! the leaf, not the value, so that lookup()'s two paths meet on one pointer.
+  [[gnu::cold, gnu::noinline]] const Leaf* marked_leaf(Key k) const;
+  //! A reader met `l` with a mark. This session's (fresh): writes back the words that may
+  //! hold the insert's not yet durable publishing store — l's commit word in the node
+  //! holding it and the pointer word naming that node — and fences (README "No dirty
+  //! reads"); then, or at once for an earlier session's mark, clears the mark. Cold.
+  [[gnu::cold, gnu::noinline]] void help_fresh(const Leaf* l) const;
+  //! A reader's check of a leaf it is about to return: helps it if it has a mark.
+  void help_if_marked(const Leaf* l) const {
+    if (mark_of(l) != 0) [[unlikely]] help_fresh(l);
+  }
+  //! A writer about to decide on `l` (in a slot of `owner`; nullptr: the root slot) without
+  //! storing (insert's `exists`): if it is fresh, waits until the insert that published it
+  //! is durable — that insert holds owner's stripe (its slot's owner, or the new node it was
+  //! born holding) until after its commit's fence. Cold.
+  [[gnu::cold, gnu::noinline]] void wait_durable(const NodeBase* owner, const Leaf* l);
   //! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
   const Leaf* min_leaf(Ref r) const;
   //! Some leaf under r (the first each node finds cheapest, not the smallest), for a
@@ -220,6 +262,13 @@ class ArtTree {
   }
   //! The locks of one write: the pool's open generation tags them.
   NodeLocks locks() noexcept { return NodeLocks(locks_, gen_); }
+  //! An insert's new node, born locked: its stripe taken (by one try, the write holding
+  //! others) before the node is published. False: the stripe is another writer's, the
+  //! caller frees what it built and restarts. Does nothing in the broken variant.
+  bool born_locked(NodeLocks& lk, Ref n) noexcept {
+    if (g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]] return true;
+    return lk.lock(node(n));
+  }
   //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it
   //! unlinked once its locks and pin are released.
   template <class Fn>
@@ -281,6 +330,7 @@ class ArtTree {
   Pool& pool_;
   Anchor* anchor_;
   const std::uint64_t gen_;  //!< the pool's open generation (tags every obsolete mark)
+  const std::uint32_t fresh_mark_;  //!< fresh_mark(gen_): an insert's new leaf carries it
   LockTable locks_;  //!< the writers' lock stripes (DRAM, node_lock.h)
   kit::WriterMutex spare_lock_;  //!< remove's reserve, anchor_->spare (DRAM)
   std::atomic<std::uint64_t> restarts_{0};

@@ -1,4 +1,11 @@
 // artcommon/art_tree_insert.h — ArtTree insert/upsert: one case per function.
+//
+// Every commit that makes a new leaf reachable is cached (release_to_readers + pm::publish: fence, store,
+// write-back, fence; sync.h) and its leaf is born fresh (make_leaf with fresh_mark_), cleared
+// (volatile) after the commit's fence while the write still holds its locks; every new node
+// an insert publishes (a leaf split's NODE4, a prefix split's parent and ART+CoW's copy of
+// the split node, a grown or copied node) is born locked: its stripe is taken before the
+// publishing store and released after that fence. README "No dirty reads".
 #pragma once
 
 #include <algorithm>
@@ -53,8 +60,10 @@ Status ArtTree<F>::put_empty(Key k, Value v) {
   if (!l.lock(nullptr)) return kRestart;
   if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  pm::publish_nt(&anchor_->root, fresh);
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  release_to_readers(&anchor_->root);
+  pm::publish(&anchor_->root, fresh);
+  clear_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -85,19 +94,24 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   const unsigned depth = at.depth;
   Leaf* l = leaf(old);
   const bool same = leaf_matches(l, k);
-  if (same && !overwrite) return Status::exists;  // linearized at the load of the slot
+  if (same && !overwrite) {  // linearized at the load of the slot
+    // exists is a decision on the leaf: on a fresh one, only once its insert is durable.
+    if (mark_of(l) != 0) [[unlikely]] wait_durable(owner, l);
+    return Status::exists;
+  }
   detail::before_locking();
   OneLock lk(locks_, owner, gen_);
   if (!lk.held()) return kRestart;
   if (!slot_holds(owner, ob, old) && detail::changed()) return kRestart;
   if (same) {
+    // (a fresh leaf's insert held this lock until after its fence: it is durable now)
     kit::commit_value_nt(pool_, &l->value, v);
     return Status::ok;
   }
   const Key old_key = leaf_key(l);
   const unsigned m = static_cast<unsigned>(common_prefix(old_key, k, depth));
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
   Entries e;
   Ref eok = kNull;
   for (auto [key, ref] : {std::pair{old_key, old}, std::pair{k, fresh}}) {
@@ -110,9 +124,20 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
     free_ref(fresh);
     return s;
   }
+  // Born locked: no other writer commits below the new node before its publishing store
+  // is durable.
+  BornLock born;
+  if (!g_broken_new_node_unlocked.load(std::memory_order_relaxed) &&
+      !born.take(locks_, node(n), lk)) [[unlikely]] {
+    free_ref(n);
+    free_ref(fresh);
+    return kRestart;
+  }
   Ref* slot = slot_of(owner, ob);
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-  pm::publish_nt(slot, n);
+  release_to_readers(slot);
+  pm::publish(slot, n);
+  clear_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -124,7 +149,10 @@ Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
   const Ref e = load(&n->eok);
   if (e != kNull) {
     if (!leaf_matches(leaf(e), k)) return Status::corrupt;  // the path matched the whole key
-    if (!overwrite) return Status::exists;
+    if (!overwrite) {
+      if (mark_of(leaf(e)) != 0) [[unlikely]] wait_durable(n, leaf(e));  // as put_at_leaf
+      return Status::exists;
+    }
   }
   detail::before_locking();
   OneLock lk(locks_, n, gen_);
@@ -135,8 +163,10 @@ Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
     return Status::ok;
   }
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-  pm::publish_nt(&n->eok, fresh);
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  release_to_readers(&n->eok);
+  pm::publish(&n->eok, fresh);
+  clear_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -168,8 +198,11 @@ Status ArtTree<F>::add_as(const At& at, std::uint8_t b, Key k, Value v) {
     else
       taken = Ops::slot(n, b) != nullptr;
     if ((taken || load_word(&n->hdr) != at.hdr) && detail::changed()) return kRestart;
-    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
-    if (Ops::add(n, b, fresh)) return Status::ok;
+    if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+    if (Ops::add(n, b, fresh)) {  // the commit (cached), under n's lock
+      clear_fresh(leaf(fresh));
+      return Status::ok;
+    }
   }  // full: it grows, which stores into owner's slot too (n's lock released first)
   return add_by_copy<Ops>(at, b, k, v, fresh);
 }
@@ -191,7 +224,7 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
        load_word(&n->hdr) != at.hdr) && detail::changed())
     return restart();
   if (fresh == kNull) {
-    if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+    if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
   }
   Entries e;
   collect(n, e);
@@ -199,10 +232,22 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
   e.insert(b, fresh);
   Ref* slot = slot_of(owner, at.ob);
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-  Status s = rebuild(slot, n, t, e);
-  if (s != Status::ok) free_ref(fresh);
-  else lk.obsolete(n);
-  return s;
+  Ref copy;
+  if (Status s = build_node(t, n->hdr, n->eok, e, &copy); s != Status::ok) {
+    free_ref(fresh);
+    return s;
+  }
+  if (!born_locked(lk, copy)) [[unlikely]] {  // born locked, as put_at_leaf's node
+    free_ref(copy);
+    return restart();
+  }
+  const Ref old = load(slot);
+  release_to_readers(slot);
+  pm::publish(slot, copy);
+  clear_fresh(leaf(fresh));
+  retire_ref(old);
+  lk.obsolete(n);
+  return Status::ok;
 }
 
 template <ArtFlavor F>
@@ -314,7 +359,7 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   const NodeHeader parent_hdr = make_header(depth, mismatch, w);
   const NodeHeader child_hdr = make_header(cut + 1, hdr.prefix_len - mismatch - 1, w);
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
   Ref child = r;
   if constexpr (!F::kDepthRepair) {
     if (Status s = copy_with_header(n, child_hdr, &child); s != Status::ok) {
@@ -333,13 +378,23 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
     if (child != r) free_ref(child);
     return s;
   }
+  // Born locked: the new parent, and ART+CoW's copy of n (an in-place NODE48/256 add into
+  // it would otherwise commit below a parent that is not yet durable).
+  if (!born_locked(lk, parent) || (child != r && !born_locked(lk, child))) [[unlikely]] {
+    free_ref(fresh);
+    free_ref(parent);
+    if (child != r) free_ref(child);
+    return kRestart;
+  }
   Ref* slot = slot_of(owner, ob);
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   if constexpr (F::kDepthRepair) {
     pm::store(&n->hdr, child_hdr);
     pm::flush(&n->hdr, sizeof(NodeHeader));
   }
-  pm::publish_nt(slot, parent);
+  release_to_readers(slot);
+  pm::publish(slot, parent);
+  clear_fresh(leaf(fresh));
   if constexpr (!F::kDepthRepair) {
     retire_ref(r);
     lk.obsolete(n);

@@ -8,8 +8,10 @@
 // unpin), read every word a writer may change with one atomic load (a header's depth and
 // prefix length together, a NODE4 slot word whole), and accept a leaf found through a node
 // that reuses slots only after re-reading its commit word (Ops::find, checked_leaf). A
-// writer's uncommitted stores are then never followed, and every commit is non-temporal:
-// what a reader returns is durable. The lookup itself is in art_tree.h (always inlined).
+// writer's uncommitted stores are then never followed. What a reader returns is durable:
+// removes and updates commit non-temporally, and a leaf an insert's cached commit has just
+// published is fresh until that commit's fence — a reader that meets it makes it durable
+// first (help_fresh). The lookup itself is in art_tree.h (always inlined).
 #pragma once
 
 #include <limits>
@@ -31,6 +33,81 @@ const Leaf* ArtTree<F>::find_leaf(Key k) const {
   if (r == kNull) return nullptr;
   const Leaf* l = leaf(r);
   return leaf_matches(l, k) ? l : nullptr;
+}
+
+// A lookup whose leaf compare met a leaf of k's length with a mark (under the lookup's pin):
+// the lookup again; at a leaf of k with a mark, help_fresh before its value is returned.
+template <ArtFlavor F>
+const Leaf* ArtTree<F>::marked_leaf(Key k) const {
+  const Leaf* l = find_leaf(k);
+  if (l != nullptr) help_if_marked(l);
+  return l;
+}
+
+// The insert that published l may not be durable. Its publishing store is l's commit word
+// in the node holding l's slot (an in-place add: the slot word, bitmap, index byte or child
+// word; eok; the root) or the pointer word naming that node (a leaf split's NODE4, a prefix
+// split's parent, a grown or copied node, written back and fenced before that pointer
+// store). While l is fresh neither can change: the inserting writer holds the stripe of the
+// node holding l's slot (the node it added into, or its new node, born locked) and, when it
+// published a new node, of the node holding the pointer word, until after its commit's
+// fence. So a descent by l's key (branch positions only, as the lookup) reaches l through
+// both; writing them back and fencing makes the commit durable. If the writer has finished
+// meanwhile and l has moved or gone, its commit was durable before it cleared the mark:
+// the write-backs are then harmless. Then the mark is cleared (volatile, as the writer does).
+template <ArtFlavor F>
+void ArtTree<F>::help_fresh(const Leaf* l) const {
+  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (mark_of(l) != fresh_mark_) {  // an earlier session's mark (or cleared meanwhile)
+    clear_fresh(l);
+    return;
+  }
+  const Key k = leaf_key(l);
+  const void* above = nullptr;        // the pointer word naming the node that holds word
+  const void* word = &anchor_->root;  // l's commit word
+  const Ref* ptr = &anchor_->root;    // the pointer word r was read from
+  Ref r = load(ptr);
+  while (r != kNull && !is_leaf(r)) {
+    NodeBase* n = node(r);
+    const unsigned pos = load_branch_pos(n);
+    if (k.size() < pos) break;  // not l's path any more (l moved: its commit is durable)
+    above = ptr;
+    if (k.size() == pos) {
+      ptr = &n->eok;
+      word = ptr;
+    } else {
+      const std::uint8_t b = key_byte(k, pos);
+      with_ops(type_of(n), [&](auto ops) {
+        using Ops = decltype(ops);
+        ptr = Ops::slot(n, b);
+        if constexpr (Ops::kInPlace) word = Ops::commit_word(n, b);
+        else word = ptr;
+      });
+      if (ptr == nullptr) break;  // gone: l's commit is durable
+    }
+    r = load(ptr);
+  }
+  if (word != nullptr) pm::flush(word, 1);
+  if (above != nullptr && (reinterpret_cast<std::uintptr_t>(above) / pm::kCacheLine !=
+                           reinterpret_cast<std::uintptr_t>(word) / pm::kCacheLine))
+    pm::flush(above, 1);
+  pm::fence();
+  clear_fresh(l);
+}
+
+// `l` (in a slot of `owner`) has a mark. This session's: the insert that published it holds
+// owner's stripe (the slot's owner, or the new node it was born holding) until after its
+// commit's fence; taking that stripe waits for it (the caller holds no lock). An earlier
+// session's: durable.
+template <ArtFlavor F>
+void ArtTree<F>::wait_durable(const NodeBase* owner, const Leaf* l) {
+  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (mark_of(l) == fresh_mark_) {
+    LockTable::Word* w = locks_.stripe(owner);
+    LockTable::acquire(w);
+    LockTable::release(w);
+  }
+  clear_fresh(l);
 }
 
 //! The smallest leaf under r, for a quiescent check (verify, open: nothing changes).
@@ -129,6 +206,7 @@ bool ArtTree<F>::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) co
   const Key k = leaf_key(l);
   if (bounded && compare_keys(k, st.lo) < 0) return true;
   if (st.has_hi && compare_keys(k, st.hi) >= 0) return false;
+  help_if_marked(l);  // durable before it is returned
   ++st.count;
   if (!(*st.visit)(k, load(&l->value))) return false;
   return st.count < st.max;

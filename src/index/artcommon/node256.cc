@@ -46,8 +46,13 @@ bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   WORT_DCHECK(artcommon::type_of(n) == kType && r != kNull && find(n, b) == kNull);
   Node256* x = as256(n);
   // The new child is durable before the pointer that reaches it.
-  pm::publish_nt(&x->child[b], r);
+  release_to_readers(&x->child[b]);
+  pm::publish(&x->child[b], r);
   return true;
+}
+
+const void* Node256Ops::commit_word(const NodeBase* n, std::uint8_t b) noexcept {
+  return &as256(n)->child[b];
 }
 
 void Node256Ops::remove(NodeBase* n, std::uint8_t b) noexcept {

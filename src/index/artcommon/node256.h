@@ -23,8 +23,11 @@ struct Node256Ops {
   static unsigned count(const NodeBase* n) noexcept;
   static bool for_each_from(const NodeBase* n, unsigned from, ChildFn fn);
   static void build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entries& e) noexcept;
-  //! Fence (the new child before its pointer), pointer store (the commit), persist.
+  //! Fence (the new child before its pointer), pointer store (the commit, cached:
+  //! release_to_readers + pm::publish), persist.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
+  //! The child word of b (add's commit word).
+  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Null pointer store (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);

@@ -106,8 +106,12 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[i], r);
   pm::flush(&x->child[i], sizeof(Ref));
   // The pointer (and the new child) before the index byte that publishes it.
-  publish_field(&x->index[b], static_cast<std::uint8_t>(i + 1));
+  publish_field_cached(&x->index[b], static_cast<std::uint8_t>(i + 1));
   return true;
+}
+
+const void* Node48Ops::commit_word(const NodeBase* n, std::uint8_t b) noexcept {
+  return &as48(n)->index[b];
 }
 
 void Node48Ops::remove(NodeBase* n, std::uint8_t b) noexcept {

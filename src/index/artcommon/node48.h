@@ -32,8 +32,11 @@ struct Node48Ops {
   //! Builds a fresh node from entries (n <= 48); written back, not fenced.
   static void build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entries& e) noexcept;
   //! Adds b -> r in place: pointer into a slot no index byte names, fence, index byte (the
-  //! commit), persist. Precondition: r's target is written back. False if full.
+  //! commit, cached: publish_field_cached), persist. Precondition: r's target is written
+  //! back. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
+  //! The index byte of b (add's commit word).
+  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Removes b: clears its index byte (the commit) and persists it.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   //! Internal consistency (index bytes in range, no slot named twice, no null child).

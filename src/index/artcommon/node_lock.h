@@ -122,9 +122,10 @@ class LockTable {
   Padded root_;
 };
 
-//! The locks one write holds (at most three nodes: the owner of the slot it commits, the
-//! node below it, a merge's survivor), taken top-down: the first spinning, the others by
-//! one try each. Released when it goes out of scope: the nodes marked obsolete are marked,
+//! The locks one write holds (at most four nodes: the owner of the slot it commits, the
+//! node below it, a merge's survivor; an insert's new nodes, born locked: a prefix split's
+//! parent and ART+CoW's copy of the split node), taken top-down: the first spinning, the
+//! others by one try each. Released when it goes out of scope: the nodes marked obsolete are marked,
 //! then the stripes released in reverse order.
 class NodeLocks {
  public:
@@ -142,7 +143,7 @@ class NodeLocks {
     if (!mine) {
       if (ns_ == 0) LockTable::acquire(w);
       else if (!LockTable::try_acquire(w)) return false;
-      WORT_DCHECK(ns_ < 3);
+      WORT_DCHECK(ns_ < 4);
       stripe_[ns_++] = w;
     }
     return n == nullptr || !is_obsolete(n, gen_);
@@ -161,7 +162,7 @@ class NodeLocks {
  private:
   LockTable& t_;
   std::uint64_t gen_;
-  LockTable::Word* stripe_[3];
+  LockTable::Word* stripe_[4];
   NodeBase* dead_[3];
   unsigned ns_ = 0, nd_ = 0;
 };
@@ -180,10 +181,35 @@ class OneLock {
   OneLock& operator=(const OneLock&) = delete;
   //! False: the node is obsolete (unlinked); the caller restarts.
   bool held() const noexcept { return held_; }
+  LockTable::Word* stripe() const noexcept { return w_; }
 
  private:
   LockTable::Word* w_;
   bool held_;
+};
+
+//! An insert's new node born locked by a write that holds one OneLock (a leaf split: the
+//! slot's owner): the node's stripe taken by one try (the write holds a lock: it must not
+//! wait), unless it is the stripe already held; released when it goes out of scope.
+class BornLock {
+ public:
+  BornLock() = default;
+  ~BornLock() {
+    if (w_ != nullptr) LockTable::release(w_);
+  }
+  BornLock(const BornLock&) = delete;
+  BornLock& operator=(const BornLock&) = delete;
+  //! False: another writer holds the stripe (the caller frees what it built and restarts).
+  bool take(LockTable& t, const NodeBase* n, const OneLock& held) noexcept {
+    LockTable::Word* w = t.stripe(n);
+    if (w == held.stripe()) return true;
+    if (!LockTable::try_acquire(w)) return false;
+    w_ = w;
+    return true;
+  }
+
+ private:
+  LockTable::Word* w_ = nullptr;
 };
 
 //! What one attempt of a write returns when it must start again from the root (a lock found

@@ -1,15 +1,21 @@
-// artcommon/sync.h — what lock-free readers and the tree's writer need to share pool words:
-// atomic loads of every word a writer may change under a reader, and the non-temporal
-// commit of a commit word narrower than 8 bytes (NODE16 bitmap, NODE48 index byte).
+// artcommon/sync.h — what lock-free readers and the tree's writers need to share pool words:
+// atomic loads of every word a writer may change under a reader, and the commit of a
+// commit word narrower than 8 bytes (NODE16 bitmap, NODE48 index byte), non-temporal or
+// cached.
 //
-// Dirty reads are prevented by the commit store itself: every commit of the engine is a
-// non-temporal store (pm::commit_nt / pm::publish_nt) followed by its fence, so no other
-// core can read the new value before it is durable (ROART §3.4.1; see
-// src/index/artcommon/README.md). The movnti is 8 bytes wide: a narrower commit word is
-// committed by storing the aligned 8-byte word that holds it, the other bytes unchanged
-// (only the tree's writer stores to a node's words, so nothing else can change them).
+// Dirty reads (README "No dirty reads") are prevented two ways. Removes, merges, shrinks and
+// value updates commit non-temporally (pm::commit_nt / pm::publish_nt + fence: no other core
+// can read the new value before it is durable, ROART §3.4.1). The commits that make a new
+// leaf reachable (inserts) are cached (pm::publish: fence, store, write-back, fence: a
+// movnti would evict a line the insert has just used: release_to_readers + pm::publish, or
+// publish_field_cached); their leaf is born fresh and a
+// reader that meets a fresh leaf writes the publishing store back and fences before it uses
+// the leaf. An 8-byte store is the unit: a narrower commit word is committed by storing the
+// aligned 8-byte word that holds it, the other bytes unchanged (only the writer holding the
+// node's lock stores to a node's words, so nothing else can change them).
 #pragma once
 
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +25,10 @@
 #include "index/artcommon/art_layout.h"
 #include "index/common/hot_load.h"
 #include "pm/persist.h"
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace wort::artcommon {
 
@@ -30,7 +40,7 @@ inline T load(const T* p) noexcept {
 }
 
 //! load() of a commit byte that writers commit through its aligned 8-byte word
-//! (commit_field / publish_field: NODE48's index[b]). The same one-byte acquire load, except
+//! (commit_field / publish_field_cached: NODE48's index[b]). The same one-byte acquire load, except
 //! under ThreadSanitizer, which matches an acquire with a release only at the same address:
 //! there it loads the whole aligned word (what the commit stored) and extracts the byte, so
 //! the sanitizer sees the publication (on x86 both are plain loads).
@@ -88,12 +98,29 @@ inline void commit_field(T* field, T v) noexcept {
   pm::commit_nt(w, word);
 }
 
-//! pm::publish_nt of a commit word of up to 8 bytes: fence (the new data before it), commit.
+//! Release order for the readers' acquire loads of a cached commit store (pm::publish's
+//! own store is relaxed): a release fence, no instruction on x86; under ThreadSanitizer,
+//! which does not model fences with relaxed stores well, __tsan_release on the word.
+[[gnu::always_inline]] inline void release_to_readers(const void* word) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(const_cast<void*>(word));
+#else
+  (void)word;
+  std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
+//! An insert's commit of a commit word of up to 8 bytes (through its aligned 8-byte word):
+//! release_to_readers, then pm::publish (fence: the new leaf written back before it; the
+//! store; its write-back; fence). Cached: another thread may read the word before its
+//! fence; the leaf it publishes is fresh until then. (The 8-byte insert commits call
+//! release_to_readers + pm::publish at their sites.)
 template <class T>
-inline void publish_field(T* field, T v) noexcept {
+inline void publish_field_cached(T* field, T v) noexcept {
   std::uint64_t word;
   std::uint64_t* w = detail::widened(field, v, &word);
-  pm::publish_nt(w, word);
+  release_to_readers(w);
+  pm::publish(w, word);
 }
 
 }  // namespace wort::artcommon

@@ -111,8 +111,12 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[p], r);
   artcommon::flush_pair(&x->key[p], 1, &x->child[p], sizeof(Ref));
   // Key, pointer and new child durable before the bit that makes them valid.
-  artcommon::publish_field(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
+  artcommon::publish_field_cached(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
   return true;
+}
+
+const void* Node16Ops::commit_word(const NodeBase* n, std::uint8_t) noexcept {
+  return &as16(n)->bitmap;
 }
 
 void Node16Ops::remove(NodeBase* n, std::uint8_t b) noexcept {

@@ -28,9 +28,11 @@ struct Node16Ops {
   static Ref any_child(const NodeBase* n, std::uint8_t* b) noexcept;
   static void build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
                     const artcommon::Entries& e) noexcept;
-  //! Algorithm 4: key and pointer into a clear position, persist, bitmap (the commit),
-  //! persist. False if full.
+  //! Algorithm 4: key and pointer into a clear position, persist, bitmap (the commit,
+  //! cached: publish_field_cached), persist. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
+  //! The bitmap (add's commit word).
+  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Bitmap with b's bit clear (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);

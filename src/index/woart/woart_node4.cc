@@ -130,9 +130,14 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   pm::store(&x->child[ci], r);
   pm::flush(&x->child[ci], sizeof(Ref));
   // Pointer (and the new child) durable before the slot word names it.
-  pm::publish_nt(reinterpret_cast<std::uint64_t*>(&x->slots),
-                 std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
+  artcommon::release_to_readers(&x->slots);
+  pm::publish(reinterpret_cast<std::uint64_t*>(&x->slots),
+              std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
   return true;
+}
+
+const void* Node4Ops::commit_word(const NodeBase* n, std::uint8_t) noexcept {
+  return &as4(n)->slots;
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {

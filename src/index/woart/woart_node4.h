@@ -23,8 +23,11 @@ struct Node4Ops {
   static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn);
   static void build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
                     const artcommon::Entries& e) noexcept;
-  //! Algorithm 3: pointer, persist, slot word (the commit), persist. False if full.
+  //! Algorithm 3: pointer, persist, slot word (the commit, cached: pm::publish),
+  //! persist. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
+  //! The slot word (add's commit word).
+  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Slot word without b (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);
