@@ -5,10 +5,11 @@
 // reader can check whatever it sees. Afterwards the tree is compared with a std::map,
 // verified, and the allocator audited once the epochs drain.
 //
-// Two deterministic tests step one writer store by store between a reader's loads (a
-// tracer on the writer's thread gates every pm::store): the switch-counter retry (the
-// broken variant without it is run too and must miss a key) and FAST_FAIR issue #16 (the
-// inner search must never pair one record's key with another's child).
+// Deterministic tests step one writer store by store between a reader's loads (a tracer
+// on the writer's thread gates every pm::store): the switch-counter retry (the broken
+// variant without it is run too and must miss a key), FAST_FAIR issue #16 (the inner
+// search must never pair one record's key with another's child), and a merge, an append,
+// a split then a merge, and a cut under a reader (each with its broken variant).
 //
 // Built with WORT_TSAN=ON (tests/CMakeLists.txt picks up *_concurrency_test.cc) this is
 // also the data-race check.
@@ -1238,6 +1239,136 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
   EXPECT_EQ(misses[kFixed], 0u);
   EXPECT_GT(misses[kLateSibling], 0u) << "the late sibling load should miss B's records";
   EXPECT_GT(misses[kNoBump], 0u) << "without the append's counter change B should be missed";
+}
+
+// A cut under a right-to-left reader: the third reader race (README "The reader failures of
+// the same-leaves test"). A right-to-left read finds the node's end first (left to right,
+// the first kEmpty), then reads leftwards from the slot before it. A cut — the commit of a
+// split, or of a borrow whose left node gives its upper records to the fresh node — stores
+// kEmpty into one slot in the middle of the records and changes no counter; the slots right
+// of it keep their records, which are the new node's copies now. A reader that found the
+// end before the cut and reads the cut slot after it has read the copies right of it, then
+// meets kEmpty where the new node's first record was (which it took for the end moving
+// left, as a left shift's last store leaves it), then the records left of it: it misses
+// exactly that record. A lookup of it answers "absent" (a larger key was met); a scan, whose
+// last key visited is then the node's old last one (a copy), goes on to the new node and
+// skips that record as passed. The fixed reader reads the node again when it meets kEmpty
+// after a record right of it (the node was cut under the read).
+// L = [10..16, 20..70] (13 records, counter odd: a remove of its last record), R = [80..140];
+// the writer removes 140: R is below half and L gives (t = 9): the fresh node F = [40..130]
+// is linked, then L is cut at slot 9 (key 40). Readers of L, every burst of writer stores
+// before every load: a lookup of 40 (find_sync, then sibling_for) and a scan's steps (each
+// node's collect_sync, next_for_scan, keys above the last one visited). Broken variant:
+// faults::reader_ignores_cut (the readers before the fix).
+TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 30), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    for (std::uint64_t k = 11; k <= 16; ++k) ASSERT_EQ(f.put(k, k * 3), Status::ok);
+    ASSERT_EQ(f.put(75, 225), Status::ok);
+    ASSERT_EQ(f.del(75), Status::ok);   // L's counter odd; no dead slot (it was the last)
+    ASSERT_EQ(f.del(150), Status::ok);  // R = [80..140], no rebalance (7 is half)
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(140), Status::ok);  // R below half: L gives [40..70] to the fresh node
+  };
+  const std::vector<std::uint64_t> keys = {10, 11, 12, 13, 14, 15, 16, 20, 30, 40,
+                                           50, 60, 70, 80, 90, 100, 110, 120, 130};
+  auto value_ok = [](std::uint64_t key, std::uint64_t v) { return v == key * 3; };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t loff = f.tree->node_at(f.tree->root())->h.leftmost;
+    const Node* l = f.tree->node_at(loff);
+    ASSERT_EQ(l->h.switch_counter & 1u, 1u);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 13u);
+    const std::uint64_t borrows = f.tree->rebalances().borrows;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().borrows, borrows + 1);
+    ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 9u);  // cut
+    f.expect_verified();
+    ASSERT_EQ(f.keys(), keys);
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
+  for (int broken = 0; broken <= 1; ++broken) {
+    FaultScope faults(broken ? fastfair::faults::reader_ignores_cut : 0u);
+    for (int scan = 0; scan <= 1; ++scan)
+      for (unsigned at = 0; at < 60; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::byte* base = f.pool->base();
+          auto node_at = [base](std::uint64_t off) {
+            return reinterpret_cast<const Node*>(base + off);
+          };
+          const Node* l = node_at(node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(base);
+          const unsigned slots = f.tree->slots();
+          bool bad = false;
+          interleave(f, op, at, burst, [&](auto probe) {
+            if (!scan) {
+              const std::string ks = k8(40);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              probe();
+              const std::uint64_t before = fastfair::ld(&l->h.sibling);
+              std::uint64_t after = 0;
+              fastfair::Found got = fastfair::find_sync(l, slots, s, kr, probe, &after);
+              if (got.at == -2) {
+                const std::uint64_t next = fastfair::sibling_for(before, after, s, kr, node_at);
+                if (next != 0) got = fastfair::find_sync(node_at(next), slots, s, kr, probe);
+              }
+              bad = got.at < 0 || !value_ok(40, got.value);
+              return;
+            }
+            // FastFairTree::scan's steps from L (each node read as its right-to-left branch
+            // does): visit keys above the last one visited, go on by next_for_scan.
+            std::vector<std::uint64_t> seen;
+            std::uint64_t last = fastfair::kEmpty;
+            for (std::uint64_t cur = f.tree->node_at(f.tree->root())->h.leftmost; cur != 0;) {
+              const Node* nd = node_at(cur);
+              probe();
+              const std::uint64_t before = fastfair::ld(&nd->h.sibling);
+              std::uint64_t after = 0;
+              fastfair::Record out[64];
+              const unsigned m = fastfair::collect_sync(nd, slots, nullptr, kr, out, probe, &after);
+              for (unsigned i = 0; i < m; ++i) {
+                if (last != fastfair::kEmpty && kr.compare_words(out[i].key, last) <= 0) continue;
+                last = out[i].key;
+                std::byte scratch[8];
+                const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+                if (!value_ok(k, out[i].ptr)) bad = true;
+                seen.push_back(k);
+              }
+              cur = fastfair::next_for_scan(before, after, kr, node_at);
+            }
+            std::erase(seen, 140u);  // removed by the writer: either way
+            if (seen != keys) bad = true;
+          });
+          ++runs;
+          if (bad) ++wrong[broken][scan];
+        }
+  }
+  std::printf("[fastfair cut under a reader] %llu interleavings; wrong lookups/scans %llu/%llu, "
+              "broken variant %llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]));
+  EXPECT_EQ(wrong[0][0], 0u);
+  EXPECT_EQ(wrong[0][1], 0u);
+  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should miss 40 in a lookup";
+  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should skip 40 in a scan";
 }
 
 }  // namespace
