@@ -1257,8 +1257,11 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
 // L = [10..16, 20..70] (13 records, counter odd: a remove of its last record), R = [80..140];
 // the writer removes 140: R is below half and L gives (t = 9): the fresh node F = [40..130]
 // is linked, then L is cut at slot 9 (key 40). Readers of L, every burst of writer stores
-// before every load: a lookup of 40 (find_sync, then sibling_for) and a scan's steps (each
-// node's collect_sync, next_for_scan, keys above the last one visited). Broken variant:
+// before every load: a lookup of 40 (find_sync, then sibling_for), a scan's steps (each
+// node's collect_sync, next_for_scan, keys above the last one visited) and route_sync of 45
+// (an inner node's routing, run on the leaf: its values stand for children, the reading is
+// the same): it must give 40's "child" or say "beyond" (after the cut; the B-link step then
+// goes to F), never 30's (the hole: a too-far-left child). Broken variant:
 // faults::reader_ignores_cut (the readers before the fix).
 TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
   auto setup = [](FastFairFixture& f) {
@@ -1300,10 +1303,11 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
     ASSERT_EQ(f.keys(), keys);
   }
   ASSERT_GT(stores, 10u);
-  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
+  enum { kLookup, kScan, kRoute };
+  std::uint64_t runs = 0, wrong[2][3] = {{0, 0, 0}, {0, 0, 0}};  // [broken][reader]
   for (int broken = 0; broken <= 1; ++broken) {
     FaultScope faults(broken ? fastfair::faults::reader_ignores_cut : 0u);
-    for (int scan = 0; scan <= 1; ++scan)
+    for (int mode : {kLookup, kScan, kRoute})
       for (unsigned at = 0; at < 60; ++at)
         for (unsigned burst = 1; burst <= stores; ++burst) {
           FastFairFixture f(256, 2u << 20);
@@ -1317,7 +1321,15 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
           const unsigned slots = f.tree->slots();
           bool bad = false;
           interleave(f, op, at, burst, [&](auto probe) {
-            if (!scan) {
+            if (mode == kRoute) {
+              const std::string ks = k8(45);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              bool beyond = false;
+              const std::uint64_t child = fastfair::route_sync(l, slots, s, kr, &beyond, probe);
+              bad = !beyond && child != 40 * 3;
+              return;
+            }
+            if (mode == kLookup) {
               const std::string ks = k8(40);
               const auto s = fastfair::SearchKey::of(as_key(ks));
               probe();
@@ -1356,19 +1368,21 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
             if (seen != keys) bad = true;
           });
           ++runs;
-          if (bad) ++wrong[broken][scan];
+          if (bad) ++wrong[broken][mode];
         }
   }
-  std::printf("[fastfair cut under a reader] %llu interleavings; wrong lookups/scans %llu/%llu, "
-              "broken variant %llu/%llu\n",
+  std::printf("[fastfair cut under a reader] %llu interleavings; wrong lookups/scans/routes "
+              "%llu/%llu/%llu, broken variant %llu/%llu/%llu\n",
               static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
               static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[0][2]),
               static_cast<unsigned long long>(wrong[1][0]),
-              static_cast<unsigned long long>(wrong[1][1]));
-  EXPECT_EQ(wrong[0][0], 0u);
-  EXPECT_EQ(wrong[0][1], 0u);
-  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should miss 40 in a lookup";
-  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should skip 40 in a scan";
+              static_cast<unsigned long long>(wrong[1][1]),
+              static_cast<unsigned long long>(wrong[1][2]));
+  for (int mode : {kLookup, kScan, kRoute}) EXPECT_EQ(wrong[0][mode], 0u) << mode;
+  EXPECT_GT(wrong[1][kLookup], 0u) << "the broken variant should miss 40 in a lookup";
+  EXPECT_GT(wrong[1][kScan], 0u) << "the broken variant should skip 40 in a scan";
+  EXPECT_GT(wrong[1][kRoute], 0u) << "the broken variant should route 45 to 30's child";
 }
 
 }  // namespace
