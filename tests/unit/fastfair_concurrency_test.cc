@@ -1385,5 +1385,185 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
   EXPECT_GT(wrong[1][kRoute], 0u) << "the broken variant should route 45 to 30's child";
 }
 
+// A dead left copy met by a right-to-left reader after a smaller key (a foreign value in a
+// scan). A right-to-left read takes the first copy of a key it meets as the live one and
+// skipped a slot whose key equals the record it collected just before. Two removes in a
+// leaf whose counter is odd change no counter: remove 50 (its slot becomes the dead left
+// copy of 60), then remove 40 (its writer first squeezes the dead slot out: 60 moves into
+// 50's slot; then 40's slot becomes the dead left copy of 60, holding 40's value). A reader
+// that read 60 and 50 in their old slots before the removes and 40's slot after them meets
+// (60, 40's value) after 50: not equal to the key before it, so it was collected, and the
+// scan visited 60 with 40's value (its filter then skipped 50 and the live 60). A dead copy
+// is always met after its key's live record (records move only left while the counter is
+// odd, the reader too), so the fixed reader skips every key not below the last one it
+// collected. L = the root leaf [10..110], counter odd; every burst of writer stores before
+// every load of collect_sync. Broken variant: collect_sync<..., false> (equal keys only).
+TEST(FastFairConcurrency, DeadCopyMetLateByARightToLeftReaderIsSkipped) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 10; k <= 120; k += 10) ASSERT_EQ(f.put(k, k * 7), Status::ok);
+    ASSERT_EQ(f.del(120), Status::ok);  // counter odd, no dead slot (the last record)
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(50), Status::ok);
+    ASSERT_EQ(f.del(40), Status::ok);
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 5u);
+  std::uint64_t runs = 0, wrong[2] = {0, 0};  // [broken]
+  for (int broken = 0; broken <= 1; ++broken)
+    for (unsigned at = 0; at < 48; ++at)
+      for (unsigned burst = 1; burst <= stores; ++burst) {
+        FastFairFixture f(256, 2u << 20);
+        setup(f);
+        const Node* leaf = f.tree->node_at(f.tree->root());
+        ASSERT_EQ(leaf->h.switch_counter & 1u, 1u);
+        const fastfair::KeyReader kr(f.pool->base());
+        bool bad = false;
+        interleave(f, op, at, burst, [&](auto probe) {
+          fastfair::Record out[64];
+          const unsigned m =
+              broken ? fastfair::collect_sync<decltype(probe), false>(leaf, f.tree->slots(),
+                                                                       nullptr, kr, out, probe)
+                     : fastfair::collect_sync(leaf, f.tree->slots(), nullptr, kr, out, probe);
+          std::vector<std::uint64_t> seen;
+          for (unsigned i = 0; i < m; ++i) {
+            std::byte scratch[8];
+            const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+            if (out[i].ptr != k * 7 || (i > 0 && out[i].key <= out[i - 1].key)) bad = true;
+            seen.push_back(k);
+          }
+          // Every key but 40 and 50 (removed by the writer: either way) is there.
+          std::erase(seen, 40u);
+          std::erase(seen, 50u);
+          if (seen != std::vector<std::uint64_t>{10, 20, 30, 60, 70, 80, 90, 100, 110}) bad = true;
+        });
+        ++runs;
+        if (bad) ++wrong[broken];
+      }
+  std::printf("[fastfair dead copy met late] %llu interleavings; wrong collects %llu, broken "
+              "variant %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0]),
+              static_cast<unsigned long long>(wrong[1]));
+  EXPECT_EQ(wrong[0], 0u);
+  EXPECT_GT(wrong[1], 0u) << "the broken variant should collect 60 with 40's value";
+}
+
+// A dead left copy under a left-to-right reader (a foreign value in a lookup or a scan). A
+// left-to-right read of a record loads its key, its pointer, and then must know whether
+// the slot was the dead left copy when the pointer was loaded (an insert's right shift
+// copies slot i into slot i+1, then stores slot i-1's pointer into slot i, then its key).
+// It loaded the key again and then the next slot's key: equal, the slot is dead. But two
+// inserts in a row change no counter (both even): between the key's second load and the
+// next slot's, the first insert can finish (slot i's key becomes its left neighbour's) and
+// the second shift slot i again into slot i+1, so the next slot's key is no longer the
+// slot's, and the reader returns the key with its left neighbour's value. Loading the next
+// slot's key BEFORE the key's second load closes it: while the key is unchanged (the
+// second load), the next slot keeps the copy a shift made of it. Root leaf [10..40]
+// (counter even), the writer inserts 15 then 12; two bursts of writer stores: before the
+// reader's load number `at` and before `at + 2`, every pair. Readers: a lookup of 30
+// (find_sync) and collect_sync of the leaf; kStrictCopies = false: the load order before.
+TEST(FastFairConcurrency, DeadCopyUnderALeftToRightReaderIsSeen) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 10; k <= 40; k += 10) ASSERT_EQ(f.put(k, k * 7), Status::ok);
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.put(15, 15 * 7), Status::ok);
+    ASSERT_EQ(f.put(12, 12 * 7), Status::ok);
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, collect]
+  for (int broken = 0; broken <= 1; ++broken)
+    for (int scan = 0; scan <= 1; ++scan)
+      for (unsigned at = 0; at < (scan ? 20u : 12u); ++at)
+        for (unsigned first = 1; first < stores; ++first)
+          for (unsigned second = 1; first + second <= stores; ++second) {
+            FastFairFixture f(256, 2u << 20);
+            setup(f);
+            const Node* leaf = f.tree->node_at(f.tree->root());
+            const fastfair::KeyReader kr(f.pool->base());
+            const unsigned slots = f.tree->slots();
+            StoreGate g;
+            std::thread w([&] {
+              pm::set_tracer(&g);
+              op(f);
+              pm::set_tracer(nullptr);
+              g.finished.store(true);
+            });
+            unsigned loads = 0;
+            auto probe = [&] {
+              const unsigned now = loads++;
+              if (now == at) g.step(first);
+              if (now == at + 2) g.step(second);
+            };
+            bool bad = false;
+            if (!scan) {
+              const std::string ks = k8(30);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              const fastfair::Found got =
+                  broken ? fastfair::find_sync<true, decltype(probe), 0xffff, false>(leaf, slots, s,
+                                                                                     kr, probe)
+                         : fastfair::find_sync(leaf, slots, s, kr, probe);
+              bad = got.at < 0 || got.value != 30 * 7;
+            } else {
+              fastfair::Record out[64];
+              const unsigned m =
+                  broken ? fastfair::collect_sync<decltype(probe), false>(leaf, slots, nullptr, kr,
+                                                                          out, probe)
+                         : fastfair::collect_sync(leaf, slots, nullptr, kr, out, probe);
+              std::vector<std::uint64_t> seen;
+              for (unsigned i = 0; i < m; ++i) {
+                std::byte scratch[8];
+                const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+                if (out[i].ptr != k * 7 || (i > 0 && out[i].key <= out[i - 1].key)) bad = true;
+                if (k % 10 == 0) seen.push_back(k);  // (12 and 15: either way)
+              }
+              if (seen != std::vector<std::uint64_t>{10, 20, 30, 40}) bad = true;
+            }
+            g.open();
+            w.join();
+            ++runs;
+            if (bad) ++wrong[broken][scan];
+          }
+  std::printf("[fastfair dead copy, left to right] %llu interleavings; wrong lookups/collects "
+              "%llu/%llu, broken variant %llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]));
+  EXPECT_EQ(wrong[0][0], 0u);
+  EXPECT_EQ(wrong[0][1], 0u);
+  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should return 30 with 20's value";
+  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should collect 30 with 20's value";
+}
+
 }  // namespace
 }  // namespace wort::test
