@@ -5,10 +5,11 @@
 // reader can check whatever it sees. Afterwards the tree is compared with a std::map,
 // verified, and the allocator audited once the epochs drain.
 //
-// Two deterministic tests step one writer store by store between a reader's loads (a
-// tracer on the writer's thread gates every pm::store): the switch-counter retry (the
-// broken variant without it is run too and must miss a key) and FAST_FAIR issue #16 (the
-// inner search must never pair one record's key with another's child).
+// Deterministic tests step one writer store by store between a reader's loads (a tracer
+// on the writer's thread gates every pm::store): the switch-counter retry (the broken
+// variant without it is run too and must miss a key), FAST_FAIR issue #16 (the inner
+// search must never pair one record's key with another's child), and a merge, an append,
+// a split then a merge, and a cut under a reader (each with its broken variant).
 //
 // Built with WORT_TSAN=ON (tests/CMakeLists.txt picks up *_concurrency_test.cc) this is
 // also the data-race check.
@@ -1238,6 +1239,330 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
   EXPECT_EQ(misses[kFixed], 0u);
   EXPECT_GT(misses[kLateSibling], 0u) << "the late sibling load should miss B's records";
   EXPECT_GT(misses[kNoBump], 0u) << "without the append's counter change B should be missed";
+}
+
+// A cut under a right-to-left reader: the third reader race (README "The reader failures of
+// the same-leaves test"). A right-to-left read finds the node's end first (left to right,
+// the first kEmpty), then reads leftwards from the slot before it. A cut — the commit of a
+// split, or of a borrow whose left node gives its upper records to the fresh node — stores
+// kEmpty into one slot in the middle of the records and changes no counter; the slots right
+// of it keep their records, which are the new node's copies now. A reader that found the
+// end before the cut and reads the cut slot after it has read the copies right of it, then
+// meets kEmpty where the new node's first record was (which it took for the end moving
+// left, as a left shift's last store leaves it), then the records left of it: it misses
+// exactly that record. A lookup of it answers "absent" (a larger key was met); a scan, whose
+// last key visited is then the node's old last one (a copy), goes on to the new node and
+// skips that record as passed. The fixed reader reads the node again when it meets kEmpty
+// after a record right of it (the node was cut under the read).
+// L = [10..16, 20..70] (13 records, counter odd: a remove of its last record), R = [80..140];
+// the writer removes 140: R is below half and L gives (t = 9): the fresh node F = [40..130]
+// is linked, then L is cut at slot 9 (key 40). Readers of L, every burst of writer stores
+// before every load: a lookup of 40 (find_sync, then sibling_for), a scan's steps (each
+// node's collect_sync, next_for_scan, keys above the last one visited) and route_sync of 45
+// (an inner node's routing, run on the leaf: its values stand for children, the reading is
+// the same): it must give 40's "child" or say "beyond" (after the cut; the B-link step then
+// goes to F), never 30's (the hole: a too-far-left child). Broken variant:
+// faults::reader_ignores_cut (the readers before the fix).
+TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 1; k <= 15; ++k) ASSERT_EQ(f.put(k * 10, k * 30), Status::ok);
+    ASSERT_EQ(f.tree->height(), 1u);  // [10..70] [80..150]
+    for (std::uint64_t k = 11; k <= 16; ++k) ASSERT_EQ(f.put(k, k * 3), Status::ok);
+    ASSERT_EQ(f.put(75, 225), Status::ok);
+    ASSERT_EQ(f.del(75), Status::ok);   // L's counter odd; no dead slot (it was the last)
+    ASSERT_EQ(f.del(150), Status::ok);  // R = [80..140], no rebalance (7 is half)
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(140), Status::ok);  // R below half: L gives [40..70] to the fresh node
+  };
+  const std::vector<std::uint64_t> keys = {10, 11, 12, 13, 14, 15, 16, 20, 30, 40,
+                                           50, 60, 70, 80, 90, 100, 110, 120, 130};
+  auto value_ok = [](std::uint64_t key, std::uint64_t v) { return v == key * 3; };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    const std::uint64_t loff = f.tree->node_at(f.tree->root())->h.leftmost;
+    const Node* l = f.tree->node_at(loff);
+    ASSERT_EQ(l->h.switch_counter & 1u, 1u);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 13u);
+    const std::uint64_t borrows = f.tree->rebalances().borrows;
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    ASSERT_EQ(f.tree->rebalances().borrows, borrows + 1);
+    ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);
+    ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 9u);  // cut
+    f.expect_verified();
+    ASSERT_EQ(f.keys(), keys);
+  }
+  ASSERT_GT(stores, 10u);
+  enum { kLookup, kScan, kRoute };
+  std::uint64_t runs = 0, wrong[2][3] = {{0, 0, 0}, {0, 0, 0}};  // [broken][reader]
+  for (int broken = 0; broken <= 1; ++broken) {
+    FaultScope faults(broken ? fastfair::faults::reader_ignores_cut : 0u);
+    for (int mode : {kLookup, kScan, kRoute})
+      for (unsigned at = 0; at < 60; ++at)
+        for (unsigned burst = 1; burst <= stores; ++burst) {
+          FastFairFixture f(256, 2u << 20);
+          setup(f);
+          const std::byte* base = f.pool->base();
+          auto node_at = [base](std::uint64_t off) {
+            return reinterpret_cast<const Node*>(base + off);
+          };
+          const Node* l = node_at(node_at(f.tree->root())->h.leftmost);
+          const fastfair::KeyReader kr(base);
+          const unsigned slots = f.tree->slots();
+          bool bad = false;
+          interleave(f, op, at, burst, [&](auto probe) {
+            if (mode == kRoute) {
+              const std::string ks = k8(45);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              bool beyond = false;
+              const std::uint64_t child = fastfair::route_sync(l, slots, s, kr, &beyond, probe);
+              bad = !beyond && child != 40 * 3;
+              return;
+            }
+            if (mode == kLookup) {
+              const std::string ks = k8(40);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              probe();
+              const std::uint64_t before = fastfair::ld(&l->h.sibling);
+              std::uint64_t after = 0;
+              fastfair::Found got = fastfair::find_sync(l, slots, s, kr, probe, &after);
+              if (got.at == -2) {
+                const std::uint64_t next = fastfair::sibling_for(before, after, s, kr, node_at);
+                if (next != 0) got = fastfair::find_sync(node_at(next), slots, s, kr, probe);
+              }
+              bad = got.at < 0 || !value_ok(40, got.value);
+              return;
+            }
+            // FastFairTree::scan's steps from L (each node read as its right-to-left branch
+            // does): visit keys above the last one visited, go on by next_for_scan.
+            std::vector<std::uint64_t> seen;
+            std::uint64_t last = fastfair::kEmpty;
+            for (std::uint64_t cur = f.tree->node_at(f.tree->root())->h.leftmost; cur != 0;) {
+              const Node* nd = node_at(cur);
+              probe();
+              const std::uint64_t before = fastfair::ld(&nd->h.sibling);
+              std::uint64_t after = 0;
+              fastfair::Record out[64];
+              const unsigned m = fastfair::collect_sync(nd, slots, nullptr, kr, out, probe, &after);
+              for (unsigned i = 0; i < m; ++i) {
+                if (last != fastfair::kEmpty && kr.compare_words(out[i].key, last) <= 0) continue;
+                last = out[i].key;
+                std::byte scratch[8];
+                const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+                if (!value_ok(k, out[i].ptr)) bad = true;
+                seen.push_back(k);
+              }
+              cur = fastfair::next_for_scan(before, after, kr, node_at);
+            }
+            std::erase(seen, 140u);  // removed by the writer: either way
+            if (seen != keys) bad = true;
+          });
+          ++runs;
+          if (bad) ++wrong[broken][mode];
+        }
+  }
+  std::printf("[fastfair cut under a reader] %llu interleavings; wrong lookups/scans/routes "
+              "%llu/%llu/%llu, broken variant %llu/%llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[0][2]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]),
+              static_cast<unsigned long long>(wrong[1][2]));
+  for (int mode : {kLookup, kScan, kRoute}) EXPECT_EQ(wrong[0][mode], 0u) << mode;
+  EXPECT_GT(wrong[1][kLookup], 0u) << "the broken variant should miss 40 in a lookup";
+  EXPECT_GT(wrong[1][kScan], 0u) << "the broken variant should skip 40 in a scan";
+  EXPECT_GT(wrong[1][kRoute], 0u) << "the broken variant should route 45 to 30's child";
+}
+
+// A dead left copy met by a right-to-left reader after a smaller key (a foreign value in a
+// scan). A right-to-left read takes the first copy of a key it meets as the live one and
+// skipped a slot whose key equals the record it collected just before. Two removes in a
+// leaf whose counter is odd change no counter: remove 50 (its slot becomes the dead left
+// copy of 60), then remove 40 (its writer first squeezes the dead slot out: 60 moves into
+// 50's slot; then 40's slot becomes the dead left copy of 60, holding 40's value). A reader
+// that read 60 and 50 in their old slots before the removes and 40's slot after them meets
+// (60, 40's value) after 50: not equal to the key before it, so it was collected, and the
+// scan visited 60 with 40's value (its filter then skipped 50 and the live 60). A dead copy
+// is always met after its key's live record (records move only left while the counter is
+// odd, the reader too), so the fixed reader skips every key not below the last one it
+// collected. L = the root leaf [10..110], counter odd; every burst of writer stores before
+// every load of collect_sync. Broken variant: collect_sync<..., false> (equal keys only).
+TEST(FastFairConcurrency, DeadCopyMetLateByARightToLeftReaderIsSkipped) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 10; k <= 120; k += 10) ASSERT_EQ(f.put(k, k * 7), Status::ok);
+    ASSERT_EQ(f.del(120), Status::ok);  // counter odd, no dead slot (the last record)
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.del(50), Status::ok);
+    ASSERT_EQ(f.del(40), Status::ok);
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 5u);
+  std::uint64_t runs = 0, wrong[2] = {0, 0};  // [broken]
+  for (int broken = 0; broken <= 1; ++broken)
+    for (unsigned at = 0; at < 48; ++at)
+      for (unsigned burst = 1; burst <= stores; ++burst) {
+        FastFairFixture f(256, 2u << 20);
+        setup(f);
+        const Node* leaf = f.tree->node_at(f.tree->root());
+        ASSERT_EQ(leaf->h.switch_counter & 1u, 1u);
+        const fastfair::KeyReader kr(f.pool->base());
+        bool bad = false;
+        interleave(f, op, at, burst, [&](auto probe) {
+          fastfair::Record out[64];
+          const unsigned m =
+              broken ? fastfair::collect_sync<decltype(probe), false>(leaf, f.tree->slots(),
+                                                                       nullptr, kr, out, probe)
+                     : fastfair::collect_sync(leaf, f.tree->slots(), nullptr, kr, out, probe);
+          std::vector<std::uint64_t> seen;
+          for (unsigned i = 0; i < m; ++i) {
+            std::byte scratch[8];
+            const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+            if (out[i].ptr != k * 7 || (i > 0 && out[i].key <= out[i - 1].key)) bad = true;
+            seen.push_back(k);
+          }
+          // Every key but 40 and 50 (removed by the writer: either way) is there.
+          std::erase(seen, 40u);
+          std::erase(seen, 50u);
+          if (seen != std::vector<std::uint64_t>{10, 20, 30, 60, 70, 80, 90, 100, 110}) bad = true;
+        });
+        ++runs;
+        if (bad) ++wrong[broken];
+      }
+  std::printf("[fastfair dead copy met late] %llu interleavings; wrong collects %llu, broken "
+              "variant %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0]),
+              static_cast<unsigned long long>(wrong[1]));
+  EXPECT_EQ(wrong[0], 0u);
+  EXPECT_GT(wrong[1], 0u) << "the broken variant should collect 60 with 40's value";
+}
+
+// A dead left copy under a left-to-right reader (a foreign value in a lookup or a scan). A
+// left-to-right read of a record loads its key, its pointer, and then must know whether
+// the slot was the dead left copy when the pointer was loaded (an insert's right shift
+// copies slot i into slot i+1, then stores slot i-1's pointer into slot i, then its key).
+// It loaded the key again and then the next slot's key: equal, the slot is dead. But two
+// inserts in a row change no counter (both even): between the key's second load and the
+// next slot's, the first insert can finish (slot i's key becomes its left neighbour's) and
+// the second shift slot i again into slot i+1, so the next slot's key is no longer the
+// slot's, and the reader returns the key with its left neighbour's value. Loading the next
+// slot's key BEFORE the key's second load closes it: while the key is unchanged (the
+// second load), the next slot keeps the copy a shift made of it. Root leaf [10..40]
+// (counter even), the writer inserts 15 then 12; two bursts of writer stores: before the
+// reader's load number `at` and before `at + 2`, every pair. Readers: a lookup of 30
+// (find_sync) and collect_sync of the leaf; kStrictCopies = false: the load order before.
+TEST(FastFairConcurrency, DeadCopyUnderALeftToRightReaderIsSeen) {
+  auto setup = [](FastFairFixture& f) {
+    for (std::uint64_t k = 10; k <= 40; k += 10) ASSERT_EQ(f.put(k, k * 7), Status::ok);
+  };
+  auto op = [](FastFairFixture& f) {
+    ASSERT_EQ(f.put(15, 15 * 7), Status::ok);
+    ASSERT_EQ(f.put(12, 12 * 7), Status::ok);
+  };
+  unsigned stores = 0;
+  {
+    FastFairFixture f(256, 2u << 20);
+    setup(f);
+    StoreGate g;
+    g.open();
+    std::thread w([&] {
+      pm::set_tracer(&g);
+      op(f);
+      pm::set_tracer(nullptr);
+    });
+    w.join();
+    stores = g.made();
+    f.expect_verified();
+  }
+  ASSERT_GT(stores, 10u);
+  std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, collect]
+  for (int broken = 0; broken <= 1; ++broken)
+    for (int scan = 0; scan <= 1; ++scan)
+      for (unsigned at = 0; at < (scan ? 20u : 12u); ++at)
+        for (unsigned first = 1; first < stores; ++first)
+          for (unsigned second = 1; first + second <= stores; ++second) {
+            FastFairFixture f(256, 2u << 20);
+            setup(f);
+            const Node* leaf = f.tree->node_at(f.tree->root());
+            const fastfair::KeyReader kr(f.pool->base());
+            const unsigned slots = f.tree->slots();
+            StoreGate g;
+            std::thread w([&] {
+              pm::set_tracer(&g);
+              op(f);
+              pm::set_tracer(nullptr);
+              g.finished.store(true);
+            });
+            unsigned loads = 0;
+            auto probe = [&] {
+              const unsigned now = loads++;
+              if (now == at) g.step(first);
+              if (now == at + 2) g.step(second);
+            };
+            bool bad = false;
+            if (!scan) {
+              const std::string ks = k8(30);
+              const auto s = fastfair::SearchKey::of(as_key(ks));
+              const fastfair::Found got =
+                  broken ? fastfair::find_sync<true, decltype(probe), 0xffff, false>(leaf, slots, s,
+                                                                                     kr, probe)
+                         : fastfair::find_sync(leaf, slots, s, kr, probe);
+              bad = got.at < 0 || got.value != 30 * 7;
+            } else {
+              fastfair::Record out[64];
+              const unsigned m =
+                  broken ? fastfair::collect_sync<decltype(probe), false>(leaf, slots, nullptr, kr,
+                                                                          out, probe)
+                         : fastfair::collect_sync(leaf, slots, nullptr, kr, out, probe);
+              std::vector<std::uint64_t> seen;
+              for (unsigned i = 0; i < m; ++i) {
+                std::byte scratch[8];
+                const std::uint64_t k = key_u64(kr.bytes(out[i].key, scratch));
+                if (out[i].ptr != k * 7 || (i > 0 && out[i].key <= out[i - 1].key)) bad = true;
+                if (k % 10 == 0) seen.push_back(k);  // (12 and 15: either way)
+              }
+              if (seen != std::vector<std::uint64_t>{10, 20, 30, 40}) bad = true;
+            }
+            g.open();
+            w.join();
+            ++runs;
+            if (bad) ++wrong[broken][scan];
+          }
+  std::printf("[fastfair dead copy, left to right] %llu interleavings; wrong lookups/collects "
+              "%llu/%llu, broken variant %llu/%llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(wrong[0][0]),
+              static_cast<unsigned long long>(wrong[0][1]),
+              static_cast<unsigned long long>(wrong[1][0]),
+              static_cast<unsigned long long>(wrong[1][1]));
+  EXPECT_EQ(wrong[0][0], 0u);
+  EXPECT_EQ(wrong[0][1], 0u);
+  EXPECT_GT(wrong[1][0], 0u) << "the broken variant should return 30 with 20's value";
+  EXPECT_GT(wrong[1][1], 0u) << "the broken variant should collect 30 with 20's value";
 }
 
 }  // namespace

@@ -180,11 +180,12 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
           continue;
         }
         const std::uint64_t val = ld(&nd->rec[i].ptr);
+        // The next slot's key before the key's second load (detail::find_ltr says why).
+        const std::uint64_t next = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
         if (ld(&nd->rec[i].key) != k) {
           again = true;  // torn: the slot changed under the read
           break;
         }
-        const std::uint64_t next = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
         if (next != k) {  // (equal: the dead left copy; the next slot is live)
           if (ld(&nd->h.switch_counter) != c) {
             again = true;
