@@ -508,7 +508,8 @@ void Store::release_block(std::uint64_t off) noexcept {
 void Store::drain_retired() {
   if (items_->pending() == 0) return;
   items_->synchronize();  // every reader pinned before this has unpinned
-  items_->reclaim();
+  items_->reclaim_all();  // every thread's list (reclaim() frees only this one's while
+                          // others are pinned)
 }
 
 void Store::set_exptime(std::uint64_t off, std::int64_t t) noexcept {

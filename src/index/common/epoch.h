@@ -9,9 +9,12 @@
 //            has two words: Pin's (operations that call no user code) and NestablePin's
 //            (scans, whose visitor may call back into the index: a pin inside keeps it)
 //   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global);
-//            free at once if no slot is pinned, else remember (global, off)
-//   reclaim: global += 1; oldest = min over pinned slots; free every block retired at an
-//            epoch < oldest (all of them when nobody is pinned)
+//            free at once if no slot is pinned, else remember (global, off) in the calling
+//            thread's own list (its own latch: two writers never share a line to retire)
+//   reclaim: when the thread's list holds kBatch blocks, or when blocks wait and nobody is
+//            pinned: global += 1; oldest = min over pinned slots; free every block retired
+//            at an epoch < oldest — the thread's own list, or every list when nobody is
+//            pinned (then all of them)
 //   unpin:   slot[me] = 0 (release)
 // A thread pinned at p read the tree no earlier than its load of p; a block retired at
 // epoch r was unlinked before r was read; so a thread that may hold the block has p <= r
@@ -93,32 +96,55 @@ class EpochReclaimer {
   //! store and their load), so a single-threaded user pays no list.
   void retire(std::uint64_t off) {
     // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
-    // unlinking commit is ordered before the epoch read and the slot reads.
-    const std::uint64_t e = global_.fetch_add(0, std::memory_order_seq_cst);
+    // unlinking commit is ordered before the epoch read and the slot reads. On the
+    // thread's own list word, not the global epoch: two writers retiring at once do not
+    // pass a line between them for it.
+    List& l = my_list();
+    l.n.fetch_add(0, std::memory_order_seq_cst);
+    const std::uint64_t e = global_.load(std::memory_order_seq_cst);
     if (!any_pinned()) [[likely]] {
       free_(ctx_, off);
       return;
     }
-    Latch l(*this);
-    retired_.emplace_back(e, off);
-    pending_.store(retired_.size(), std::memory_order_relaxed);
+    Latch g(l.latch);
+    l.blocks.emplace_back(e, off);
+    l.n.store(l.blocks.size(), std::memory_order_relaxed);
+    if (!waiting_.load(std::memory_order_relaxed)) waiting_.store(true, std::memory_order_relaxed);
   }
 
-  //! Advances the epoch and frees what no pinned thread can hold.
+  //! Frees what no pinned thread can hold: the thread's own list once it holds kBatch
+  //! blocks (so two writers do not scan the pin slots and advance the epoch per write),
+  //! every list when blocks wait and nobody is pinned (so a write with no reader pinned
+  //! frees everything retired, as a single thread's does).
   void reclaim() {
-    if (pending_.load(std::memory_order_relaxed) != 0) [[unlikely]] reclaim_pending();
+    // (a list holding blocks has set waiting_: one load when nothing waits)
+    if (!waiting_.load(std::memory_order_relaxed)) [[likely]] return;
+    reclaim_waiting();
   }
+
+  //! Frees every retired block whose epoch no pinned thread can hold, in every thread's
+  //! list (after synchronize(): everything retired before it).
+  void reclaim_all() { reclaim_lists(true); }
 
   //! Frees every retired block (nobody may be pinned: the index is going away).
   void drain() {
-    Latch l(*this);
-    for (auto& r : retired_) free_(ctx_, r.second);
-    retired_.clear();
-    pending_.store(0, std::memory_order_relaxed);
+    for (List& l : lists_) {
+      Latch g(l.latch);
+      for (auto& r : l.blocks) free_(ctx_, r.second);
+      l.blocks.clear();
+      l.n.store(0, std::memory_order_relaxed);
+    }
+    waiting_.store(false, std::memory_order_relaxed);
   }
 
   //! Blocks retired and not yet freed.
-  std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+  std::size_t pending() const noexcept {
+    std::size_t n = 0;
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i)
+      n += lists_[i].n.load(std::memory_order_relaxed);
+    return n;
+  }
 
   //! Waits until every thread pinned when it is called has unpinned (a grace period): an
   //! operation running then has finished and retired what it unlinked. The caller must not
@@ -138,12 +164,15 @@ class EpochReclaimer {
         }
   }
 
-  //! Calls f(offset) for each block retired and not yet freed (under the latch that frees
-  //! them: none is freed meanwhile). f must not call into this reclaimer.
+  //! Calls f(offset) for each block retired and not yet freed (each list under the latch
+  //! that frees its blocks: none is freed while its list is read). f must not call into
+  //! this reclaimer.
   template <class F>
   void for_each_retired(F&& f) {
-    Latch l(*this);
-    for (const auto& r : retired_) f(r.second);
+    for (List& l : lists_) {
+      Latch g(l.latch);
+      for (const auto& r : l.blocks) f(r.second);
+    }
   }
 
  private:
@@ -157,9 +186,40 @@ class EpochReclaimer {
     return false;
   }
 
-  //! reclaim() when blocks wait (out of line: the write that retired nothing pays one load).
-  [[gnu::noinline]] void reclaim_pending() {
-    Latch l(*this);
+  struct alignas(64) Slot {
+    std::atomic<std::uint64_t> epoch{0};  //!< Pin's word; 0 = not pinned
+    std::atomic<std::uint64_t> outer{0};  //!< NestablePin's word; 0 = not pinned
+  };
+  //! A thread's retired blocks, (epoch, offset): written by that thread under its latch,
+  //! read by others (reclaim of every list, drain, for_each_retired) under it too.
+  struct alignas(64) List {
+    std::atomic_flag latch = ATOMIC_FLAG_INIT;
+    std::atomic<std::size_t> n{0};  //!< blocks.size(), for pending() without the latch
+    //! Size at which the owner reclaims its list again: kBatch more than it kept the last
+    //! time (what a reclaim keeps was retired in the epoch it has just ended, which the
+    //! other threads' current pins may still hold: freed by the next one).
+    std::atomic<std::size_t> next{kBatch};
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks;
+  };
+  static_assert(sizeof(List) == sizeof(Slot));
+  //! Blocks a thread lets wait before it reclaims its own list while others are pinned.
+  static constexpr std::size_t kBatch = 32;
+  //! The calling thread's slot (tls_slot_bytes: a byte offset into slots_, an add).
+  Slot& my_slot() noexcept {
+    std::size_t off = tls_slot_bytes;
+    if (off == 0) [[unlikely]] off = slot_bytes(take_id());
+    return reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) + off)[-1];
+  }
+  //! The calling thread's list (the same index as its slot).
+  List& my_list() noexcept {
+    std::size_t off = tls_slot_bytes;
+    if (off == 0) [[unlikely]] off = slot_bytes(take_id());
+    return reinterpret_cast<List*>(reinterpret_cast<char*>(lists_) + off)[-1];
+  }
+  //! Advances the epoch and frees the blocks no pinned thread can hold: the calling
+  //! thread's list, or every list (`all`). Out of line: a write that retired nothing pays a
+  //! load or two.
+  [[gnu::noinline]] void reclaim_lists(bool all) {
     const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
     std::uint64_t oldest = now;
     const unsigned hi = ids().hi.load(std::memory_order_acquire);
@@ -169,25 +229,39 @@ class EpochReclaimer {
         if (p != 0 && p < oldest) oldest = p;
       }
     }
-    std::size_t kept = 0;
-    for (auto& r : retired_) {
-      if (r.first < oldest) free_(ctx_, r.second);
-      else retired_[kept++] = r;
+    if (!all) {
+      free_older(my_list(), oldest);
+      return;
     }
-    retired_.resize(kept);
-    pending_.store(kept, std::memory_order_relaxed);
+    // Cleared before the lists are read: a block retired meanwhile is either seen here
+    // (kept: set again below) or set by its retire after this store.
+    waiting_.store(false, std::memory_order_relaxed);
+    bool kept = false;
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) kept |= free_older(lists_[i], oldest);
+    if (kept) waiting_.store(true, std::memory_order_relaxed);
+  }
+  //! reclaim() when some list holds blocks (out of line).
+  [[gnu::noinline]] void reclaim_waiting() {
+    List& l = my_list();
+    if (l.n.load(std::memory_order_relaxed) >= l.next.load(std::memory_order_relaxed))
+      reclaim_lists(false);
+    else if (!any_pinned())
+      reclaim_lists(true);
+  }
+  //! True if l keeps blocks.
+  bool free_older(List& l, std::uint64_t oldest) {
+    Latch g(l.latch);
+    std::size_t kept = 0;
+    for (auto& r : l.blocks) {
+      if (r.first < oldest) free_(ctx_, r.second);
+      else l.blocks[kept++] = r;
+    }
+    l.blocks.resize(kept);
+    l.n.store(kept, std::memory_order_relaxed);
+    l.next.store(kept + kBatch, std::memory_order_relaxed);
+    return kept != 0;
   }
 
-  struct alignas(64) Slot {
-    std::atomic<std::uint64_t> epoch{0};  //!< Pin's word; 0 = not pinned
-    std::atomic<std::uint64_t> outer{0};  //!< NestablePin's word; 0 = not pinned
-  };
-  //! The calling thread's slot (tls_slot_bytes: a byte offset into slots_, an add).
-  Slot& my_slot() noexcept {
-    std::size_t off = tls_slot_bytes;
-    if (off == 0) [[unlikely]] off = slot_bytes(take_id());
-    return reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) + off)[-1];
-  }
   //! Process-wide thread ids 1..kMaxThreads.
   struct Ids {
     std::atomic<bool> used[kMaxThreads] = {};
@@ -227,10 +301,11 @@ class EpochReclaimer {
     }
   }
 
-  //! A spin latch over the retired list (retire/reclaim are short and rare).
+  //! A spin latch over one thread's retired list (taken by others only to reclaim every
+  //! list, drain or read them).
   class Latch {
    public:
-    explicit Latch(EpochReclaimer& e) noexcept : f_(e.latch_) {
+    explicit Latch(std::atomic_flag& f) noexcept : f_(f) {
       while (f_.test_and_set(std::memory_order_acquire)) {
         while (f_.test(std::memory_order_relaxed)) __builtin_ia32_pause();
       }
@@ -245,9 +320,9 @@ class EpochReclaimer {
   void* ctx_;
   std::atomic<std::uint64_t> global_{1};
   Slot slots_[kMaxThreads];
-  std::atomic<std::size_t> pending_{0};
-  std::atomic_flag latch_ = ATOMIC_FLAG_INIT;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> retired_;  // (epoch, offset)
+  List lists_[kMaxThreads];
+  //! Some list may hold blocks (reclaim()'s one load when its own list is short).
+  std::atomic<bool> waiting_{false};
 };
 
 }  // namespace wort::kit
