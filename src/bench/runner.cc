@@ -336,6 +336,11 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
     c.phases.push_back(run_lookup_loop(
         o, "search-direct", [&](const registry::PackedKeys& p) { return entry->lookup_direct(cidx, p); },
         search_keys, order, tag("search-direct"), progress, label));
+    // One lookup's latency: each lookup waits for the one before (registry::lookup_chained).
+    if (entry->lookup_chained)
+      c.phases.push_back(run_lookup_loop(
+          o, "search-chained", [&](const registry::PackedKeys& p) { return entry->lookup_chained(cidx, p); },
+          search_keys, order, tag("search-chained"), progress, label));
   }
   search_keys = KeySet{};
 

@@ -74,8 +74,12 @@ workload:
                        one tight loop through the type-erased wort::Index
                        ('search-virtual') and on the index's concrete class, no virtual
                        call ('search-direct'); the table and the JSON give the ratio
-                       virtual/direct (the adapter's cost) and search/direct. Skipped
-                       with --threads > 1 (search then takes a lock per call)
+                       virtual/direct (the adapter's cost) and search/direct. Then
+                       'search-chained': the direct loop with each lookup's key chosen
+                       through the previous lookup's value, so no two lookups overlap:
+                       its ns/op is one lookup's latency (what the sampled percentiles
+                       time), search-direct's a throughput. Skipped with --threads > 1
+                       (search then takes a lock per call)
 
 conditions:
   --pm-mode MODE       real (flush + fence), emulated (real + write latency), none

@@ -54,6 +54,9 @@ struct Entry {
   //! inlinable T::lookup per key. The benchmark compares it with lookup_each on `Index`
   //! (the same loop, a virtual call per key) to measure the type-erased handle's overhead.
   std::function<LookupTally(const Index&, const PackedKeys&)> lookup_direct;
+  //! The same on the concrete class, each lookup's key chosen through the previous
+  //! lookup's value (lookup_chained): one lookup's latency, not a loop's throughput.
+  std::function<LookupTally(const Index&, const PackedKeys&)> lookup_chained;
 };
 
 //! Adds an entry (called from static registrars; names must be unique).
@@ -78,10 +81,49 @@ LookupTally lookup_each(const Ix& ix, const PackedKeys& keys) {
   return t;
 }
 
+//! 0, computed from v: a data dependency the compiler cannot see through and the core
+//! cannot skip (`and $0` is not a zeroing idiom, unlike xor or sub of a register with itself).
+inline std::uint64_t zero_depending_on(std::uint64_t v) noexcept {
+#if defined(__x86_64__)
+  asm("andq $0, %0" : "+r"(v));
+  return v;
+#else
+  volatile std::uint64_t zero = 0;  // an opaque zero; the dependency is then only the add
+  return v * zero;
+#endif
+}
+
+//! Looks up every key with `ix.lookup`, in order, the address of each key computed from the
+//! previous lookup's value (plus a zero that depends on it): no lookup can start before the
+//! one before it has read its leaf. A loop of independent lookups (lookup_each) lets the
+//! core overlap one lookup's cache misses with the next one's, so its time per lookup is a
+//! throughput; this loop's is the latency of one lookup, as a lone request sees it (and as
+//! the bench's sampled latencies, each timed between two clock reads, measure it).
+template <class Ix>
+LookupTally lookup_chained(const Ix& ix, const PackedKeys& keys) {
+  LookupTally t;
+  std::uint64_t dep = 0;
+  for (std::size_t i = 0; i < keys.count; ++i) {
+    const std::optional<Value> v = ix.lookup(keys[i + dep]);
+    if (v) {
+      ++t.found;
+      t.value_sum += *v;
+    }
+    dep = zero_depending_on(v.value_or(0));
+  }
+  return t;
+}
+
 //! Entry::lookup_direct for index class T.
 template <IndexConcept T>
 LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
   return lookup_each(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
+}
+
+//! Entry::lookup_chained for index class T.
+template <IndexConcept T>
+LookupTally lookup_chained_direct(const Index& idx, const PackedKeys& keys) {
+  return lookup_chained(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
 }
 
 //! T::kPersistent if the class declares it, else true.
@@ -113,7 +155,7 @@ struct Registrar {
     add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(),
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
               [](Pool& p) { return adapt<T>(T::open(p)); }, open_instant_of<T>(),
-              &lookup_direct<T>});
+              &lookup_direct<T>, &lookup_chained_direct<T>});
   }
 };
 

@@ -348,9 +348,10 @@ TEST(RunnerTest, DurationRunDrawsStepsAsItGoes) {
   EXPECT_EQ(run->per_type[static_cast<int>(OpType::lookup)].misses, 0u) << "nothing is removed";
 }
 
-// search-virtual and search-direct: the search phase's keys, in the same order, in one loop
-// through wort::Index and through the registry's direct loop on the concrete class; every
-// key found with its value, no persistence work.
+// search-virtual, search-direct and search-chained: the search phase's keys, in the same
+// order, in one loop through wort::Index, through the registry's direct loop on the concrete
+// class and through its chained loop (each key chosen through the previous lookup's value);
+// every key found with its value, no persistence work.
 TEST(RunnerTest, SearchVirtualAndDirectLookUpEveryKeyOnce) {
   BenchOptions o = small_options();
   o.range_fractions.clear();
@@ -359,11 +360,12 @@ TEST(RunnerTest, SearchVirtualAndDirectLookUpEveryKeyOnce) {
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(to_string(c.dist)));
     EXPECT_EQ(c.error, "");
-    ASSERT_EQ(c.phases.size(), 4u);
+    ASSERT_EQ(c.phases.size(), 5u);
     EXPECT_EQ(c.phases[1].name, "search");
     EXPECT_EQ(c.phases[2].name, "search-virtual");
     EXPECT_EQ(c.phases[3].name, "search-direct");
-    for (std::size_t i : {2u, 3u}) {
+    EXPECT_EQ(c.phases[4].name, "search-chained");
+    for (std::size_t i : {2u, 3u, 4u}) {
       SCOPED_TRACE(c.phases[i].name);
       const PhaseResult& d = c.phases[i];
       EXPECT_EQ(d.ops, o.keys);
@@ -386,6 +388,7 @@ TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(off[0].phase("search-direct"), nullptr);
   EXPECT_EQ(off[0].phase("search-virtual"), nullptr);
+  EXPECT_EQ(off[0].phase("search-chained"), nullptr);
   EXPECT_FALSE(std::isfinite(off[0].adapter_overhead()));
   o.search_direct = true;
   o.threads = 2;  // search takes a lock per call then: no like-for-like direct loop
@@ -393,10 +396,11 @@ TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
   ASSERT_EQ(threaded.size(), 1u);
   EXPECT_NE(threaded[0].phase("search"), nullptr);
   EXPECT_EQ(threaded[0].phase("search-direct"), nullptr);
+  EXPECT_EQ(threaded[0].phase("search-chained"), nullptr);
 }
 
 // The registry's loops count only present keys and sum their values, the same through the
-// concrete class (lookup_direct) and through wort::Index (lookup_each).
+// concrete class (lookup_direct, lookup_chained) and through wort::Index (lookup_each).
 TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   auto pool = Pool::create_in_memory(PoolOptions{.size = 8 << 20, .kind = "benchlog"});
   ASSERT_TRUE(pool.ok()) << pool.error().message;
@@ -405,6 +409,7 @@ TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   const registry::Entry* e = registry::find("benchlog");
   ASSERT_NE(e, nullptr);
   ASSERT_TRUE(e->lookup_direct);
+  ASSERT_TRUE(e->lookup_chained);
   KeySet keys;
   for (int i = 0; i < 100; ++i) {
     const std::string k = "key" + std::to_string(i);
@@ -421,6 +426,12 @@ TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   const registry::LookupTally v = registry::lookup_each(*idx.value(), keys.packed());
   EXPECT_EQ(v.found, want_found);
   EXPECT_EQ(v.value_sum, want_sum);
+  // The chained loop looks up the same keys in the same order (misses included: a miss
+  // chains through 0 as a hit does through its value).
+  const registry::LookupTally ch = e->lookup_chained(*idx.value(), keys.packed());
+  EXPECT_EQ(ch.found, want_found);
+  EXPECT_EQ(ch.value_sum, want_sum);
+  EXPECT_EQ(registry::zero_depending_on(0x1234), 0u);
   // A sub-range of the packed keys (as the bench's chunks use): keys 3..5, one present.
   const registry::PackedKeys all = keys.packed();
   const registry::LookupTally part = e->lookup_direct(*idx.value(), {all.bytes, all.offsets + 3, 3});
@@ -510,9 +521,10 @@ TEST(ReportTest, JsonHasTheSchema) {
     EXPECT_EQ(c.get("stats")->get("avg_leaf_depth")->num(), 1);
     EXPECT_GT(c.get("stats")->get("pm_bytes_per_key")->num(), 0);
     const auto& phases = c.get("phases")->arr();
-    ASSERT_EQ(phases.size(), 6u);  // insert, search, search-virtual/-direct, two range sizes
+    ASSERT_EQ(phases.size(), 7u);  // insert, search, search-virtual/-direct/-chained, two ranges
     EXPECT_EQ(phases[2].get("name")->str(), "search-virtual");
     EXPECT_EQ(phases[3].get("name")->str(), "search-direct");
+    EXPECT_EQ(phases[4].get("name")->str(), "search-chained");
     EXPECT_TRUE(c.get("adapter_overhead")->is_number());
     EXPECT_TRUE(c.get("search_over_direct")->is_number());
     const JsonValue& ins = phases[0];
@@ -537,7 +549,7 @@ TEST(ReportTest, CsvAndTable) {
   std::size_t rows = 0, commas_header = std::count(header.begin(), header.end(), ',');
   for (std::string line; std::getline(in, line); ++rows)
     EXPECT_EQ(std::count(line.begin(), line.end(), ','), static_cast<long>(commas_header)) << line;
-  EXPECT_EQ(rows, 2u * 6u * 2u);  // 2 cases x 6 phases x (all + its op type)
+  EXPECT_EQ(rows, 2u * 7u * 2u);  // 2 cases x 7 phases x (all + its op type)
 
   std::ostringstream t;
   write_table(r, t);
@@ -618,9 +630,9 @@ TEST(CliTest, TinyRunWritesJson) {
   for (const auto& c : cases) {
     EXPECT_EQ(c.get("error")->str(), "");
     EXPECT_EQ(c.get("phases")->arr()[1].get("misses")->num(), 0) << "search found every key";
-    for (int i : {2, 3}) {
+    for (int i : {2, 3, 4}) {
       const JsonValue& loop = c.get("phases")->arr()[i];
-      EXPECT_EQ(loop.get("name")->str(), i == 2 ? "search-virtual" : "search-direct");
+      EXPECT_EQ(loop.get("name")->str(), i == 2 ? "search-virtual" : i == 3 ? "search-direct" : "search-chained");
       EXPECT_EQ(loop.get("ops")->num(), 3000);
       EXPECT_EQ(loop.get("misses")->num(), 0) << loop.get("name")->str() << " found every key";
     }
@@ -629,15 +641,15 @@ TEST(CliTest, TinyRunWritesJson) {
   }
   EXPECT_NE(out.find("Adapter overhead"), std::string::npos) << out;
 
-  // --range none: only insert, search, search-virtual and search-direct; --no-search-direct
-  // drops the last two.
+  // --range none: only insert, search, search-virtual, search-direct and search-chained;
+  // --no-search-direct drops the last three.
   const std::string json2 = stem + "-norange.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --quiet --no-progress --json " + json2, &rc);
   ASSERT_EQ(rc, 0);
   auto p2 = parse_json_file(json2);
   ASSERT_TRUE(p2.ok());
   ASSERT_EQ(p2.value().get("cases")->arr().size(), 1u);
-  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 4u);
+  EXPECT_EQ(p2.value().get("cases")->arr()[0].get("phases")->arr().size(), 5u);
   const std::string json3 = stem + "-nodirect.json";
   run(kWort + " bench --index " + index + " --dist sparse --keys 1000 --range none --no-search-direct --quiet --no-progress --json " + json3, &rc);
   ASSERT_EQ(rc, 0);
