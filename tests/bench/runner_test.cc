@@ -607,8 +607,10 @@ TEST(CliTest, TinyRunWritesJson) {
   const std::string list = run(kWort + " list", &rc);
   // The volatile ART baseline is the first index expected to be ready; use it if present.
   std::string index;
+  // (`wort list` prints "  NAME  <what it is>" per index: match the name and its padding.)
   for (const char* k : {"art", "wort", "woart", "artcow"})
-    if (list.find(std::string("  ") + k + "\n") != std::string::npos) {
+    if (list.find(std::string("\n  ") + k + " ") != std::string::npos ||
+        list.find(std::string("\n  ") + k + "\n") != std::string::npos) {
       index = k;
       break;
     }
