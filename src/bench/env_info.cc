@@ -3,13 +3,17 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "bench/llc.h"
 #include "wort/persist.h"
@@ -92,6 +96,20 @@ std::string now_utc() {
   return buf;
 }
 
+//! The median interval between two back-to-back reads of steady_clock (the clock a
+//! sampled latency is timed with, runner.cc): what each sample carries beyond its operation.
+double clock_read_ns() {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::int64_t> d(10001);
+  for (auto& x : d) {
+    const auto a = Clock::now();
+    const auto b = Clock::now();
+    x = std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+  }
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  return static_cast<double>(d[d.size() / 2]);
+}
+
 }  // namespace
 
 EnvInfo gather_env(const std::string& source_dir, const std::vector<std::string>& argv) {
@@ -120,6 +138,7 @@ EnvInfo gather_env(const std::string& source_dir, const std::vector<std::string>
     if (pm::cpu_has(i)) e.cpu_flush_insns.emplace_back(pm::to_string(i));
   std::string why;
   e.hw_counters = hw_counters_available(&why) ? "available" : "unavailable (" + why + ")";
+  e.clock_read_ns = clock_read_ns();
   e.time_utc = now_utc();
   for (const auto& a : argv) e.command_line += (e.command_line.empty() ? "" : " ") + a;
   return e;

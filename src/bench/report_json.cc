@@ -79,6 +79,7 @@ void write_env(JsonWriter& w, const EnvInfo& e) {
   w.end_array();
   w.field("pm_mode", e.pm_mode);
   w.field("hw_counters", e.hw_counters);
+  w.field("clock_read_ns", e.clock_read_ns);
   w.field("time_utc", e.time_utc);
   w.field("command_line", e.command_line);
   w.end_object();

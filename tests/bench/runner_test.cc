@@ -512,6 +512,8 @@ TEST(ReportTest, JsonHasTheSchema) {
     EXPECT_TRUE(env->get(k)->is_string()) << k;
   }
   EXPECT_FALSE(env->get("cpu_model")->str().empty());
+  ASSERT_NE(env->get("clock_read_ns"), nullptr);
+  EXPECT_GT(env->get("clock_read_ns")->num(), 0) << "two clock reads take some time";
   const JsonValue* cases = j.get("cases");
   ASSERT_NE(cases, nullptr);
   ASSERT_EQ(cases->arr().size(), 2u);
