@@ -27,19 +27,4 @@ inline void publish_image(void* dst, const void* image, std::size_t n) noexcept 
   pm::copy_changed(dst, image, n);
 }
 
-//! Writes back two small ranges, the shared cache line once (a second flush of a line with
-//! nothing new is a wasted write-back).
-inline void flush_pair(const void* a, std::size_t la, const void* b, std::size_t lb) noexcept {
-  const auto line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) / pm::kCacheLine; };
-  const auto last = [](const void* p, std::size_t l) {
-    return (reinterpret_cast<std::uintptr_t>(p) + l - 1) / pm::kCacheLine;
-  };
-  if (line(a) == line(b) && last(a, la) == last(b, lb)) {
-    pm::flush(a, la);
-    return;
-  }
-  pm::flush(a, la);
-  pm::flush(b, lb);
-}
-
 }  // namespace wort::artcommon

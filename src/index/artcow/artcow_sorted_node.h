@@ -6,6 +6,7 @@
 // read them plainly); a child pointer is swapped in place by a commit (read atomically).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -43,7 +44,9 @@ struct SortedNode {
   }
 
   //! Builds the node from `e` (already sorted, at most Cap entries) in DRAM and publishes
-  //! the image into the fresh block `dst`.
+  //! the image into the fresh block `dst`: its bytes up to child[e.n] only. Nothing reads a
+  //! child past `count` (a copy replaces the node on every change), so the block's old
+  //! bytes may stay there: a reused block is not written back a line it need not hold.
   static void build(NodeBase* dst, artcommon::NodeType type, const artcommon::NodeHeader& hdr,
                     Ref eok, const artcommon::Entries& e) noexcept {
     NodeT img{};  // value-initialised: every field, pad bytes included, starts at zero
@@ -53,7 +56,7 @@ struct SortedNode {
       img.key[i] = e.bytes[i];
       img.child[i] = e.refs[i];
     }
-    artcommon::publish_image(dst, &img, sizeof img);
+    artcommon::publish_image(dst, &img, offsetof(NodeT, child) + e.n * sizeof(Ref));
   }
 
   //! Count within capacity, keys strictly ascending, no null child.

@@ -1,6 +1,7 @@
 #include "index/woart/woart_node16.h"
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "index/artcommon/match16.h"
@@ -30,6 +31,11 @@ int position_of(const Node16* x, std::uint16_t bm, std::uint8_t b) noexcept {
   return m == 0 ? -1 : std::countr_zero(m);
 }
 std::uint16_t bitmap_of(const Node16* x) noexcept { return artcommon::load(&x->bitmap); }
+
+// Line 0 of a NODE16 block (a 192-byte block is line-aligned: size classes from 64 bytes
+// up are multiples of 64) holds the bitmap, every key byte and the first children.
+constexpr unsigned kChildrenInLine0 = (64 - offsetof(Node16, child)) / sizeof(Ref);
+static_assert(offsetof(Node16, key) + sizeof(Node16::key) <= 64 && kChildrenInLine0 == 2);
 }  // namespace
 
 Ref Node16Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
@@ -98,7 +104,10 @@ void Node16Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
     img.key[i] = e.bytes[i];
     img.child[i] = e.refs[i];
   }
-  artcommon::publish_image(dst, &img, sizeof img);
+  // Bytes up to child[e.n] only: a position whose bit is clear is never read (its key and
+  // pointer are written by the add that sets the bit), so a reused block's old bytes may
+  // stay there, and no line is written back for them.
+  artcommon::publish_image(dst, &img, offsetof(Node16, child) + e.n * sizeof(Ref));
 }
 
 bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
@@ -109,8 +118,11 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   const unsigned p = static_cast<unsigned>(std::countr_one(bm));
   pm::store(&x->key[p], b);
   pm::store(&x->child[p], r);
-  artcommon::flush_pair(&x->key[p], 1, &x->child[p], sizeof(Ref));
-  // Key, pointer and new child durable before the bit that makes them valid.
+  // Key, pointer and new child durable before the bit that makes them valid. key[p] (and
+  // child[p] for p < kChildrenInLine0) share line 0 with the bitmap: stores to one line
+  // persist in order, so the commit's own write-back carries them (the same-line rule); a
+  // pointer in another line is written back here, ordered by the publish's leading fence.
+  if (p >= kChildrenInLine0) pm::flush(&x->child[p], sizeof(Ref));
   artcommon::publish_field_cached(&x->bitmap, static_cast<std::uint16_t>(bm | (1u << p)));
   return true;
 }

@@ -128,8 +128,10 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   if (used(s) == 4) return false;
   const unsigned ci = free_child_index(s);
   pm::store(&x->child[ci], r);
-  pm::flush(&x->child[ci], sizeof(Ref));
-  // Pointer (and the new child) durable before the slot word names it.
+  // The pointer needs no write-back of its own: NODE4 is one line (a 64-byte block is
+  // line-aligned), stores to one line persist in order, so the commit's write-back of the
+  // slot word carries child[ci] with it (the same-line rule). The new leaf, written back
+  // by make_leaf, is ordered by the publish's leading fence.
   artcommon::release_to_readers(&x->slots);
   pm::publish(reinterpret_cast<std::uint64_t*>(&x->slots),
               std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
