@@ -124,5 +124,59 @@ TEST(PmartEpoch, ReadersNeverSeeAFreedBlock) {
   EXPECT_EQ(bad.load(), 0u);
 }
 
+// The solo path (epoch.h, "One thread alone pays no barrier"): a writer thread that is the
+// only one holding an id pins and retires without a barrier and frees at once. Readers
+// arrive one at a time (each arrival turns solo into shared: the newcomer runs membarrier
+// before it reads) and leave again (back to solo), while the writer swaps and retires the
+// shared block as fast as it can. A reader must never read a freed block (poisoned before
+// it is deleted; ASan sees a read after the delete too). The writer must also have freed
+// at once while alone: most of its retires are freed with nothing pending.
+TEST(PmartEpoch, ArrivingReadersNeverSeeABlockFreedSolo) {
+  struct Block {
+    std::atomic<std::uint64_t> v{7};
+  };
+  struct Ctx {
+    static void free_block(void*, std::uint64_t off) {
+      auto* b = reinterpret_cast<Block*>(off);
+      b->v.store(0xdead, std::memory_order_relaxed);
+      delete b;
+    }
+  };
+  EpochReclaimer e(&Ctx::free_block, nullptr);
+  std::atomic<Block*> cur{new Block};
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> bad{0}, retired{0}, alone{0};
+  std::thread writer([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      {
+        EpochReclaimer::Pin p(e);  // a write's own descent
+        (void)cur.load(std::memory_order_acquire)->v.load(std::memory_order_relaxed);
+      }
+      Block* old = cur.exchange(new Block, std::memory_order_acq_rel);
+      e.retire(reinterpret_cast<std::uint64_t>(old));
+      e.reclaim();
+      retired.fetch_add(1, std::memory_order_relaxed);
+      if (e.pending() == 0) alone.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  for (int arrival = 0; arrival < 300; ++arrival) {
+    std::thread reader([&] {
+      for (int i = 0; i < 200; ++i) {
+        EpochReclaimer::Pin p(e);
+        const Block* b = cur.load(std::memory_order_acquire);
+        if (b->v.load(std::memory_order_relaxed) != 7) bad.fetch_add(1);
+      }
+    });
+    reader.join();
+  }
+  stop = true;
+  writer.join();
+  e.drain();
+  delete cur.load();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(retired.load(), 300u);
+  EXPECT_GT(alone.load(), 0u) << "the writer never had its block freed at once";
+}
+
 }  // namespace
 }  // namespace wort::test

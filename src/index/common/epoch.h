@@ -24,7 +24,28 @@
 // Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
 // without epochs and no list is kept. Used by every concurrent index (WORT, the ART engine,
 // ROART, the B+-trees).
+//
+// One thread alone pays no barrier (`solo`, session 11). The full barriers of pin and retire
+// only order one thread's store before its load against ANOTHER thread doing the same; while
+// a single thread of the process holds an id, nobody else can pin or retire. So: a thread
+// that registers (takes an id) while another holds one first runs membarrier(2)
+// (MEMBARRIER_CMD_PRIVATE_EXPEDITED: every running thread of the process executes a full
+// barrier before it returns), and only then pins or reads anything. Pin stores its word,
+// then reads the count of threads holding ids; one (itself): no barrier. Retire reads the
+// count after its unlinking commit; one, and its own thread not pinned: free at once. Why
+// that is safe, for the newcomer T and the solo thread S (barrier point P: where S executes
+// the barrier membarrier forces on it):
+//   - S's count load before P: S's pin store (or unlinking commit) is before P too, so it is
+//     visible once T's membarrier returns: T's scans see S's pin, T's reads see S's unlink.
+//   - S's count load after P: T's increment was made before T called membarrier, so the
+//     load sees two threads and S takes the barrier path.
+// Where membarrier is refused (old kernel, seccomp), or under ThreadSanitizer (which does
+// not model it), every pin and retire takes the barrier path, as before.
 #pragma once
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -58,7 +79,7 @@ class EpochReclaimer {
   class Pin {
    public:
     explicit Pin(EpochReclaimer& e) noexcept : slot_(&e.my_slot().epoch) {
-      slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+      announce(*slot_, e.global_.load(std::memory_order_relaxed));
     }
     ~Pin() { slot_->store(0, std::memory_order_release); }
     Pin(const Pin&) = delete;
@@ -78,7 +99,7 @@ class EpochReclaimer {
         slot_ = nullptr;
         return;
       }
-      slot_->store(e.global_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+      announce(*slot_, e.global_.load(std::memory_order_relaxed));
     }
     ~NestablePin() {
       if (slot_ != nullptr) slot_->store(0, std::memory_order_release);
@@ -95,11 +116,20 @@ class EpochReclaimer {
   //! the tree after the unlinking commit: both sides have a full barrier between their
   //! store and their load), so a single-threaded user pays no list.
   void retire(std::uint64_t off) {
+    List& l = my_list();
+    // Alone in the process and not pinned itself (a scan's visitor may write): nobody can
+    // hold the block (the header comment, "solo").
+    if (solo()) [[likely]] {
+      const Slot& me = my_slot();
+      if ((me.epoch.load(std::memory_order_relaxed) | me.outer.load(std::memory_order_relaxed)) == 0) {
+        free_(ctx_, off);
+        return;
+      }
+    }
     // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
     // unlinking commit is ordered before the epoch read and the slot reads. On the
     // thread's own list word, not the global epoch: two writers retiring at once do not
     // pass a line between them for it.
-    List& l = my_list();
     l.n.fetch_add(0, std::memory_order_seq_cst);
     const std::uint64_t e = global_.load(std::memory_order_seq_cst);
     if (!any_pinned()) [[likely]] {
@@ -176,6 +206,21 @@ class EpochReclaimer {
   }
 
  private:
+  //! True if the calling thread (which holds an id) is the only thread of the process that
+  //! holds one, and membarrier is in use: then it needs no barrier to pin or retire. To be
+  //! called after the store it orders (a pin's word, a retire's unlinking commit): the
+  //! compiler fence keeps the load after it.
+  static bool solo() noexcept {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return ids().live.load(std::memory_order_relaxed) == 1;
+  }
+  //! A pin's store of epoch e into word w: a plain store when the thread is alone (solo),
+  //! else a sequentially consistent one (a full barrier before the tree reads).
+  static void announce(std::atomic<std::uint64_t>& w, std::uint64_t e) noexcept {
+    w.store(e, std::memory_order_relaxed);
+    if (!solo()) [[unlikely]] w.store(e, std::memory_order_seq_cst);
+  }
+
   //! Some thread is pinned (seq_cst loads: see retire).
   bool any_pinned() const noexcept {
     const unsigned hi = ids().hi.load(std::memory_order_acquire);
@@ -266,7 +311,11 @@ class EpochReclaimer {
   struct Ids {
     std::atomic<bool> used[kMaxThreads] = {};
     std::atomic<unsigned> hi{0};  //!< one past the highest index ever taken
+    //! Threads holding an id, plus kNoSolo when solo() is never to hold (membarrier
+    //! refused, or ThreadSanitizer): solo() is one load of this word.
+    std::atomic<unsigned> live{0};
   };
+  static constexpr unsigned kNoSolo = 1u << 20;
   static Ids& ids() noexcept {
     static Ids g;
     return g;
@@ -274,9 +323,35 @@ class EpochReclaimer {
   struct IdHolder {
     unsigned id = 0;
     ~IdHolder() {
-      if (id != 0) ids().used[id - 1].store(false, std::memory_order_release);
+      if (id == 0) return;
+      ids().live.fetch_sub(1, std::memory_order_acq_rel);
+      ids().used[id - 1].store(false, std::memory_order_release);
     }
   };
+  //! Makes membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) usable by this process (once), or
+  //! switches solo() off for good if the kernel refuses it.
+  static bool membarrier_ready() noexcept {
+    static const bool ok = [] {
+#if defined(__SANITIZE_THREAD__)
+      const bool usable = false;  // TSan does not model membarrier's ordering
+#else
+      const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+      const bool usable = cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+                          ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#endif
+      if (!usable) ids().live.fetch_add(kNoSolo, std::memory_order_acq_rel);
+      return usable;
+    }();
+    return ok;
+  }
+  //! A thread taking an id while another holds one: every running thread of the process
+  //! executes a full barrier before this returns (the header comment, "solo").
+  static void barrier_everyone() noexcept {
+#if !defined(__SANITIZE_THREAD__)
+    if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) [[unlikely]]
+      ids().live.fetch_or(kNoSolo, std::memory_order_acq_rel);  // cannot happen once registered
+#endif
+  }
   //! slot_bytes(the thread's id), 0 before the thread's first pin.
   static inline thread_local std::size_t tls_slot_bytes = 0;
   static constexpr std::size_t slot_bytes(unsigned id) noexcept { return id * sizeof(Slot); }
@@ -293,6 +368,10 @@ class EpochReclaimer {
           while (h < i + 1 && !g.hi.compare_exchange_weak(h, i + 1, std::memory_order_acq_rel)) {
           }
           holder.id = i + 1;
+          // Counted before the thread's first pin; if another thread holds an id, it may be
+          // running solo: make it pass a full barrier before this one reads anything.
+          const bool ready = membarrier_ready();
+          if (g.live.fetch_add(1, std::memory_order_acq_rel) % kNoSolo != 0 && ready) barrier_everyone();
           tls_slot_bytes = slot_bytes(i + 1);
           return i + 1;
         }
