@@ -7,8 +7,10 @@
 // Readers take no lock: they pin the epoch (unlinked blocks stay allocated until they
 // unpin), read every word a writer may change with one atomic load (a header's depth and
 // prefix length together, a NODE4 slot word whole), and accept a leaf found through a node
-// that reuses slots only after re-reading its commit word (Ops::find, checked_leaf). A
-// writer's uncommitted stores are then never followed. What a reader returns is durable:
+// that reuses slots only after re-reading its commit word (Ops::find, checked_leaf); a scan
+// follows a child its walk of a node reports only once the commit word, read again, still
+// names it (Ops::for_each_from): else another key byte's subtree could be visited in that
+// entry's place, out of order. A writer's uncommitted stores are then never followed. What a reader returns is durable:
 // removes and updates commit non-temporally, and a leaf an insert's cached commit has just
 // published is fresh until that commit's fence — a reader that meets it makes it durable
 // first (help_fresh). The lookup itself is in art_tree.h (always inlined).
@@ -236,9 +238,9 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
   }
   if (const Ref e = load(&n->eok); e != kNull && !bounded && !scan_ref(e, pos, false, st))
     return false;
+  // (for_each_child reports an entry only if it still named the pointer once read: node_ops.h)
   return for_each_child(n, from, [&](std::uint8_t b, Ref c) {
-    c = checked_leaf(n, b, c);
-    return c == kNull || scan_ref(c, pos + 1, bounded && b == bound_byte, st);
+    return scan_ref(c, pos + 1, bounded && b == bound_byte, st);
   });
 }
 

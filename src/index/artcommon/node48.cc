@@ -68,7 +68,12 @@ bool Node48Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
   const Node48* x = as48(n);
   for (unsigned b = from; b < 256; ++b) {
     const std::uint8_t i = load_committed_byte(&x->index[b]);
-    if (i != 0 && !fn(static_cast<std::uint8_t>(b), load(&x->child[i - 1]))) return false;
+    if (i == 0) continue;
+    const Ref c = load(&x->child[i - 1]);
+    // The slot may have been freed and reused by another key byte since the index byte was
+    // read: still named by b now, the pointer was b's.
+    if (!still_named(load_committed_byte(&x->index[b]) == i)) continue;  // removed meanwhile
+    if (!fn(static_cast<std::uint8_t>(b), c)) return false;
   }
   return true;
 }

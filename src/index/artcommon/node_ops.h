@@ -39,8 +39,13 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
   // pointer is stored before the commit word that names it). Such a type's `find` is safe
   // for a lock-free reader: it returns a leaf only after re-reading the entry's commit word
   // (slot word, bitmap, index byte) unchanged since it chose the slot — then the pointer was
-  // committed — and otherwise reads the node again. A leaf that `for_each_from` reports is
-  // not re-checked: a reader takes it through `find` again (ArtTree::checked_leaf).
+  // committed — and otherwise reads the node again. Its `for_each_from` reads the entries
+  // once, then each pointer when the walk gets to it (after visiting the subtrees before it:
+  // long after, in a scan), and reports it only if the commit word, read again, still names
+  // that slot for that key byte (sync.h, still_named): else the entry was removed meanwhile
+  // and the slot may hold another key byte's child (a leaf, or a node it has split into).
+  // `any_child` does not re-check: a reader takes its leaf through `find` again
+  // (ArtTree::checked_leaf).
   { Ops::kReusesSlots } -> std::convertible_to<bool>;
 };
 

@@ -63,6 +63,18 @@ inline T load_word(const T* p) noexcept {
                                           __ATOMIC_ACQUIRE));
 }
 
+//! Tests only — the broken variant PmartConcurrency.AScanSkipsAnEntryReusedUnderIt must
+//! catch: a node's ordered walk (for_each_from) trusts its snapshot of the node's entries and
+//! reports whatever pointer the entry's slot holds by the time the walk gets there.
+inline std::atomic<bool> g_broken_walk_trusts_snapshot{false};
+
+//! For an ordered walk that has just read an entry's child pointer: true if it may report
+//! it — `named`, its re-read of the entry's commit word still names that slot for that key
+//! byte (node_ops.h, kReusesSlots).
+inline bool still_named(bool named) noexcept {
+  return named || g_broken_walk_trusts_snapshot.load(std::memory_order_relaxed);
+}
+
 //! load(p) of a child pointer word on the lookup's hot path: kit::hot_load (one mov).
 inline Ref load_ref(const Ref* p) noexcept { return kit::hot_load(p); }
 
