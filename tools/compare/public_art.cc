@@ -5,7 +5,7 @@
 // interleaved. Not built by the project: the public code is not ours to ship; see
 // tools/compare/README.md ("The public ARTs") for where to put it and the build command.
 //
-// usage: public_art DIST N MODE [tid=key|tid=ptr] [mask63]
+// usage: public_art DIST N MODE [tid=key|tid=tuple|tid=ptr] [mask63]
 //   DIST   dense | sparse | clustered (bench::integer_keys(DIST, N, 42), 8-byte big-endian)
 //   MODE   time        5 insert rounds (a fresh tree of each index per round) and 7 lookup
 //                      rounds (every key once, insertion order), each round running ours,
@@ -18,11 +18,17 @@
 //          cg-ours | cg-libart | cg-artsync   the same for one index only
 //   tid=   what ARTSynchronized stores as the TID (it keeps no leaves: a child slot holds
 //          TID | 1<<63 and lookups rebuild the key through a loadKey callback):
-//          key  the 8-byte integer key itself, as their example.cpp does (needs every
-//               key < 2^63 and != 0: Dense; Sparse/Clustered only with mask63)
-//          ptr  the address of the key's 8 big-endian bytes in the driver's key array (a
-//               tuple id as a database would use it; loadKey copies 8 bytes from there)
-//          default: key when every key allows it, else ptr
+//          key    the 8-byte integer key itself, as their example.cpp does (needs every
+//                 key < 2^63 and != 0: Dense; Sparse/Clustered only with mask63). The
+//                 index then holds no value and no key bytes: a set, not a map
+//          tuple  the address of a 16-byte record {key (big-endian), value} that the
+//                 insert loop writes (records in insertion order, in an array allocated
+//                 untouched per round); loadKey reads the record's key and a lookup
+//                 returns the record's value: the same information ours and libart keep
+//                 in their leaves, so the like-for-like key-value comparison
+//          ptr    the address of the key's bytes in the driver's own key array (the
+//                 query key itself, so already in cache at a lookup; no value)
+//          default: key when every key allows it, else tuple
 //   mask63 clears bit 63 of every key (for all three indexes) so that tid=key works on
 //          Sparse and Clustered; refuses if that makes two keys equal
 //
@@ -74,11 +80,23 @@ void load_key_ptr(TID tid, ::Key& key) {  // tid = address of the key's 8 big-en
   std::memcpy(&key[0], reinterpret_cast<const void*>(tid), 8);
 }
 
+// tid=tuple: what ARTSynchronized's TID points to (their "tuple").
+struct Tuple {
+  Bytes8 key;           // big-endian
+  std::uint64_t value;  // the same value ours and libart store
+};
+void load_key_tuple(TID tid, ::Key& key) {
+  key.setKeyLen(8);
+  std::memcpy(&key[0], reinterpret_cast<const Tuple*>(tid)->key.data(), 8);
+}
+
+enum class TidMode { key, tuple, ptr };
+
 struct Keys {
   std::vector<std::uint64_t> ints;  // insertion order
   std::vector<Bytes8> be;           // the same, 8 bytes big-endian
-  std::vector<TID> tids;            // what ARTSynchronized stores for key i
-  bool tid_is_key = true;
+  std::vector<TID> tids;            // what ARTSynchronized stores for key i (key, ptr)
+  TidMode tid = TidMode::key;
   std::size_t n() const { return ints.size(); }
 };
 
@@ -138,15 +156,38 @@ struct LibArt {
 
 struct ArtSync {
   std::unique_ptr<ART_unsynchronized::Tree> t;
+  std::unique_ptr<Tuple[]> tuples;  // tid=tuple: fresh, untouched memory each round
+  std::size_t cap = 0;
   ART_unsynchronized::Tree::LoadKeyFunction load = load_key_int;
-  void fresh() { t.reset(); t = std::make_unique<ART_unsynchronized::Tree>(load); }
-  void drop() { t.reset(); }
+  TidMode mode = TidMode::key;
+  void fresh() {
+    t.reset();
+    tuples.reset();
+    if (mode == TidMode::tuple) tuples.reset(new Tuple[cap]);  // not initialised: pages untouched
+    t = std::make_unique<ART_unsynchronized::Tree>(load);
+  }
+  void drop() { t.reset(); tuples.reset(); }
+  // What a lookup yields: the value (tuple), else the TID.
+  std::uint64_t value_of(TID v) const {
+    return mode == TidMode::tuple ? reinterpret_cast<const Tuple*>(v)->value : v;
+  }
   // The key object their API takes, built per operation as their example does.
   static void make_key(::Key& key, const Bytes8& b) {
     key.setKeyLen(8);
     std::memcpy(&key[0], b.data(), 8);
   }
   void insert_all(const Keys& k) {
+    if (mode == TidMode::tuple) {
+      for (std::size_t i = 0; i < k.n(); ++i) {
+        ::Key key;
+        make_key(key, k.be[i]);
+        Tuple* tu = &tuples[i];
+        tu->key = k.be[i];
+        tu->value = k.ints[i] + 1;
+        t->insert(key, reinterpret_cast<TID>(tu));
+      }
+      return;
+    }
     for (std::size_t i = 0; i < k.n(); ++i) {
       ::Key key;
       make_key(key, k.be[i]);
@@ -159,7 +200,7 @@ struct ArtSync {
       ::Key key;
       make_key(key, k.be[i]);
       TID v = t->lookup(key);
-      if (v != 0) { s += v; ++hits; }
+      if (v != 0) { s += value_of(v); ++hits; }
     }
     return {s, hits};
   }
@@ -167,7 +208,9 @@ struct ArtSync {
     for (std::size_t i = 0; i < k.n(); ++i) {
       ::Key key;
       make_key(key, k.be[i]);
-      if (t->lookup(key) != k.tids[i]) { std::printf("artsync: key %zu wrong\n", i); return false; }
+      const TID v = t->lookup(key);
+      const bool ok = mode == TidMode::tuple ? v != 0 && value_of(v) == k.ints[i] + 1 : v == k.tids[i];
+      if (!ok) { std::printf("artsync: key %zu wrong\n", i); return false; }
     }
     return true;
   }
@@ -210,6 +253,7 @@ int main(int argc, char** argv) {
     const std::string s = argv[a];
     if (s == "tid=key") tid_mode = "key";
     else if (s == "tid=ptr") tid_mode = "ptr";
+    else if (s == "tid=tuple") tid_mode = "tuple";
     else if (s == "mask63") mask63 = true;
     else { std::fprintf(stderr, "unknown argument %s\n", argv[a]); return 2; }
   }
@@ -228,23 +272,28 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < n; ++i) k.be[i] = wort::u64_key(k.ints[i]);
   const bool key_fits = std::all_of(k.ints.begin(), k.ints.end(),
                                     [](std::uint64_t x) { return x != 0 && (x >> 63) == 0; });
-  if (tid_mode.empty()) tid_mode = key_fits ? "key" : "ptr";
+  if (tid_mode.empty()) tid_mode = key_fits ? "key" : "tuple";
   if (tid_mode == "key" && !key_fits) {
     std::fprintf(stderr, "tid=key needs every key in [1, 2^63): use tid=ptr or mask63\n");
     return 2;
   }
-  k.tid_is_key = tid_mode == "key";
+  k.tid = tid_mode == "key" ? TidMode::key : tid_mode == "tuple" ? TidMode::tuple : TidMode::ptr;
   k.tids.resize(n);
   for (std::size_t i = 0; i < n; ++i)
-    k.tids[i] = k.tid_is_key ? k.ints[i] : reinterpret_cast<TID>(k.be[i].data());
+    k.tids[i] = k.tid == TidMode::key ? k.ints[i] : reinterpret_cast<TID>(k.be[i].data());
 
   Ours ours;
   LibArt lib;
   ArtSync as;
-  as.load = k.tid_is_key ? load_key_int : load_key_ptr;
+  as.mode = k.tid;
+  as.cap = n;
+  as.load = k.tid == TidMode::key ? load_key_int : k.tid == TidMode::tuple ? load_key_tuple : load_key_ptr;
 
   std::uint64_t want_sum = 0, want_tid_sum = 0;
-  for (std::size_t i = 0; i < n; ++i) { want_sum += k.ints[i] + 1; want_tid_sum += k.tids[i]; }
+  for (std::size_t i = 0; i < n; ++i) {
+    want_sum += k.ints[i] + 1;
+    want_tid_sum += k.tid == TidMode::tuple ? k.ints[i] + 1 : k.tids[i];
+  }
 
   std::printf("public_art %s n=%zu tid=%s%s\n", argv[1], n, tid_mode.c_str(), mask63 ? " mask63" : "");
 
