@@ -33,7 +33,11 @@ std::optional<Child> Node48::next(unsigned from) const noexcept {
 }
 
 std::size_t Node48::free_slot() const noexcept {
-  // A slot is free iff its Ref is empty: remove() clears the Ref it unlinks.
+  // A slot is free iff its Ref is empty: remove() clears the Ref it unlinks. Without
+  // removals the slots fill in order, so slot `count` is the free one: try it first
+  // (scanning from 0 read up to 48 slots, 6 lines, per add: 1 D1 read miss per insert
+  // at 10M Sparse keys).
+  if (children[count].empty()) return count;
   std::size_t i = 0;
   while (!children[i].empty()) ++i;
   return i;
