@@ -65,15 +65,17 @@ Status ArtTree::put(Key k, Value v, PutMode mode) {
   for (;;) {
     if (slot->is_leaf()) return put_at_leaf(slot, depth, k, v, mode);
     Node* n = slot->node();
-    const std::size_t matched = matching_prefix(n, k, depth);
-    if (matched < n->prefix_len) {
-      split_prefix(slot, depth, matched, k, v);
-      return Status::ok;
+    if (!slot->no_prefix()) {  // the tag says whether there is a prefix to compare
+      const std::size_t matched = matching_prefix(n, k, depth);
+      if (matched < n->prefix_len) {
+        split_prefix(slot, depth, matched, k, v);
+        return Status::ok;
+      }
+      depth += n->prefix_len;
     }
-    depth += n->prefix_len;
     if (depth == k.size()) return put_terminal(n, k, v, mode);
     const std::uint8_t b = byte_at(k, depth);
-    Ref* child = find_child(n, b);
+    Ref* child = find_child(*slot, b);
     if (child == nullptr) {
       LeafPtr fresh(Leaf::make(arena_, k, v), LeafDeleter{&arena_});
       add_child_growing(slot, b, fresh.get());
@@ -157,12 +159,12 @@ void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child) {
   std::size_t depth = 0;
   while (!r.is_leaf()) {
     const Node* n = r.node();
-    depth += n->prefix_len;
+    if (!r.no_prefix()) depth += n->prefix_len;  // else the header is not read at all
     if (depth >= len) {
       Leaf* t = n->terminal;
       return depth == len && t != nullptr && t->matches(k) ? t : nullptr;
     }
-    const Ref* child = find_child(n, byte_at(k, depth));
+    const Ref* child = find_child(r, byte_at(k, depth));
     if (child == nullptr) return nullptr;
     r = *child;
     ++depth;
@@ -249,8 +251,12 @@ void ArtTree::collapse(Ref* slot) {
     *slot = Ref::of(n->terminal);
   } else {
     const Child only = *next_child(n, 0);
-    if (!only.ref.is_leaf()) merge_prefix(n, only.byte, only.ref.node());
-    *slot = only.ref;
+    if (only.ref.is_leaf()) {
+      *slot = only.ref;
+    } else {
+      merge_prefix(n, only.byte, only.ref.node());
+      *slot = Ref::of(only.ref.node());  // its prefix grew: a fresh tag (ref.h)
+    }
   }
   free_node(arena_, n);
 }

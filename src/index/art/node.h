@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,13 @@ struct Node {
 };
 
 static_assert(sizeof(Node) == 24, "node header is three words");
+
+inline Ref Ref::of(Node* n) noexcept {
+  const auto addr = reinterpret_cast<std::uintptr_t>(n);
+  assert((addr & kNodeTagMask) == 0 && "nodes are 16-aligned (arena.h)");
+  return Ref(addr | (static_cast<std::uintptr_t>(n->type) << 1) |
+             (n->prefix_len == 0 ? kNoPrefix : 0));
+}
 
 //! One child as an iteration step yields it.
 struct Child {
