@@ -65,7 +65,7 @@ Status ArtTree::put(Key k, Value v, PutMode mode) {
   for (;;) {
     if (slot->is_leaf()) return put_at_leaf(slot, depth, k, v, mode);
     Node* n = slot->node();
-    if (!slot->no_prefix()) {  // the tag says whether there is a prefix to compare
+    if (slot->prefix_tag() != 0) {  // the tag says whether there is a prefix to compare
       const std::size_t matched = matching_prefix(n, k, depth);
       if (matched < n->prefix_len) {
         split_prefix(slot, depth, matched, k, v);
@@ -159,7 +159,9 @@ void ArtTree::add_child_growing(Ref* slot, std::uint8_t byte, Leaf* child) {
   std::size_t depth = 0;
   while (!r.is_leaf()) {
     const Node* n = r.node();
-    if (!r.no_prefix()) depth += n->prefix_len;  // else the header is not read at all
+    // The prefix's length from the tag: the header is read only for a prefix of 7 or more.
+    const unsigned plen = r.prefix_tag();
+    depth += plen != Ref::kLongPrefix ? plen : n->prefix_len;
     if (depth >= len) {
       Leaf* t = n->terminal;
       return depth == len && t != nullptr && t->matches(k) ? t : nullptr;

@@ -2,23 +2,25 @@
 //
 // ART's lazy expansion hangs a single key's leaf directly where a child pointer goes, so a
 // child slot must say which of the two it holds. Leaves are at least 8-aligned, so bit 0
-// can carry that. Nodes come from the arena 16-aligned, so a reference to a node also
-// carries the node's type and whether its prefix is empty:
+// can carry that. Nodes are 64-aligned (whole cache lines from the arena, node.h), so a
+// reference to a node also carries the node's type and the length of its prefix:
 //
-//   63                                   4   3   2   1   0
-//   +-------------------------------------+---+-------+---+
-//   |  Node* (16-aligned)                 | E | type  | 0 |   E = 1: prefix_len == 0
-//   +-------------------------------------+---+-------+---+
-//   |  Leaf*                                          | 1 |
-//   +-------------------------------------------------+---+
+//   63                               6   5       3   2   1   0
+//   +---------------------------------+-----------+-------+---+
+//   |  Node* (64-aligned)             | plen      | type  | 0 |   plen = prefix_len if < 7,
+//   +---------------------------------+-----------+-------+---+          7 = 7 or more
+//   |  Leaf*                                              | 1 |
+//   +-----------------------------------------------------+---+
 //
-// A descent then searches an N48 or N256 without an empty prefix (most inner nodes of
-// the integer key sets) without reading its header: the slot's address follows from the
-// reference and the key byte, so the header line is no longer a miss in front of the
-// slot's miss (issue 9; lookups at 10M keys). The tag is set by Ref::of(Node*) (node.h)
-// from the node's type and prefix_len at the time the reference is made: code that changes
-// a linked node's type or prefix must store a fresh Ref::of (growing and shrinking make a
-// new node anyway; collapse re-makes it after merge_prefix; verify() checks every tag).
+// A lookup (optimistic: it needs only a prefix's length, not its bytes) then reads no
+// node's header when the prefix is shorter than 7 bytes, which is every node of 8-byte
+// keys: the child slot's address follows from the reference, the depth and the key byte
+// (an N4's and N16's keys share the header's line anyway). The header line is no longer a
+// miss in front of the slot's miss (issue 9; lookups at 10M keys). Inserts skip the header
+// when the prefix is empty. The tag is set by Ref::of(Node*) (node.h) from the node's type
+// and prefix_len when the reference is made: code that changes a linked node's type or
+// prefix must store a fresh Ref::of (growing and shrinking make a new node anyway;
+// collapse re-makes it after merge_prefix; verify() checks every tag).
 //
 // The all-zero word is the empty reference (only the tree root is ever empty).
 #pragma once
@@ -47,14 +49,15 @@ class Ref {
   Node* node() const noexcept { return reinterpret_cast<Node*>(bits_ & ~kNodeTagMask); }
   //! The node's type as tagged, NodeType's value (precondition: a node).
   unsigned node_type() const noexcept { return static_cast<unsigned>(bits_ >> 1) & 3u; }
-  //! True if the node's prefix_len is 0 (precondition: a node).
-  bool no_prefix() const noexcept { return (bits_ & kNoPrefix) != 0; }
+  //! The node's prefix_len if below kLongPrefix, else kLongPrefix (precondition: a node).
+  unsigned prefix_tag() const noexcept { return static_cast<unsigned>(bits_ >> 3) & 7u; }
+  //! prefix_tag() of a node whose prefix is this long or longer: read its header.
+  static constexpr unsigned kLongPrefix = 7;
 
   friend bool operator==(Ref a, Ref b) noexcept { return a.bits_ == b.bits_; }
 
  private:
-  static constexpr std::uintptr_t kNodeTagMask = 15;  // bits 0-3 of a node reference
-  static constexpr std::uintptr_t kNoPrefix = 8;
+  static constexpr std::uintptr_t kNodeTagMask = 63;  // bits 0-5 of a node reference
   explicit Ref(std::uintptr_t bits) noexcept : bits_(bits) {}
   std::uintptr_t bits_ = 0;
 };
