@@ -16,7 +16,10 @@ Arena::~Arena() {
 void* Arena::carve(std::size_t cls) {
   const std::size_t size = size_of(cls);
   const std::size_t blocks = kSlabBytes / size;
-  slabs_.reserve(slabs_.size() + 1);  // so that push_back below cannot throw
+  // So that push_back below cannot throw. Grow geometrically: reserve(size() + 1) would
+  // reallocate and copy the whole list at every carve (quadratic: at 10M Sparse keys ~10k
+  // slabs, 38 instructions and 0.6 write misses per insert in memcpy).
+  if (slabs_.size() == slabs_.capacity()) slabs_.reserve(slabs_.empty() ? 64 : 2 * slabs_.capacity());
   auto* slab = static_cast<std::byte*>(::operator new(blocks * size, kSlabAlign));
   slabs_.push_back(slab);
   slab_bytes_ += blocks * size;

@@ -27,7 +27,7 @@ namespace wort::art {
 class Arena {
  public:
   static constexpr std::size_t kGrain = 16;       //!< block sizes are multiples of this
-  static constexpr std::size_t kMaxSmall = 2080;  //!< a Node256; larger blocks: operator new
+  static constexpr std::size_t kMaxSmall = 2112;  //!< a Node256's block (33 lines); larger: operator new
   static constexpr std::size_t kClasses = kMaxSmall / kGrain;
 
   Arena() = default;

@@ -25,7 +25,10 @@ class Verifier {
  public:
   //! Checks the subtree at `r`, reached by the key bytes in `path`; false on the first error.
   bool subtree(Ref r, std::string& path) {
-    return r.is_leaf() ? leaf(r.leaf(), path, false) : node(r.node(), path);
+    if (r.is_leaf()) return leaf(r.leaf(), path, false);
+    if (!(r == Ref::of(r.node())))
+      return fail("reference tag disagrees with its node's type or prefix (ref.h)", path);
+    return node(r.node(), path);
   }
   std::size_t keys() const { return keys_; }
   const std::string& error() const { return error_; }

@@ -23,8 +23,23 @@ struct Leaf {
   Value value = 0;
   std::uint32_t key_len = 0;
 
-  //! A new leaf from `arena` holding a copy of `k` (throws std::bad_alloc).
-  static Leaf* make(Arena& arena, Key k, Value v);
+  //! A new leaf from `arena` holding a copy of `k` (throws std::bad_alloc). Inline, with
+  //! one 8-byte move for an 8-byte key (a memcpy call with a run-time length otherwise).
+  static Leaf* make(Arena& arena, Key k, Value v) {
+    if (k.size() > UINT32_MAX) [[unlikely]] too_long();
+    void* mem = arena.allocate(sizeof(Leaf) + k.size());
+    auto* l = new (mem) Leaf;
+    l->value = v;
+    l->key_len = static_cast<std::uint32_t>(k.size());
+    std::byte* dst = static_cast<std::byte*>(mem) + sizeof(Leaf);
+    if (k.size() == 8) {
+      std::memcpy(dst, k.data(), 8);
+    } else if (!k.empty()) {
+      std::memcpy(dst, k.data(), k.size());
+    }
+    return l;
+  }
+  [[noreturn]] static void too_long();
   //! Gives a leaf made by make() back to its arena.
   static void destroy(Arena& arena, Leaf* l) noexcept;
 

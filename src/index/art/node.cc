@@ -83,13 +83,13 @@ Node* shrink(Arena& arena, Node* n) {
   return smaller;
 }
 
-Node* make_node4(Arena& arena) { return new (arena.allocate(sizeof(Node4))) Node4; }
+Node* make_node4(Arena& arena) { return new_node<Node4>(arena); }
 
 void free_node(Arena& arena, Node* n) noexcept {
   dispatch(n, [&arena](auto* x) {
     using T = std::remove_pointer_t<decltype(x)>;
     x->~T();
-    arena.release(x, sizeof(T));
+    arena.release(x, kNodeBlock<T>);
   });
 }
 

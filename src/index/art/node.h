@@ -20,17 +20,18 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstddef>
+#include <new>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "index/art/arena.h"
 #include "index/art/ref.h"
 
 namespace wort::art {
-
-class Arena;
 
 enum class NodeType : std::uint8_t { node4, node16, node48, node256 };
 
@@ -51,6 +52,25 @@ struct Node {
 };
 
 static_assert(sizeof(Node) == 24, "node header is three words");
+
+inline Ref Ref::of(Node* n) noexcept {
+  const auto addr = reinterpret_cast<std::uintptr_t>(n);
+  assert((addr & kNodeTagMask) == 0 && "nodes are 64-aligned (kNodeBlock)");
+  const std::uintptr_t plen = n->prefix_len < kLongPrefix ? n->prefix_len : kLongPrefix;
+  return Ref(addr | (static_cast<std::uintptr_t>(n->type) << 1) | (plen << 3));
+}
+
+//! Arena bytes of a node of type T: sizeof(T) rounded up to whole cache lines, so that
+//! every node is 64-aligned (the arena aligns a block whose size is a multiple of 64) and
+//! a reference to it has six low bits for its tag (ref.h).
+template <class T>
+inline constexpr std::size_t kNodeBlock = (sizeof(T) + 63) & ~std::size_t{63};
+
+//! A new node of type T from `arena` (T's constructor sets its type).
+template <class T>
+T* new_node(Arena& arena) {
+  return new (arena.allocate(kNodeBlock<T>)) T;
+}
 
 //! One child as an iteration step yields it.
 struct Child {

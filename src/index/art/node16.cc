@@ -11,7 +11,7 @@
 namespace wort::art {
 
 Node16* Node16::grown_from(Arena& arena, const Node4& from) {
-  auto* n = new (arena.allocate(sizeof(Node16))) Node16;
+  auto* n = new_node<Node16>(arena);
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) {
     n->keys[i] = from.keys[i];
@@ -23,7 +23,7 @@ Node16* Node16::grown_from(Arena& arena, const Node4& from) {
 
 Node16* Node16::shrunk_from(Arena& arena, const Node48& from) {
   assert(from.count <= kCapacity);
-  auto* n = new (arena.allocate(sizeof(Node16))) Node16;
+  auto* n = new_node<Node16>(arena);
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     if (from.child_index[b] == Node48::kEmpty) continue;

@@ -7,7 +7,7 @@
 namespace wort::art {
 
 Node256* Node256::grown_from(Arena& arena, const Node48& from) {
-  auto* n = new (arena.allocate(sizeof(Node256))) Node256;
+  auto* n = new_node<Node256>(arena);
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     const std::uint8_t slot = from.child_index[b];

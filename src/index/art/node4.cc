@@ -9,7 +9,7 @@ namespace wort::art {
 
 Node4* Node4::shrunk_from(Arena& arena, const Node16& from) {
   assert(from.count <= kCapacity);
-  auto* n = new (arena.allocate(sizeof(Node4))) Node4;
+  auto* n = new_node<Node4>(arena);
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) {
     n->keys[i] = from.keys[i];

@@ -8,7 +8,7 @@
 namespace wort::art {
 
 Node48* Node48::grown_from(Arena& arena, const Node16& from) {
-  auto* n = new (arena.allocate(sizeof(Node48))) Node48;
+  auto* n = new_node<Node48>(arena);
   copy_header(n, &from);
   for (std::size_t i = 0; i < from.count; ++i) n->add(from.keys[i], from.children[i]);
   return n;
@@ -16,7 +16,7 @@ Node48* Node48::grown_from(Arena& arena, const Node16& from) {
 
 Node48* Node48::shrunk_from(Arena& arena, const Node256& from) {
   assert(from.count <= kCapacity);
-  auto* n = new (arena.allocate(sizeof(Node48))) Node48;
+  auto* n = new_node<Node48>(arena);
   copy_header(n, &from);
   for (unsigned b = 0; b < 256; ++b) {
     if (!from.children[b].empty()) n->add(static_cast<std::uint8_t>(b), from.children[b]);
@@ -33,7 +33,11 @@ std::optional<Child> Node48::next(unsigned from) const noexcept {
 }
 
 std::size_t Node48::free_slot() const noexcept {
-  // A slot is free iff its Ref is empty: remove() clears the Ref it unlinks.
+  // A slot is free iff its Ref is empty: remove() clears the Ref it unlinks. Without
+  // removals the slots fill in order, so slot `count` is the free one: try it first
+  // (scanning from 0 read up to 48 slots, 6 lines, per add: 1 D1 read miss per insert
+  // at 10M Sparse keys).
+  if (children[count].empty()) return count;
   std::size_t i = 0;
   while (!children[i].empty()) ++i;
   return i;

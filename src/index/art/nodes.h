@@ -28,4 +28,17 @@ inline const Ref* find_child(const Node* n, std::uint8_t byte) noexcept {
   return find_child(const_cast<Node*>(n), byte);  // find() does not modify
 }
 
+//! The child slot for `byte` in the node `r` refers to, dispatching on the type in r's tag
+//! (ref.h): an N48 or N256 is then searched without reading its header.
+inline Ref* find_child(Ref r, std::uint8_t byte) noexcept {
+  Node* n = r.node();
+  switch (static_cast<NodeType>(r.node_type())) {
+    case NodeType::node4: return static_cast<Node4*>(n)->find(byte);
+    case NodeType::node16: return static_cast<Node16*>(n)->find(byte);
+    case NodeType::node48: return static_cast<Node48*>(n)->find(byte);
+    case NodeType::node256: break;
+  }
+  return static_cast<Node256*>(n)->find(byte);
+}
+
 }  // namespace wort::art
