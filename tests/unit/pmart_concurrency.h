@@ -432,7 +432,8 @@ TYPED_TEST_P(PmartConcurrency, ScanVisitorsCallBackIntoTheTree) {
 // threads: the visitor, at the scan's first key "A1", removes the next entry's key "B1" and
 // inserts "@1" and "@2" (the add reuses B's slot, the second insert splits its leaf into a
 // node there). The scan must stay ascending and report every key that was there throughout;
-// the broken walk that trusts its snapshot reports "@1", "@2" in B's place.
+// the broken walk that trusts its snapshot reports "@1", "@2" in B's place. (WORT and ROART,
+// whose nodes reuse no slot this way, must give the same outcome.)
 TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
   const bool in_place = std::string(TypeParam::kKind) == "woart";  // ART+CoW copies NODE4/16
   for (const unsigned fanout : {3u, 8u, 48u}) {  // the root a NODE4, a NODE16, a NODE48

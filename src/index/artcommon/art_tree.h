@@ -226,6 +226,17 @@ class ArtTree {
   //! holding it and the pointer word naming that node — and fences (README "No dirty
   //! reads"); then, or at once for an earlier session's mark, clears the mark. Cold.
   [[gnu::cold, gnu::noinline]] void help_fresh(const Leaf* l) const;
+  //! The mark an insert's new leaf is born with: none in a solo write (kit::EpochReclaimer::
+  //! SoloWrite: no other thread can read it before the write ends, and a thread that
+  //! arrives waits for the write to end, its commit durable), else this session's.
+  std::uint32_t insert_mark() const noexcept {
+    return kit::EpochReclaimer::SoloWrite::active() ? 0 : fresh_mark_;
+  }
+  //! Clears the mark of the insert's own new leaf after its commit's fence (nothing to
+  //! clear in a solo write: no store into the leaf's just written-back line).
+  static void clear_own_fresh(const Leaf* l) noexcept {
+    if (!kit::EpochReclaimer::SoloWrite::active()) clear_fresh(l);
+  }
   //! A reader's check of a leaf it is about to return: helps it if it has a mark.
   void help_if_marked(const Leaf* l) const {
     if (mark_of(l) != 0) [[unlikely]] help_fresh(l);

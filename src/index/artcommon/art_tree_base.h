@@ -130,6 +130,10 @@ inline Status ArtTree<F>::run_write(Fn&& fn) {
     Status s;
     {
       kit::EpochReclaimer::NestablePin pin(epochs_);
+      // Alone in the process: no locks, no fresh marks (not while a test's locking hook
+      // may run another thread's write inside this one: that thread would wait for it).
+      kit::EpochReclaimer::SoloWrite solo(
+          g_writer_locking_hook.load(std::memory_order_relaxed) == nullptr);
       s = fn();
     }
     if (detail::t_unlinked.n != 0) [[unlikely]] retire_pending();

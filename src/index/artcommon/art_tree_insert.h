@@ -60,10 +60,10 @@ Status ArtTree<F>::put_empty(Key k, Value v) {
   if (!l.lock(nullptr)) return kRestart;
   if (load(&anchor_->root) != kNull && detail::changed()) return kRestart;
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
   release_to_readers(&anchor_->root);
   pm::publish(&anchor_->root, fresh);
-  clear_fresh(leaf(fresh));
+  clear_own_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -111,7 +111,7 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   const Key old_key = leaf_key(l);
   const unsigned m = static_cast<unsigned>(common_prefix(old_key, k, depth));
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
   Entries e;
   Ref eok = kNull;
   for (auto [key, ref] : {std::pair{old_key, old}, std::pair{k, fresh}}) {
@@ -137,7 +137,7 @@ Status ArtTree<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   release_to_readers(slot);
   pm::publish(slot, n);
-  clear_fresh(leaf(fresh));
+  clear_own_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -163,10 +163,10 @@ Status ArtTree<F>::put_at_eok(const At& at, Key k, Value v, bool overwrite) {
     return Status::ok;
   }
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
   release_to_readers(&n->eok);
   pm::publish(&n->eok, fresh);
-  clear_fresh(leaf(fresh));
+  clear_own_fresh(leaf(fresh));
   return Status::ok;
 }
 
@@ -198,9 +198,9 @@ Status ArtTree<F>::add_as(const At& at, std::uint8_t b, Key k, Value v) {
     else
       taken = Ops::slot(n, b) != nullptr;
     if ((taken || load_word(&n->hdr) != at.hdr) && detail::changed()) return kRestart;
-    if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+    if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
     if (Ops::add(n, b, fresh)) {  // the commit (cached), under n's lock
-      clear_fresh(leaf(fresh));
+      clear_own_fresh(leaf(fresh));
       return Status::ok;
     }
   }  // full: it grows, which stores into owner's slot too (n's lock released first)
@@ -224,7 +224,7 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
        load_word(&n->hdr) != at.hdr) && detail::changed())
     return restart();
   if (fresh == kNull) {
-    if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+    if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
   }
   Entries e;
   collect(n, e);
@@ -244,7 +244,7 @@ Status ArtTree<F>::add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref
   const Ref old = load(slot);
   release_to_readers(slot);
   pm::publish(slot, copy);
-  clear_fresh(leaf(fresh));
+  clear_own_fresh(leaf(fresh));
   retire_ref(old);
   lk.obsolete(n);
   return Status::ok;
@@ -359,7 +359,7 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   const NodeHeader parent_hdr = make_header(depth, mismatch, w);
   const NodeHeader child_hdr = make_header(cut + 1, hdr.prefix_len - mismatch - 1, w);
   Ref fresh;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &fresh); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &fresh); s != Status::ok) return s;
   Ref child = r;
   if constexpr (!F::kDepthRepair) {
     if (Status s = copy_with_header(n, child_hdr, &child); s != Status::ok) {
@@ -394,7 +394,7 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   }
   release_to_readers(slot);
   pm::publish(slot, parent);
-  clear_fresh(leaf(fresh));
+  clear_own_fresh(leaf(fresh));
   if constexpr (!F::kDepthRepair) {
     retire_ref(r);
     lk.obsolete(n);

@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "index/artcommon/art_layout.h"
+#include "index/common/epoch.h"
 #include "pm/check.h"
 #include "pm/persist.h"
 #include "wort/index.h"
@@ -85,8 +86,11 @@ class LockTable {
     const auto a = reinterpret_cast<std::uintptr_t>(n) >> 6;
     return &s_[(a * 0x9E3779B97F4A7C15ull) >> (64 - 10)].w;
   }
-  //! Spins (pause, then sched_yield) until w is taken.
+  //! Spins (pause, then sched_yield) until w is taken. In a solo write (no other thread
+  //! can write or read until it ends: kit::EpochReclaimer::SoloWrite) nothing is taken,
+  //! and try_acquire and release do nothing either.
   [[gnu::always_inline]] static void acquire(Word* w) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return;
     pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     if (w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed))
@@ -94,12 +98,16 @@ class LockTable {
     contended(w);
   }
   static bool try_acquire(Word* w) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return true;
     pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     return w->load(std::memory_order_relaxed) == 0 &&
            w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed);
   }
-  static void release(Word* w) noexcept { w->store(0, std::memory_order_release); }
+  static void release(Word* w) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return;
+    w->store(0, std::memory_order_release);
+  }
 
  private:
   static_assert(kStripes == 1u << 10);

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "pm/allocator.h"
+#include "pm/tracer.h"
 
 namespace wort::kit {
 
@@ -65,6 +66,10 @@ inline void free_to_allocator(void* allocator, std::uint64_t off) {
 
 class EpochReclaimer {
  public:
+  //! Tests only — the broken variant tests/unit/epoch_solo_concurrency_test.cc must catch: a
+  //! thread that takes an id while another holds one does not wait for that thread's solo
+  //! write to end.
+  static inline std::atomic<bool> g_broken_arrival_skips_wait{false};
   //! Threads that may pin at once, process-wide (ids are given back when a thread ends).
   static constexpr unsigned kMaxThreads = 128;
   using FreeFn = void (*)(void* ctx, std::uint64_t off);
@@ -109,6 +114,40 @@ class EpochReclaimer {
 
    private:
     std::atomic<std::uint64_t>* slot_;
+  };
+
+  //! Marks one write of the calling thread (inside its pin) as *solo* when the thread is the
+  //! only one holding an id and no tracer watches it (the crash simulator times lock
+  //! attempts): a solo write may skip its writer locks and its fresh marks, since no other
+  //! thread can read or write until it ends — a thread that takes an id while another holds
+  //! one runs membarrier, then waits until no write that began solo is still running (the
+  //! header comment, "solo"). Nests: an inner guard leaves the outer one's state.
+  class SoloWrite {
+   public:
+    //! `allowed` false: not solo whatever the thread count (a test hook that runs another
+    //! thread's write inside this one, which would wait for this one to end).
+    explicit SoloWrite(bool allowed = true) noexcept {
+      if (!allowed || t_solo_write || tls_slot_bytes == 0 || pm::tracer() != nullptr) return;
+      std::atomic<unsigned>& b = ids().busy[tls_slot_bytes / sizeof(Slot) - 1].v;
+      b.store(1, std::memory_order_relaxed);
+      if (solo()) [[likely]] {
+        t_solo_write = mine_ = true;
+        return;
+      }
+      b.store(0, std::memory_order_release);
+    }
+    ~SoloWrite() {
+      if (!mine_) return;
+      t_solo_write = false;
+      ids().busy[tls_slot_bytes / sizeof(Slot) - 1].v.store(0, std::memory_order_release);
+    }
+    SoloWrite(const SoloWrite&) = delete;
+    SoloWrite& operator=(const SoloWrite&) = delete;
+    //! True while the calling thread runs a solo write.
+    static bool active() noexcept { return t_solo_write; }
+
+   private:
+    bool mine_ = false;
   };
 
   //! The block at `off` was unlinked by a commit that is durable: free it once no pinned
@@ -314,8 +353,14 @@ class EpochReclaimer {
     //! Threads holding an id, plus kNoSolo when solo() is never to hold (membarrier
     //! refused, or ThreadSanitizer): solo() is one load of this word.
     std::atomic<unsigned> live{0};
+    //! Per id: 1 while that thread runs a solo write (SoloWrite). Its own line each.
+    struct alignas(64) Busy {
+      std::atomic<unsigned> v{0};
+    } busy[kMaxThreads];
   };
   static constexpr unsigned kNoSolo = 1u << 20;
+  //! The calling thread runs a solo write (SoloWrite::active).
+  static inline thread_local bool t_solo_write = false;
   static Ids& ids() noexcept {
     static Ids g;
     return g;
@@ -344,6 +389,20 @@ class EpochReclaimer {
     }();
     return ok;
   }
+  //! After barrier_everyone: waits until no other thread runs a write that began solo (a
+  //! write that sees this thread's id count after the barrier is not solo).
+  static void wait_for_solo_writes(unsigned me) noexcept {
+    if (g_broken_arrival_skips_wait.load(std::memory_order_relaxed)) [[unlikely]] return;
+    Ids& g = ids();
+    const unsigned hi = g.hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
+      if (i == me) continue;
+      for (unsigned spins = 0; g.busy[i].v.load(std::memory_order_acquire) != 0; ++spins) {
+        if (spins < 128) __builtin_ia32_pause();
+        else std::this_thread::yield();
+      }
+    }
+  }
   //! A thread taking an id while another holds one: every running thread of the process
   //! executes a full barrier before this returns (the header comment, "solo").
   static void barrier_everyone() noexcept {
@@ -371,7 +430,10 @@ class EpochReclaimer {
           // Counted before the thread's first pin; if another thread holds an id, it may be
           // running solo: make it pass a full barrier before this one reads anything.
           const bool ready = membarrier_ready();
-          if (g.live.fetch_add(1, std::memory_order_acq_rel) % kNoSolo != 0 && ready) barrier_everyone();
+          if (g.live.fetch_add(1, std::memory_order_acq_rel) % kNoSolo != 0 && ready) {
+            barrier_everyone();
+            wait_for_solo_writes(i);
+          }
           tls_slot_bytes = slot_bytes(i + 1);
           return i + 1;
         }
