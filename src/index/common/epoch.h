@@ -39,6 +39,11 @@
 //     visible once T's membarrier returns: T's scans see S's pin, T's reads see S's unlink.
 //   - S's count load after P: T's increment was made before T called membarrier, so the
 //     load sees two threads and S takes the barrier path.
+// A whole write may be solo too (SoloWrite, session 12: the ART engine then takes no lock
+// and marks no leaf fresh): its thread sets its `busy` flag, then reads the count; the
+// newcomer, after its membarrier, waits until every busy flag is clear. The same two cases:
+// a count load before P puts the flag store before P too (the newcomer sees it and waits);
+// a load after P sees two threads, and the write is not solo.
 // Where membarrier is refused (old kernel, seccomp), or under ThreadSanitizer (which does
 // not model it), every pin and retire takes the barrier path, as before.
 #pragma once
