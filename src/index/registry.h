@@ -114,16 +114,11 @@ LookupTally lookup_chained(const Ix& ix, const PackedKeys& keys) {
   return t;
 }
 
-//! Entry::lookup_direct for index class T.
-template <IndexConcept T>
-LookupTally lookup_direct(const Index& idx, const PackedKeys& keys) {
-  return lookup_each(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
-}
-
-//! Entry::lookup_chained for index class T.
-template <IndexConcept T>
-LookupTally lookup_chained_direct(const Index& idx, const PackedKeys& keys) {
-  return lookup_chained(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
+//! Entry::lookup_direct and Entry::lookup_chained for index class T: the lookup loop `Loop`
+//! (lookup_each or lookup_chained) run on the concrete class behind the handle.
+template <IndexConcept T, LookupTally (*Loop)(const T&, const PackedKeys&)>
+LookupTally on_concrete(const Index& idx, const PackedKeys& keys) {
+  return Loop(dynamic_cast<const IndexAdapter<T>&>(idx).impl(), keys);
 }
 
 //! T::kPersistent if the class declares it, else true.
@@ -155,7 +150,7 @@ struct Registrar {
     add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(),
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
               [](Pool& p) { return adapt<T>(T::open(p)); }, open_instant_of<T>(),
-              &lookup_direct<T>, &lookup_chained_direct<T>});
+              &on_concrete<T, &lookup_each<T>>, &on_concrete<T, &lookup_chained<T>>});
   }
 };
 

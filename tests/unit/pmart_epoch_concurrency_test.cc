@@ -20,6 +20,23 @@ struct Freed {
   static void record(void* ctx, std::uint64_t off) { static_cast<Freed*>(ctx)->offs.push_back(off); }
 };
 
+//! A heap "block" that readers reach through a shared pointer and the reclaimer frees:
+//! free() poisons it before deleting it, so a reader that reads it after its free sees the
+//! poison (and ASan the read after the delete).
+struct Block {
+  std::atomic<std::uint64_t> v{7};
+  static void free(void*, std::uint64_t off) {
+    auto* b = reinterpret_cast<Block*>(off);
+    b->v.store(0xdead, std::memory_order_relaxed);
+    delete b;
+  }
+  //! One pinned read of the current block: true if it was not freed.
+  static bool pinned_read_is_live(EpochReclaimer& e, const std::atomic<Block*>& cur) {
+    EpochReclaimer::Pin p(e);
+    return cur.load(std::memory_order_acquire)->v.load(std::memory_order_relaxed) == 7;
+  }
+};
+
 TEST(PmartEpoch, NobodyPinnedFreesAtOnce) {
   Freed f;
   EpochReclaimer e(&Freed::record, &f);
@@ -89,28 +106,15 @@ TEST(PmartEpoch, AnotherThreadsPinKeepsTheBlock) {
 // swaps in new ones and retires the old: a reader never reads a freed block (the free
 // function poisons it; TSan also sees any race on it).
 TEST(PmartEpoch, ReadersNeverSeeAFreedBlock) {
-  struct Block {
-    std::atomic<std::uint64_t> v{7};
-  };
-  struct Ctx {
-    static void free_block(void*, std::uint64_t off) {
-      auto* b = reinterpret_cast<Block*>(off);
-      b->v.store(0xdead, std::memory_order_relaxed);
-      delete b;
-    }
-  };
-  EpochReclaimer e(&Ctx::free_block, nullptr);
+  EpochReclaimer e(&Block::free, nullptr);
   std::atomic<Block*> cur{new Block};
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> bad{0};
   std::vector<std::thread> readers;
   for (int r = 0; r < 2; ++r)
     readers.emplace_back([&] {
-      while (!stop.load(std::memory_order_relaxed)) {
-        EpochReclaimer::Pin p(e);
-        const Block* b = cur.load(std::memory_order_acquire);
-        if (b->v.load(std::memory_order_relaxed) != 7) bad.fetch_add(1);
-      }
+      while (!stop.load(std::memory_order_relaxed))
+        if (!Block::pinned_read_is_live(e, cur)) bad.fetch_add(1);
     });
   for (int i = 0; i < 20000; ++i) {
     Block* old = cur.exchange(new Block, std::memory_order_acq_rel);
@@ -132,17 +136,7 @@ TEST(PmartEpoch, ReadersNeverSeeAFreedBlock) {
 // it is deleted; ASan sees a read after the delete too). The writer must also have freed
 // at once while alone: most of its retires are freed with nothing pending.
 TEST(PmartEpoch, ArrivingReadersNeverSeeABlockFreedSolo) {
-  struct Block {
-    std::atomic<std::uint64_t> v{7};
-  };
-  struct Ctx {
-    static void free_block(void*, std::uint64_t off) {
-      auto* b = reinterpret_cast<Block*>(off);
-      b->v.store(0xdead, std::memory_order_relaxed);
-      delete b;
-    }
-  };
-  EpochReclaimer e(&Ctx::free_block, nullptr);
+  EpochReclaimer e(&Block::free, nullptr);
   std::atomic<Block*> cur{new Block};
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> bad{0}, retired{0}, alone{0};
@@ -161,11 +155,8 @@ TEST(PmartEpoch, ArrivingReadersNeverSeeABlockFreedSolo) {
   });
   for (int arrival = 0; arrival < 300; ++arrival) {
     std::thread reader([&] {
-      for (int i = 0; i < 200; ++i) {
-        EpochReclaimer::Pin p(e);
-        const Block* b = cur.load(std::memory_order_acquire);
-        if (b->v.load(std::memory_order_relaxed) != 7) bad.fetch_add(1);
-      }
+      for (int i = 0; i < 200; ++i)
+        if (!Block::pinned_read_is_live(e, cur)) bad.fetch_add(1);
     });
     reader.join();
   }

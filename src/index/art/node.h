@@ -22,8 +22,8 @@
 #include <array>
 #include <cassert>
 #include <cstddef>
-#include <new>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -133,18 +133,17 @@ class EpochReclaimer {
     //! thread's write inside this one, which would wait for this one to end).
     explicit SoloWrite(bool allowed = true) noexcept {
       if (!allowed || t_solo_write || tls_slot_bytes == 0 || pm::tracer() != nullptr) return;
-      std::atomic<unsigned>& b = ids().busy[tls_slot_bytes / sizeof(Slot) - 1].v;
-      b.store(1, std::memory_order_relaxed);
+      my_busy().store(1, std::memory_order_relaxed);
       if (solo()) [[likely]] {
         t_solo_write = mine_ = true;
         return;
       }
-      b.store(0, std::memory_order_release);
+      my_busy().store(0, std::memory_order_release);
     }
     ~SoloWrite() {
       if (!mine_) return;
       t_solo_write = false;
-      ids().busy[tls_slot_bytes / sizeof(Slot) - 1].v.store(0, std::memory_order_release);
+      my_busy().store(0, std::memory_order_release);
     }
     SoloWrite(const SoloWrite&) = delete;
     SoloWrite& operator=(const SoloWrite&) = delete;
@@ -366,6 +365,10 @@ class EpochReclaimer {
   static constexpr unsigned kNoSolo = 1u << 20;
   //! The calling thread runs a solo write (SoloWrite::active).
   static inline thread_local bool t_solo_write = false;
+  //! The calling thread's busy flag (it holds an id: tls_slot_bytes is id * sizeof(Slot)).
+  static std::atomic<unsigned>& my_busy() noexcept {
+    return ids().busy[tls_slot_bytes / sizeof(Slot) - 1].v;
+  }
   static Ids& ids() noexcept {
     static Ids g;
     return g;
