@@ -119,6 +119,10 @@ class Simulator final : public pm::Tracer {
   void on_alloc(void* p, std::size_t len) override;
   void on_free(void* p, std::size_t len) override;
   void on_assume_durable(void* p, std::size_t len) override;
+  //! A single-threaded run lets its writes run solo (the path a lone thread of a real
+  //! process takes) unless a read handler is set: the dirty-read probe looks up from another
+  //! thread mid-write, which a solo write would make wait for it.
+  bool allows_solo_writes() const noexcept override { return !on_read_; }
 
   //! Commit stores (pm::commit / pm::publish / pm::commit_sharing_fence) since the last
   //! acknowledgement (or since watch()).

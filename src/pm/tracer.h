@@ -52,6 +52,12 @@ class Tracer {
   virtual void on_assume_durable(void* p, std::size_t len) { (void)p, (void)len; }
   //! The block [p, p+len) is being returned to the allocator (called at the start of free).
   virtual void on_free(void* p, std::size_t len) { (void)p, (void)len; }
+  //! May a write of this thread run *solo* (kit::EpochReclaimer::SoloWrite: no writer locks,
+  //! no fresh marks) while this tracer watches it? Not by default: a tracer that lets another
+  //! thread in during a write (the crash simulator's concurrent writers, its dirty-read probe)
+  //! would wait for the solo write to end while that write waits for it. A tracer that keeps
+  //! the write's thread alone says yes, so what it checks is the path a lone thread runs.
+  virtual bool allows_solo_writes() const noexcept { return false; }
 };
 
 namespace detail {

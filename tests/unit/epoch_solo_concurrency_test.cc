@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "crashsim/simulator.h"
 #include "index/common/epoch.h"
 
 namespace wort::test {
@@ -118,6 +119,40 @@ TEST(EpochSolo, ASecondThreadHoldingAnIdEndsSoloUntilItExits) {
   EXPECT_EQ(solo_alone.load(), 1);
   EXPECT_EQ(solo_with_other.load(), 0) << "solo while another thread held an id";
   EXPECT_EQ(solo_after.load(), 1) << "not solo again once the other thread had exited";
+}
+
+// Under a tracer a write is solo only if the tracer allows it: the crash simulator's
+// single-threaded runs do (so they check the path a lone thread takes), not with its
+// dirty-read probe set (that probe looks the key up from another thread mid-write).
+TEST(EpochSolo, TheCrashSimulatorAllowsSoloWritesUnlessItProbesReads) {
+  EpochReclaimer e(&no_free, nullptr);
+  auto solo_under = [&](pm::Tracer* t) {
+    bool solo = false;
+    std::thread th([&] {
+      pm::set_tracer(t);
+      {
+        EpochReclaimer::NestablePin pin(e);
+        EpochReclaimer::SoloWrite w;
+        solo = EpochReclaimer::SoloWrite::active();
+      }
+      pm::set_tracer(nullptr);
+    });
+    th.join();
+    return solo;
+  };
+  if (!solo_under(nullptr))
+    GTEST_SKIP() << "solo writes are off here (membarrier refused, or ThreadSanitizer)";
+  crashsim::Simulator sim;
+  EXPECT_TRUE(solo_under(&sim)) << "a single-threaded crash run does not write solo";
+  sim.set_read_handler([] {});
+  EXPECT_FALSE(solo_under(&sim)) << "solo under the dirty-read probe (it would wait for itself)";
+  struct Plain final : pm::Tracer {
+    void on_store(void*, const void*, std::size_t) override {}
+    void on_nt_store(void*, std::uint64_t) override {}
+    void on_flush(const void*, std::size_t) override {}
+    void on_fence() override {}
+  } plain;
+  EXPECT_FALSE(solo_under(&plain)) << "solo under a tracer that did not allow it";
 }
 
 }  // namespace

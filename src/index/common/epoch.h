@@ -122,8 +122,9 @@ class EpochReclaimer {
   };
 
   //! Marks one write of the calling thread (inside its pin) as *solo* when the thread is the
-  //! only one holding an id and no tracer watches it (the crash simulator times lock
-  //! attempts): a solo write may skip its writer locks and its fresh marks, since no other
+  //! only one holding an id and no tracer watches it that could let another thread in during
+  //! the write (pm::Tracer::allows_solo_writes; the crash simulator's single-threaded runs
+  //! allow it, its concurrent ones and its dirty-read probe do not): a solo write may skip its writer locks and its fresh marks, since no other
   //! thread can read or write until it ends — a thread that takes an id while another holds
   //! one runs membarrier, then waits until no write that began solo is still running (the
   //! header comment, "solo"). Nests: an inner guard leaves the outer one's state.
@@ -132,7 +133,8 @@ class EpochReclaimer {
     //! `allowed` false: not solo whatever the thread count (a test hook that runs another
     //! thread's write inside this one, which would wait for this one to end).
     explicit SoloWrite(bool allowed = true) noexcept {
-      if (!allowed || t_solo_write || tls_slot_bytes == 0 || pm::tracer() != nullptr) return;
+      if (!allowed || t_solo_write || tls_slot_bytes == 0) return;
+      if (const pm::Tracer* t = pm::tracer(); t != nullptr && !t->allows_solo_writes()) return;
       my_busy().store(1, std::memory_order_relaxed);
       if (solo()) [[likely]] {
         t_solo_write = mine_ = true;
