@@ -21,6 +21,22 @@ using kit::EpochReclaimer;
 
 void no_free(void*, std::uint64_t) {}
 
+//! One write on a thread of its own, under tracer `t` (nullptr: none): was it solo?
+bool a_new_threads_write_is_solo(EpochReclaimer& e, pm::Tracer* t = nullptr) {
+  bool solo = false;
+  std::thread th([&] {
+    pm::set_tracer(t);
+    {
+      EpochReclaimer::NestablePin pin(e);
+      EpochReclaimer::SoloWrite w;
+      solo = EpochReclaimer::SoloWrite::active();
+    }
+    pm::set_tracer(nullptr);
+  });
+  th.join();
+  return solo;
+}
+
 //! Runs one solo write on a thread of its own and, while it is held open, lets another
 //! thread arrive (its first pin); returns true if the arrival got through its pin before
 //! the write ended. Skips the test where solo writes are off.
@@ -59,14 +75,8 @@ bool arrival_overtakes_a_solo_write() {
 TEST(EpochSolo, AnArrivingThreadWaitsForASoloWriteToEnd) {
   {
     EpochReclaimer e(&no_free, nullptr);
-    bool solo = false;
-    std::thread t([&] {
-      EpochReclaimer::NestablePin pin(e);
-      EpochReclaimer::SoloWrite w;
-      solo = EpochReclaimer::SoloWrite::active();
-    });
-    t.join();
-    if (!solo) GTEST_SKIP() << "solo writes are off here (membarrier refused, or ThreadSanitizer)";
+    if (!a_new_threads_write_is_solo(e))
+      GTEST_SKIP() << "solo writes are off here (membarrier refused, or ThreadSanitizer)";
   }
   EXPECT_FALSE(arrival_overtakes_a_solo_write())
       << "a thread read before a write that began solo had ended";
@@ -126,33 +136,22 @@ TEST(EpochSolo, ASecondThreadHoldingAnIdEndsSoloUntilItExits) {
 // dirty-read probe set (that probe looks the key up from another thread mid-write).
 TEST(EpochSolo, TheCrashSimulatorAllowsSoloWritesUnlessItProbesReads) {
   EpochReclaimer e(&no_free, nullptr);
-  auto solo_under = [&](pm::Tracer* t) {
-    bool solo = false;
-    std::thread th([&] {
-      pm::set_tracer(t);
-      {
-        EpochReclaimer::NestablePin pin(e);
-        EpochReclaimer::SoloWrite w;
-        solo = EpochReclaimer::SoloWrite::active();
-      }
-      pm::set_tracer(nullptr);
-    });
-    th.join();
-    return solo;
-  };
-  if (!solo_under(nullptr))
+  if (!a_new_threads_write_is_solo(e))
     GTEST_SKIP() << "solo writes are off here (membarrier refused, or ThreadSanitizer)";
   crashsim::Simulator sim;
-  EXPECT_TRUE(solo_under(&sim)) << "a single-threaded crash run does not write solo";
+  EXPECT_TRUE(a_new_threads_write_is_solo(e, &sim))
+      << "a single-threaded crash run does not write solo";
   sim.set_read_handler([] {});
-  EXPECT_FALSE(solo_under(&sim)) << "solo under the dirty-read probe (it would wait for itself)";
+  EXPECT_FALSE(a_new_threads_write_is_solo(e, &sim))
+      << "solo under the dirty-read probe (it would wait for itself)";
   struct Plain final : pm::Tracer {
     void on_store(void*, const void*, std::size_t) override {}
     void on_nt_store(void*, std::uint64_t) override {}
     void on_flush(const void*, std::size_t) override {}
     void on_fence() override {}
   } plain;
-  EXPECT_FALSE(solo_under(&plain)) << "solo under a tracer that did not allow it";
+  EXPECT_FALSE(a_new_threads_write_is_solo(e, &plain))
+      << "solo under a tracer that did not allow it";
 }
 
 }  // namespace

@@ -124,10 +124,11 @@ class EpochReclaimer {
   //! Marks one write of the calling thread (inside its pin) as *solo* when the thread is the
   //! only one holding an id and no tracer watches it that could let another thread in during
   //! the write (pm::Tracer::allows_solo_writes; the crash simulator's single-threaded runs
-  //! allow it, its concurrent ones and its dirty-read probe do not): a solo write may skip its writer locks and its fresh marks, since no other
-  //! thread can read or write until it ends — a thread that takes an id while another holds
-  //! one runs membarrier, then waits until no write that began solo is still running (the
-  //! header comment, "solo"). Nests: an inner guard leaves the outer one's state.
+  //! allow it, its concurrent ones and its dirty-read probe do not): a solo write may skip
+  //! its writer locks and its fresh marks, since no other thread can read or write until it
+  //! ends — a thread that takes an id while another holds one runs membarrier, then waits
+  //! until no write that began solo is still running (the header comment, "solo"). Nests:
+  //! an inner guard leaves the outer one's state.
   class SoloWrite {
    public:
     //! `allowed` false: not solo whatever the thread count (a test hook that runs another
