@@ -303,6 +303,13 @@ Status ArtTree<F>::allocate_node(NodeType t, std::uint64_t* off) {
 //! is unreachable, so the trace frees it.
 template <ArtFlavor F>
 void ArtTree<F>::reserve_spares() {
+  // The common case, every slot filled: no lock (each slot is one 8-byte word, stored only
+  // under the lock; a slot emptied by another remove just after this read is refilled by
+  // the next remove, as one emptied just after the locked pass would be).
+  bool filled = true;
+  for (const std::uint64_t& spare : anchor_->spare)
+    filled &= __atomic_load_n(&spare, __ATOMIC_RELAXED) != 0;
+  if (filled) [[likely]] return;
   spare_lock_.lock();  // the reserve is shared by every remove (a DRAM lock, outside the pool)
   for (unsigned i = 0; i < 4; ++i) {
     const NodeType t = spare_type(i);

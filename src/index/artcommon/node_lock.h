@@ -161,8 +161,11 @@ class NodeLocks {
     WORT_DCHECK(nd_ < 3);
     dead_[nd_++] = n;
   }
+  //! In a solo write no node is marked: no other thread holds a pointer into the tree
+  //! during it, and none can reach an unlinked node after it.
   void release() noexcept {
-    for (unsigned i = 0; i < nd_; ++i) mark_obsolete(dead_[i], gen_);
+    if (!kit::EpochReclaimer::SoloWrite::active())
+      for (unsigned i = 0; i < nd_; ++i) mark_obsolete(dead_[i], gen_);
     for (unsigned i = ns_; i-- > 0;) LockTable::release(stripe_[i]);
     ns_ = nd_ = 0;
   }
