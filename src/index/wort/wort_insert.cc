@@ -70,12 +70,12 @@ Node empty_node(std::uint64_t header) noexcept {
 [[gnu::always_inline]] inline Status WortTree::insert_into_empty_slot(std::uint64_t* slot, Key k,
                                                                     Value v) {
   std::uint64_t leaf = 0;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &leaf); s != Status::ok) return s;
   LeafHeader* l = blocks_.leaf(leaf);
   flush_leaf(l);
   release_to_readers(slot);
   pm::publish(slot, leaf);
-  clear_fresh(l);
+  clear_own_fresh(l);
   return Status::ok;
 }
 
@@ -245,6 +245,8 @@ Status WortTree::put(Key k, Value v, PutMode mode) {
   Status s;
   {
     kit::EpochReclaimer::NestablePin pin(epochs_);
+    // Alone in the process: no locks, no fresh marks, new nodes born free (wort_lock.h).
+    kit::EpochReclaimer::SoloWrite solo(hooks_allow_solo());
     const PutOp op{k, v, mode};
     while ((s = put_once<true>(op)) == kRestart) restarts_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -278,7 +280,7 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::ui
   if (b < depth) return Status::corrupt;  // the leaf does not belong under this slot
 
   std::uint64_t leaf = 0, node = 0;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &leaf); s != Status::ok) return s;
   Node image = empty_node(make_header(depth, b - depth, k));
   *slot_for(&image, k, b) = leaf;
   *slot_for(&image, old_key, b) = old_leaf;
@@ -292,7 +294,7 @@ Status WortTree::split_leaf(std::uint64_t* slot, std::uint64_t old_leaf, std::ui
   flush_leaf(l);
   release_to_readers(slot);
   pm::publish(slot, node);
-  clear_fresh(l);
+  clear_own_fresh(l);
   release_born_lock(blocks_.node(node), lock);
   return Status::ok;
 }
@@ -315,7 +317,7 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   const Key below = leaf_key(blocks_.leaf(blocks_.leftmost_leaf(pool_.offset_of(n))));
   const std::uint32_t b = h.depth + matched;  // the new parent's branch position
   std::uint64_t leaf = 0, parent = 0;
-  if (Status s = make_leaf(pool_, k, v, fresh_mark_, &leaf); s != Status::ok) return s;
+  if (Status s = make_leaf(pool_, k, v, insert_mark(), &leaf); s != Status::ok) return s;
   Node image = empty_node(make_header(h.depth, matched, k));
   *slot_for(&image, k, b) = leaf;
   image.child[Partial::at(below, b)] = pool_.offset_of(n);
@@ -337,7 +339,7 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
     hook(g_header_window_ctx);
   release_to_readers(slot);
   pm::publish(slot, parent);
-  clear_fresh(l);
+  clear_own_fresh(l);
   release_born_lock(blocks_.node(parent), lock);
   return Status::ok;
 }

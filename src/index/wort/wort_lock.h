@@ -8,11 +8,14 @@
 // another never comes below it). Each lock is the node's kit::gen_lock word (the anchor's
 // root slot: a DRAM word of the tree); locking a node that a merge has unlinked fails (its
 // word is obsolete) and the write restarts from the root. Released in reverse order when
-// the Locks goes out of scope, the merged-away node's as obsolete.
+// the Locks goes out of scope, the merged-away node's as obsolete. In a solo write
+// (kit::EpochReclaimer::SoloWrite: the thread is alone in the process, and no other thread
+// can read or write until the write ends) nothing is taken and every lock succeeds.
 #pragma once
 
 #include <cstdint>
 
+#include "index/common/epoch.h"
 #include "index/common/gen_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/check.h"
@@ -32,6 +35,7 @@ class WortTree::Locks {
   //! its node is obsolete: the caller restarts.
   bool lock(std::uint64_t* w) noexcept {
     WORT_DCHECK(n_ < 3);
+    if (kit::EpochReclaimer::SoloWrite::active()) return true;
     if (!kit::gen_lock(w, gen_)) return false;
     word_[n_++] = w;
     return true;
@@ -53,19 +57,22 @@ class WortTree::Locks {
 //! empty slot, a leaf split, an upsert's value): Locks without its bookkeeping.
 class WortTree::OneLock {
  public:
-  OneLock(std::uint64_t* w, std::uint64_t gen) noexcept
-      : word_(kit::gen_lock(w, gen) ? w : nullptr), gen_(gen) {}
+  OneLock(std::uint64_t* w, std::uint64_t gen) noexcept : gen_(gen) {
+    if (kit::EpochReclaimer::SoloWrite::active()) held_ = true;
+    else if (kit::gen_lock(w, gen)) word_ = w, held_ = true;
+  }
   ~OneLock() {
     if (word_ != nullptr) kit::gen_unlock(word_, gen_);
   }
   OneLock(const OneLock&) = delete;
   OneLock& operator=(const OneLock&) = delete;
   //! False: the node is obsolete (merged away); the caller restarts.
-  bool held() const noexcept { return word_ != nullptr; }
+  bool held() const noexcept { return held_; }
 
  private:
-  std::uint64_t* word_;
+  std::uint64_t* word_ = nullptr;  //!< the word taken (nullptr: none: obsolete, or solo)
   std::uint64_t gen_;
+  bool held_ = false;
 };
 
 namespace wort_index {
@@ -78,6 +85,14 @@ inline constexpr Status kRestart = static_cast<Status>(0xff);
 inline void before_locking() noexcept {
   if (WindowHook hook = g_writer_locking_hook.load(std::memory_order_relaxed)) [[unlikely]]
     hook(g_writer_locking_ctx);
+}
+
+//! May this write be solo (kit::EpochReclaimer::SoloWrite)? Not while a test's hook may run
+//! another thread's read or write inside it (g_writer_locking_hook, g_header_window_hook):
+//! that thread would wait for this write to end while this write waits for it.
+inline bool hooks_allow_solo() noexcept {
+  return g_writer_locking_hook.load(std::memory_order_relaxed) == nullptr &&
+         g_header_window_hook.load(std::memory_order_relaxed) == nullptr;
 }
 
 //! Called when, under its locks, a write finds that what its descent saw has changed: true,

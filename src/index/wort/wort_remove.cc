@@ -43,6 +43,7 @@ Status WortTree::remove_key(Key k) {
   Status s;
   {
     kit::EpochReclaimer::NestablePin pin(epochs_);
+    kit::EpochReclaimer::SoloWrite solo(hooks_allow_solo());  // as put()
     while ((s = remove_once(k)) == kRestart) restarts_.fetch_add(1, std::memory_order_relaxed);
   }
   epochs_.reclaim();

@@ -139,10 +139,24 @@ class WortTree {
   std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
   //! The lock word an insert's new node is born with: held by this writer (kit::gen_lock's
   //! value; 0, free, only in the broken variant g_broken_new_node_unlocked).
+  //! A solo write's node is born free (0): nobody can reach it before the write ends.
   std::uint64_t born_lock() const noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return 0;
     if (wort_index::g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]]
       return 0;
     return gen_ << 2 | kit::kGenLocked;
+  }
+  //! The mark an insert's new leaf is born with: fresh_mark_, or 0 in a solo write
+  //! (kit::EpochReclaimer::SoloWrite: no other thread can read it before the write ends,
+  //! and the write ends after its commit's fence), so no store into the leaf's written-back
+  //! line follows the commit.
+  std::uint32_t insert_mark() const noexcept {
+    return kit::EpochReclaimer::SoloWrite::active() ? 0 : fresh_mark_;
+  }
+  //! Clears the mark of the leaf this insert made, once its commit is durable (nothing to
+  //! clear in a solo write: insert_mark).
+  static void clear_own_fresh(wort_index::LeafHeader* l) noexcept {
+    if (!kit::EpochReclaimer::SoloWrite::active()) wort_index::clear_fresh(l);
   }
   //! Releases a new node's lock after its insert's commit (nothing in the broken variant).
   void release_born_lock(Node* n, std::uint64_t lock) noexcept {
