@@ -145,6 +145,9 @@ class NodeLocks {
   //! Locks n (nullptr: the root slot). False — the caller restarts — if a further stripe
   //! is held by another writer, or n is obsolete (what it holds stays held until release).
   bool lock(NodeBase* n) noexcept {
+    // A solo write takes no stripe and meets no obsolete node (no other thread unlinks one
+    // under it, and no unlinked node is reachable): nothing to find out.
+    if (kit::EpochReclaimer::SoloWrite::active()) return true;
     LockTable::Word* w = t_.stripe(n);
     bool mine = false;
     for (unsigned i = 0; i < ns_; ++i) mine |= stripe_[i] == w;
@@ -158,14 +161,12 @@ class NodeLocks {
   }
   //! The write unlinked n (locked by it): marked obsolete at release.
   void obsolete(NodeBase* n) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return;  // marked only when not solo
     WORT_DCHECK(nd_ < 3);
     dead_[nd_++] = n;
   }
-  //! In a solo write no node is marked: no other thread holds a pointer into the tree
-  //! during it, and none can reach an unlinked node after it.
   void release() noexcept {
-    if (!kit::EpochReclaimer::SoloWrite::active())
-      for (unsigned i = 0; i < nd_; ++i) mark_obsolete(dead_[i], gen_);
+    for (unsigned i = 0; i < nd_; ++i) mark_obsolete(dead_[i], gen_);
     for (unsigned i = ns_; i-- > 0;) LockTable::release(stripe_[i]);
     ns_ = nd_ = 0;
   }
