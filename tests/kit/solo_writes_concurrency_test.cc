@@ -20,6 +20,7 @@
 #include "index/common/epoch.h"
 #include "kit/kit_support.h"
 #include "pm/tracer.h"
+#include "support/solo_probe.h"
 
 namespace wort {
 namespace {
@@ -39,19 +40,6 @@ struct Counter final : pm::Tracer {
   void on_commit(void*, std::size_t, bool) override { ++commits; }
   bool allows_solo_writes() const noexcept override { return true; }
 };
-
-//! Is a new thread's write solo here (membarrier allowed, no ThreadSanitizer)?
-bool solo_writes_available() {
-  EpochReclaimer e(+[](void*, std::uint64_t) {}, nullptr);
-  bool solo = false;
-  std::thread th([&] {
-    EpochReclaimer::NestablePin pin(e);
-    EpochReclaimer::SoloWrite w;
-    solo = EpochReclaimer::SoloWrite::active();
-  });
-  th.join();
-  return solo;
-}
 
 //! What one round of writes did under the counting tracer.
 struct Round {
@@ -80,7 +68,8 @@ void write_round(Index& ix, const std::vector<std::string>& keys, std::size_t fr
 class SoloWrites : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SoloWrites, ALoneThreadTakesNoLockAndLeavesNoMarkUntilASecondThreadArrives) {
-  if (!solo_writes_available())
+  EpochReclaimer probe(+[](void*, std::uint64_t) {}, nullptr);
+  if (!test::a_new_threads_write_is_solo(probe))
     GTEST_SKIP() << "solo writes are off here (membarrier refused, or ThreadSanitizer)";
   const std::string kind = GetParam();
   kittest::TempPath path("solo-" + kind);

@@ -13,6 +13,7 @@
 
 #include "crashsim/simulator.h"
 #include "index/common/epoch.h"
+#include "support/solo_probe.h"
 
 namespace wort::test {
 namespace {
@@ -20,22 +21,6 @@ namespace {
 using kit::EpochReclaimer;
 
 void no_free(void*, std::uint64_t) {}
-
-//! One write on a thread of its own, under tracer `t` (nullptr: none): was it solo?
-bool a_new_threads_write_is_solo(EpochReclaimer& e, pm::Tracer* t = nullptr) {
-  bool solo = false;
-  std::thread th([&] {
-    pm::set_tracer(t);
-    {
-      EpochReclaimer::NestablePin pin(e);
-      EpochReclaimer::SoloWrite w;
-      solo = EpochReclaimer::SoloWrite::active();
-    }
-    pm::set_tracer(nullptr);
-  });
-  th.join();
-  return solo;
-}
 
 //! Runs one solo write on a thread of its own and, while it is held open, lets another
 //! thread arrive (its first pin); returns true if the arrival got through its pin before

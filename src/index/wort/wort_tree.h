@@ -138,8 +138,8 @@ class WortTree {
   //! The lock word guarding the words of `owner` (nullptr: the anchor's root slot).
   std::uint64_t* lock_of(Node* owner) noexcept { return owner ? &owner->lock : &root_lock_; }
   //! The lock word an insert's new node is born with: held by this writer (kit::gen_lock's
-  //! value; 0, free, only in the broken variant g_broken_new_node_unlocked).
-  //! A solo write's node is born free (0): nobody can reach it before the write ends.
+  //! value), or 0, free, in a solo write (nobody can reach the node before the write ends)
+  //! and in the broken variant g_broken_new_node_unlocked.
   std::uint64_t born_lock() const noexcept {
     if (kit::EpochReclaimer::SoloWrite::active()) return 0;
     if (wort_index::g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]]
@@ -158,7 +158,7 @@ class WortTree {
   static void clear_own_fresh(wort_index::LeafHeader* l) noexcept {
     if (!kit::EpochReclaimer::SoloWrite::active()) wort_index::clear_fresh(l);
   }
-  //! Releases a new node's lock after its insert's commit (nothing in the broken variant).
+  //! Releases a new node's lock after its insert's commit (nothing if it was born free).
   void release_born_lock(Node* n, std::uint64_t lock) noexcept {
     if (lock != 0) [[likely]] kit::gen_unlock(&n->lock, gen_);
   }
