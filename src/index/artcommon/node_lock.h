@@ -86,11 +86,9 @@ class LockTable {
     const auto a = reinterpret_cast<std::uintptr_t>(n) >> 6;
     return &s_[(a * 0x9E3779B97F4A7C15ull) >> (64 - 10)].w;
   }
-  //! Spins (pause, then sched_yield) until w is taken. In a solo write (no other thread
-  //! can write or read until it ends: kit::EpochReclaimer::SoloWrite) nothing is taken,
-  //! and try_acquire and release do nothing either.
+  //! Spins (pause, then sched_yield) until w is taken. (A solo write takes no stripe:
+  //! its lock holders, NodeLocks, OneLock and BornLock, do not call these.)
   [[gnu::always_inline]] static void acquire(Word* w) noexcept {
-    if (kit::EpochReclaimer::SoloWrite::active()) return;
     pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     if (w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed))
@@ -98,14 +96,12 @@ class LockTable {
     contended(w);
   }
   static bool try_acquire(Word* w) noexcept {
-    if (kit::EpochReclaimer::SoloWrite::active()) return true;
     pm::before_lock_attempt(w);
     std::uint64_t z = 0;
     return w->load(std::memory_order_relaxed) == 0 &&
            w->compare_exchange_strong(z, 1, std::memory_order_acquire, std::memory_order_relaxed);
   }
   static void release(Word* w) noexcept {
-    if (kit::EpochReclaimer::SoloWrite::active()) return;
     w->store(0, std::memory_order_release);
   }
 
@@ -144,9 +140,10 @@ class NodeLocks {
 
   //! Locks n (nullptr: the root slot). False — the caller restarts — if a further stripe
   //! is held by another writer, or n is obsolete (what it holds stays held until release).
+  //! A solo write (kit::EpochReclaimer::SoloWrite: no other thread can read or write until
+  //! it ends) takes no stripe and meets no obsolete node (nobody unlinks one under it, and
+  //! no unlinked node is reachable): true at once, as in OneLock and BornLock.
   bool lock(NodeBase* n) noexcept {
-    // A solo write takes no stripe and meets no obsolete node (no other thread unlinks one
-    // under it, and no unlinked node is reachable): nothing to find out.
     if (kit::EpochReclaimer::SoloWrite::active()) return true;
     LockTable::Word* w = t_.stripe(n);
     bool mine = false;
@@ -183,12 +180,15 @@ class NodeLocks {
 //! remove, a leaf split, an end-of-key slot, a value): NodeLocks without its bookkeeping.
 class OneLock {
  public:
-  [[gnu::always_inline]] OneLock(LockTable& t, NodeBase* n, std::uint64_t gen) noexcept
-      : w_(t.stripe(n)) {
+  [[gnu::always_inline]] OneLock(LockTable& t, NodeBase* n, std::uint64_t gen) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return;  // held, nothing taken (NodeLocks::lock)
+    w_ = t.stripe(n);
     LockTable::acquire(w_);
     held_ = n == nullptr || !is_obsolete(n, gen);
   }
-  [[gnu::always_inline]] ~OneLock() { LockTable::release(w_); }
+  [[gnu::always_inline]] ~OneLock() {
+    if (w_ != nullptr) LockTable::release(w_);
+  }
   OneLock(const OneLock&) = delete;
   OneLock& operator=(const OneLock&) = delete;
   //! False: the node is obsolete (unlinked); the caller restarts.
@@ -196,8 +196,8 @@ class OneLock {
   LockTable::Word* stripe() const noexcept { return w_; }
 
  private:
-  LockTable::Word* w_;
-  bool held_;
+  LockTable::Word* w_ = nullptr;  //!< the stripe taken (nullptr: none, a solo write)
+  bool held_ = true;
 };
 
 //! An insert's new node born locked by a write that holds one OneLock (a leaf split: the
@@ -213,6 +213,7 @@ class BornLock {
   BornLock& operator=(const BornLock&) = delete;
   //! False: another writer holds the stripe (the caller frees what it built and restarts).
   bool take(LockTable& t, const NodeBase* n, const OneLock& held) noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return true;  // nothing taken (NodeLocks::lock)
     LockTable::Word* w = t.stripe(n);
     if (w == held.stripe()) return true;
     if (!LockTable::try_acquire(w)) return false;
