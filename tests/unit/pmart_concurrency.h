@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -474,9 +475,90 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
   }
 }
 
+// The same reuse, between the walk's load of B's child pointer and its re-check of B's
+// commit word: at the scan's first key "A1" the visitor removes "B1" and inserts "@1" (and,
+// in a second round, "@2": a node) into B's slot; the walk then reads that slot's pointer
+// ('@'), and a hook run right after the load (artcommon::g_walk_hook) removes the '@' keys
+// and inserts "B1" again, into the same slot. The commit word names B once more (an A-B-A),
+// so only the walk's second read of the pointer shows that what it read was '@'s. The scan
+// must stay ascending and report every key that was there throughout; the broken walk that
+// skips the second read reports '@' keys in B's place. (Where a node type copies instead of
+// reusing a slot — ART+CoW's NODE4/16 — nothing is fooled and both walks are right. NODE48
+// reads B's index byte just before the pointer, so its walk already finds B's entry gone at
+// the visitor's change and reads no '@' pointer: fooling it takes an A-B-A between each of
+// its three loads, which this hook cannot stage; both walks must be right there too.)
+struct WalkAba {
+  std::function<void()> fn;
+  bool armed = false;
+  static void run(void* ctx) {
+    auto* self = static_cast<WalkAba*>(ctx);
+    if (!self->armed) return;
+    self->armed = false;
+    self->fn();
+  }
+};
+
+TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
+  const bool in_place = std::string(TypeParam::kKind) == "woart";
+  for (const unsigned fanout : {3u, 8u, 48u}) {  // the root a NODE4, a NODE16, a NODE48
+    for (const char last : {'1', '2'}) {  // B's slot holds a leaf "@1", or a node "@1"+"@2"
+      for (const bool broken : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "fanout " << fanout << ", up to @" << last
+                                        << (broken ? ", broken walk" : ""));
+        ConcFixture<TypeParam> f;
+        auto key = [](char b, char tail) { return std::string{b, tail}; };
+        std::map<std::string, Value> ref;
+        for (unsigned i = 0; i < fanout; ++i) {
+          const std::string k = key(static_cast<char>('A' + i), '1');
+          ASSERT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
+          ref.emplace(k, conc_value_of(k));
+        }
+        WalkAba aba;
+        aba.fn = [&] {
+          for (char t = '1'; t <= last; ++t) EXPECT_EQ(f.tree->remove(as_key(key('@', t))), Status::ok);
+          EXPECT_EQ(f.tree->insert(as_key(key('B', '1')), conc_value_of(key('B', '1'))), Status::ok);
+        };
+        artcommon::g_walk_ctx = &aba;
+        artcommon::g_walk_hook = &WalkAba::run;
+        artcommon::g_broken_walk_skips_pointer_reread = broken;
+        std::vector<std::string> seen;
+        f.tree->scan(Key{}, 1000, [&](Key kk, Value) {
+          seen.emplace_back(reinterpret_cast<const char*>(kk.data()), kk.size());
+          if (seen.size() == 1) {
+            EXPECT_EQ(f.tree->remove(as_key(key('B', '1'))), Status::ok);
+            for (char t = '1'; t <= last; ++t)
+              EXPECT_EQ(f.tree->insert(as_key(key('@', t)), conc_value_of(key('@', t))), Status::ok);
+            aba.armed = true;  // the walk's next pointer load is B's slot's
+          }
+          return true;
+        });
+        artcommon::g_walk_hook = nullptr;
+        artcommon::g_broken_walk_skips_pointer_reread = false;
+        const bool fired = !aba.armed;
+        if (!fired) WalkAba::run(&aba);  // the same end state: '@' keys gone, "B1" back
+        const bool ascending = std::is_sorted(seen.begin(), seen.end()) &&
+                               std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+        bool all_there = true;  // every key present throughout ("B1" may be seen or not)
+        for (const auto& [k, v] : ref)
+          if (k != "B1") all_there &= std::count(seen.begin(), seen.end(), k) == 1;
+        if (in_place && fanout < 48) {
+          EXPECT_TRUE(fired) << "the walk read no reused slot's pointer after the visitor";
+          if (broken) {
+            EXPECT_FALSE(ascending) << "the broken walk was not caught";
+            continue;
+          }
+        }
+        EXPECT_TRUE(ascending && all_there) << testing::PrintToString(seen);
+        f.check(ref);
+      }
+    }
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(PmartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan,
                             RemovesInsertsAndUpsertsWhileReadersScan,
                             ChurnOfRemovedAndReinsertedKeys, SingleKeyLookupsAreLinearizable,
-                            ScanVisitorsCallBackIntoTheTree, AScanSkipsAnEntryReusedUnderIt);
+                            ScanVisitorsCallBackIntoTheTree, AScanSkipsAnEntryReusedUnderIt,
+                            AScanSkipsAnEntryReusedBetweenItsLoads);
 
 }  // namespace wort::test

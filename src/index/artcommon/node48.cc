@@ -71,8 +71,9 @@ bool Node48Ops::for_each_from(const NodeBase* n, unsigned from, ChildFn fn) {
     if (i == 0) continue;
     const Ref c = load(&x->child[i - 1]);
     // The slot may have been freed and reused by another key byte since the index byte was
-    // read: still named by b now, the pointer was b's.
-    if (!still_named(load_committed_byte(&x->index[b]) == i)) continue;  // removed meanwhile
+    // read: still named by b now, and still holding c, the pointer was b's.
+    if (!still_named(&x->child[i - 1], c, [&] { return load_committed_byte(&x->index[b]) == i; }))
+      continue;  // removed meanwhile
     if (!fn(static_cast<std::uint8_t>(b), c)) return false;
   }
   return true;

@@ -63,16 +63,38 @@ inline T load_word(const T* p) noexcept {
                                           __ATOMIC_ACQUIRE));
 }
 
-//! Tests only — the broken variant PmartConcurrency.AScanSkipsAnEntryReusedUnderIt must
-//! catch: a node's ordered walk (for_each_from) trusts its snapshot of the node's entries and
-//! reports whatever pointer the entry's slot holds by the time the walk gets there.
+//! Tests only — the broken variants PmartConcurrency.AScanSkipsAnEntryReusedUnderIt and
+//! AScanSkipsAnEntryReusedBetweenItsLoads must catch: a node's ordered walk (for_each_from)
+//! trusts its snapshot of the node's entries and reports whatever pointer the entry's slot
+//! holds by the time the walk gets there (no re-check at all); or it re-checks the commit
+//! word but does not read the pointer again (an A-B-A between the two loads fools it).
 inline std::atomic<bool> g_broken_walk_trusts_snapshot{false};
+inline std::atomic<bool> g_broken_walk_skips_pointer_reread{false};
 
-//! For an ordered walk that has just read an entry's child pointer: true if it may report
-//! it — `named`, its re-read of the entry's commit word still names that slot for that key
-//! byte (node_ops.h, kReusesSlots).
-inline bool still_named(bool named) noexcept {
-  return named || g_broken_walk_trusts_snapshot.load(std::memory_order_relaxed);
+//! Tests only: called, if set, between an ordered walk's load of an entry's child pointer
+//! and its re-check (still_named), with g_walk_ctx — where a test makes the A-B-A happen.
+using WalkHook = void (*)(void*);
+inline std::atomic<WalkHook> g_walk_hook{nullptr};
+inline void* g_walk_ctx = nullptr;
+
+//! For an ordered walk that has just read an entry's child pointer c from *slot: true if it
+//! may report it. `named()` re-reads the entry's commit word (node_ops.h, kReusesSlots): it
+//! must still name that slot for that key byte — else the entry was removed since the walk's
+//! snapshot (and the slot perhaps reused by another byte). Then the pointer is read again
+//! and must still be c: between the first load and the re-check the entry could have been
+//! removed, the slot reused by another byte and freed again, and the first byte added back
+//! there (an A-B-A the commit word alone does not show). Equal, c is the entry's: a pointer
+//! that leaves a slot returns to it only with the same key byte (a removed entry's leaf or
+//! node is unlinked for good and, retired, is not reused while this reader is pinned; a
+//! split or merge moves a node only within its byte's slots; a writer stores a pointer only
+//! under the node's lock, after its checks, and never takes it back).
+template <class Named>
+inline bool still_named(const Ref* slot, Ref c, Named named) noexcept {
+  if (WalkHook h = g_walk_hook.load(std::memory_order_relaxed)) [[unlikely]] h(g_walk_ctx);
+  const bool n = named();
+  if (n && load(slot) == c) [[likely]] return true;
+  if (n) return g_broken_walk_skips_pointer_reread.load(std::memory_order_relaxed);
+  return g_broken_walk_trusts_snapshot.load(std::memory_order_relaxed);
 }
 
 //! load(p) of a child pointer word on the lookup's hot path: kit::hot_load (one mov).

@@ -91,10 +91,11 @@ bool Node16Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::Child
     const Ref r = artcommon::load(&x->child[pos[i]]);
     // The snapshot is older than this pointer by every subtree visited since: the entry
     // may have been removed and its position reused by another key byte (whose leaf may
-    // have split into a node). Its bit still set and its key byte unchanged now: the
-    // pointer was the entry's (a reuse stores the key byte before the pointer).
-    if (!artcommon::still_named(((bitmap_of(x) >> pos[i]) & 1) != 0 &&
-                                artcommon::load(&x->key[pos[i]]) == keys[i]))
+    // have split into a node). Its bit still set and its key byte unchanged now, and the
+    // pointer read again unchanged: the pointer was the entry's (sync.h, still_named).
+    if (!artcommon::still_named(&x->child[pos[i]], r, [&] {
+          return ((bitmap_of(x) >> pos[i]) & 1) != 0 && artcommon::load(&x->key[pos[i]]) == keys[i];
+        }))
       continue;  // removed since the snapshot
     if (!fn(keys[i], r)) return false;
   }

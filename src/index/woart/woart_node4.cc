@@ -103,13 +103,18 @@ bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildF
   const Node4* x = as4(n);
   const SlotWord s = slots_of(x);
   const auto* word = reinterpret_cast<const std::uint64_t*>(&x->slots);
+  const std::uint64_t snap = std::bit_cast<std::uint64_t>(s);
   for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i) {
     if (s.key[i] < from) continue;
     const Ref c = artcommon::load(&x->child[s.idx[i] - 1]);
     // The snapshot is older than this pointer by every subtree visited since: the entry
     // may have been removed and its child index reused by another key byte (whose leaf
-    // may have split into a node). Still named by the same entry now: the pointer was its.
-    if (!artcommon::still_named(child_index_in(artcommon::load(word), s.key[i]) == s.idx[i]))
+    // may have split into a node). Still named by the same entry now, and the pointer read
+    // again unchanged: the pointer was its (sync.h, still_named).
+    if (!artcommon::still_named(&x->child[s.idx[i] - 1], c, [&] {
+          const std::uint64_t w = artcommon::load(word);  // unchanged: no need to look
+          return w == snap || child_index_in(w, s.key[i]) == s.idx[i];
+        }))
       continue;  // removed since the snapshot
     if (!fn(s.key[i], c)) return false;
   }
