@@ -42,8 +42,10 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
   // committed — and otherwise reads the node again. Its `for_each_from` reads the entries
   // once, then each pointer when the walk gets to it (after visiting the subtrees before it:
   // long after, in a scan), and reports it only if the commit word, read again, still names
-  // that slot for that key byte (sync.h, still_named): else the entry was removed meanwhile
-  // and the slot may hold another key byte's child (a leaf, or a node it has split into).
+  // that slot for that key byte and the pointer, read again, is unchanged (sync.h,
+  // still_named): else the entry was removed meanwhile and the slot may hold another key
+  // byte's child (a leaf, or a node it has split into), even if that byte's entry has gone
+  // and the first byte's come back between the walk's loads.
   // `any_child` does not re-check: a reader takes its leaf through `find` again
   // (ArtTree::checked_leaf).
   { Ops::kReusesSlots } -> std::convertible_to<bool>;
