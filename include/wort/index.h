@@ -64,7 +64,8 @@ concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOption
   { ct.verify() } -> std::same_as<Result<void>>;  // full structural check
   { ct.dump(os) };                                // human-readable picture
   { ct.visit_blocks(bv) } -> std::same_as<Result<void>>;  // every pool block reachable from
-                                                  // the root, each word checked first
+                                                  // the root, each word checked first, and
+                                                  // those unlinked and not yet freed
 };
 // clang-format on
 
@@ -105,7 +106,9 @@ class Index {
   virtual Result<void> verify() const = 0;
   virtual void dump(std::ostream& os) const = 0;
   //! Reports every pool block reachable from the root (the allocator's recovery trace and
-  //! audit); a word that is not a block of this pool stops the walk with corrupt.
+  //! audit), and every block a concurrent index has unlinked and not yet freed (waiting for
+  //! readers: still the index's); a word that is not a block of this pool stops the walk
+  //! with corrupt.
   virtual Result<void> visit_blocks(BlockVisitorFn v) const = 0;
   //! Waits for a recovery still running in the background (OpenOptions::instant_restart)
   //! and returns its result; at once, with success, when there is none.

@@ -3,6 +3,7 @@
 // threaded run for the TSan build. Named *_concurrency_test so the TSan build runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -100,6 +101,70 @@ TEST(PmartEpoch, AnotherThreadsPinKeepsTheBlock) {
   EXPECT_EQ(f.offs, std::vector<std::uint64_t>{64});
   e.retire(128);
   EXPECT_EQ(f.offs, (std::vector<std::uint64_t>{64, 128}));
+}
+
+// With another thread holding an id, a retire only appends the block, unstamped (no
+// barrier, no read of the other thread's pin word), and blocks are stamped and freed a
+// batch at a time: when the retiring thread's list reaches kBatch (32), every list — the
+// other thread's too — under what is pinned then. A pin older than the stamps keeps them;
+// once it ends, the next batch frees all; a thread alone again frees at once, and an ended
+// thread's blocks are freed by the next reclaim of a thread alone.
+TEST(PmartEpoch, WithAnotherThreadAboutRetiresWaitForABatch) {
+  Freed f;
+  EpochReclaimer e(&Freed::record, &f);
+  std::atomic<int> stage{0};
+  auto wait_for = [&](int s) {
+    while (stage.load() != s) std::this_thread::yield();
+  };
+  { EpochReclaimer::Pin p(e); }  // this thread takes its id first
+  for (int i = 0; i < 3; ++i) e.reclaim_all();  // the epoch past 1: a stamp too old shows
+  std::thread t([&] {
+    { EpochReclaimer::Pin p(e); }  // takes an id: two threads hold one now
+    e.retire(8);                   // in this thread's list, unstamped
+    stage.store(1);
+    wait_for(2);
+    {
+      EpochReclaimer::Pin p(e);
+      stage.store(3);
+      wait_for(4);
+    }
+    stage.store(5);
+    wait_for(6);
+  });
+  wait_for(1);
+  std::uint64_t off = 16;
+  for (int i = 0; i < 31; ++i, off += 16) {
+    e.retire(off);
+    e.reclaim();
+  }
+  EXPECT_TRUE(f.offs.empty()) << "freed before a batch, with another thread about";
+  EXPECT_EQ(e.pending(), 32u);
+  stage.store(2);
+  wait_for(3);  // the other thread is pinned
+  e.retire(off);
+  off += 16;
+  e.reclaim();  // 32 in this list: a batch, but the pin is older than every stamp
+  EXPECT_TRUE(f.offs.empty()) << "a batch freed what a pinned thread may hold";
+  EXPECT_EQ(e.pending(), 33u);
+  stage.store(4);
+  wait_for(5);  // unpinned, still holding its id
+  for (int i = 0; i < 32; ++i, off += 16) {
+    e.retire(off);
+    e.reclaim();
+  }
+  EXPECT_EQ(f.offs.size(), 65u) << "the next batch did not free every list";
+  EXPECT_NE(std::find(f.offs.begin(), f.offs.end(), 8u), f.offs.end())
+      << "the other thread's block was not freed by this thread's batch";
+  EXPECT_EQ(e.pending(), 0u);
+  stage.store(6);
+  t.join();
+  std::thread ended([&] { e.retire(4096); });  // retired by a thread that then ends
+  ended.join();
+  e.reclaim();  // alone again, nobody pinned: every list
+  EXPECT_EQ(f.offs.back(), 4096u);
+  e.retire(8192);  // alone: at once
+  EXPECT_EQ(f.offs.back(), 8192u);
+  EXPECT_EQ(e.pending(), 0u);
 }
 
 // Readers pin and read a shared "block" (a heap word the reclaimer frees) while a writer

@@ -170,7 +170,9 @@ Result<void> ArtTree<F>::visit_blocks(BlockVisitorFn v) const {
                                         kit::CheckedWalk::hex(spare) + " is not a block"};
     v(spare);
   }
-  return walk_checked([&](Ref r, std::uint32_t) { v(ref_offset(r)); });
+  if (auto r = walk_checked([&](Ref r, std::uint32_t) { v(ref_offset(r)); }); !r) return r;
+  epochs_.for_each_retired(v);  // unlinked, not yet freed: still the tree's (epoch.h)
+  return {};
 }
 
 //! Leaf depth = inner nodes on the path from the root (a leaf at the root: 0). On a damaged

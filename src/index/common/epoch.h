@@ -8,18 +8,24 @@
 //            tree reads that follow cannot be ordered before the announcement). Each thread
 //            has two words: Pin's (operations that call no user code) and NestablePin's
 //            (scans, whose visitor may call back into the index: a pin inside keeps it)
-//   retire:  a full barrier (the unlinking commit before the epoch read: an RMW of global);
+//   retire:  alone in the process (or paced by the crash simulator): a full barrier (the
+//            unlinking commit before the epoch read: an RMW of the thread's list word);
 //            free at once if no slot is pinned, else remember (global, off) in the calling
-//            thread's own list (its own latch: two writers never share a line to retire)
-//   reclaim: when the thread's list holds kBatch blocks, or when blocks wait and nobody is
-//            pinned: global += 1; oldest = min over pinned slots; free every block retired
-//            at an epoch < oldest — the thread's own list, or every list when nobody is
-//            pinned (then all of them)
+//            thread's own list. With other threads about (session 15): no barrier, no read
+//            of their pin words — append (unstamped, off) to its own list (its own latch:
+//            two writers never share a line to retire)
+//   reclaim: when the thread's list holds kBatch blocks, or when it is alone and nobody is
+//            pinned: stamp every list's unstamped blocks with global, read under the
+//            list's latch; global += 1; oldest = min over pinned slots; free every block
+//            stamped at an epoch < oldest, in every list, in address order
 //   unpin:   slot[me] = 0 (release)
-// A thread pinned at p read the tree no earlier than its load of p; a block retired at
-// epoch r was unlinked before r was read; so a thread that may hold the block has p <= r
-// and keeps it alive. A crash while blocks wait leaks nothing: they are unreachable from the
-// root, and the allocator's trace at the next open frees them.
+// A thread pinned at p read the tree no earlier than its load of p; a block stamped r was
+// unlinked before r was read (at retire; or at reclaim, under a latch its retiring thread
+// released after the unlinking commit — x86 makes that commit visible to every core
+// before); so a thread that may hold the block has p <= r and keeps it alive. A crash while
+// blocks wait leaks nothing: they are unreachable from the root, and the allocator's trace
+// at the next open frees them. Until freed they are still the index's: its visit_blocks
+// reports them (for_each_retired), so an audit while blocks wait finds no leak.
 //
 // Single-threaded, retire() frees at once (nobody is pinned), so frees happen when they did
 // without epochs and no list is kept. Used by every concurrent index (WORT, the ART engine,
@@ -52,6 +58,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -158,9 +165,12 @@ class EpochReclaimer {
   };
 
   //! The block at `off` was unlinked by a commit that is durable: free it once no pinned
-  //! thread can hold it — at once if no thread is pinned now (a thread that pins later reads
-  //! the tree after the unlinking commit: both sides have a full barrier between their
-  //! store and their load), so a single-threaded user pays no list.
+  //! thread can hold it. A thread alone in the process frees it at once if no thread is
+  //! pinned now (a thread that pins later reads the tree after the unlinking commit: both
+  //! sides have a full barrier between their store and their load), so a single-threaded
+  //! user pays no list. With other threads about, it only appends the block, unstamped, to
+  //! its own list: no barrier, no read of the other threads' pin words (a line each writes
+  //! at every pin) — the list is stamped and freed in batches (reclaim_lists).
   void retire(std::uint64_t off) {
     List& l = my_list();
     // Alone in the process and not pinned itself (a scan's visitor may write): nobody can
@@ -172,15 +182,16 @@ class EpochReclaimer {
         return;
       }
     }
-    // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
-    // unlinking commit is ordered before the epoch read and the slot reads. On the
-    // thread's own list word, not the global epoch: two writers retiring at once do not
-    // pass a line between them for it.
-    l.n.fetch_add(0, std::memory_order_seq_cst);
-    const std::uint64_t e = global_.load(std::memory_order_seq_cst);
-    if (!any_pinned()) [[likely]] {
-      free_(ctx_, off);
-      return;
+    std::uint64_t e = kUnstamped;
+    if (alone() || paced()) {  // alone but not solo (pinned; no membarrier; TSan): barrier
+      // An RMW (a full barrier; no atomic_thread_fence, which TSan does not model): the
+      // unlinking commit is ordered before the epoch read and the slot reads.
+      l.n.fetch_add(0, std::memory_order_seq_cst);
+      e = global_.load(std::memory_order_seq_cst);
+      if (!any_pinned()) {
+        free_(ctx_, off);
+        return;
+      }
     }
     Latch g(l.latch);
     l.blocks.emplace_back(e, off);
@@ -188,10 +199,10 @@ class EpochReclaimer {
     if (!waiting_.load(std::memory_order_relaxed)) waiting_.store(true, std::memory_order_relaxed);
   }
 
-  //! Frees what no pinned thread can hold: the thread's own list once it holds kBatch
-  //! blocks (so two writers do not scan the pin slots and advance the epoch per write),
-  //! every list when blocks wait and nobody is pinned (so a write with no reader pinned
-  //! frees everything retired, as a single thread's does).
+  //! Frees what no pinned thread can hold, in every list: once the thread's own list holds
+  //! kBatch blocks (so writers do not advance the epoch and scan the pin words per write),
+  //! or at once when the thread is alone in the process and nobody is pinned (so a write
+  //! with no reader pinned frees everything retired, as a single thread's does).
   void reclaim() {
     // (a list holding blocks has set waiting_: one load when nothing waits)
     if (!waiting_.load(std::memory_order_relaxed)) [[likely]] return;
@@ -200,7 +211,7 @@ class EpochReclaimer {
 
   //! Frees every retired block whose epoch no pinned thread can hold, in every thread's
   //! list (after synchronize(): everything retired before it).
-  void reclaim_all() { reclaim_lists(true); }
+  void reclaim_all() { reclaim_lists(); }
 
   //! Frees every retired block (nobody may be pinned: the index is going away).
   void drain() {
@@ -244,7 +255,7 @@ class EpochReclaimer {
   //! that frees its blocks: none is freed while its list is read). f must not call into
   //! this reclaimer.
   template <class F>
-  void for_each_retired(F&& f) {
+  void for_each_retired(F&& f) const {
     for (List& l : lists_) {
       Latch g(l.latch);
       for (const auto& r : l.blocks) f(r.second);
@@ -267,6 +278,19 @@ class EpochReclaimer {
     if (!solo()) [[unlikely]] w.store(e, std::memory_order_seq_cst);
   }
 
+  //! The calling thread (which holds an id) is the only one of the process that does,
+  //! whether or not solo() may be used (membarrier).
+  static bool alone() noexcept {
+    return (ids().live.load(std::memory_order_relaxed) & (kNoSolo - 1)) == 1;
+  }
+  //! Under a tracer that runs threads in turns (the crash simulator's concurrent runs): a
+  //! retire then stamps and frees inside the write, in its thread's turn, as a lone
+  //! thread's does — a batch stamped and freed in a write's untraced tail would make what
+  //! the allocator hands out depend on timing, and a replayed schedule must repeat exactly.
+  static bool paced() noexcept {
+    const pm::Tracer* t = pm::tracer();
+    return t != nullptr && !t->allows_solo_writes();
+  }
   //! Some thread is pinned (seq_cst loads: see retire).
   bool any_pinned() const noexcept {
     const unsigned hi = ids().hi.load(std::memory_order_acquire);
@@ -293,8 +317,10 @@ class EpochReclaimer {
     std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks;
   };
   static_assert(sizeof(List) == sizeof(Slot));
-  //! Blocks a thread lets wait before it reclaims its own list while others are pinned.
+  //! Blocks a thread lets wait before it reclaims while other threads are about.
   static constexpr std::size_t kBatch = 32;
+  //! The stamp of a block retired with other threads about, until a reclaim stamps it.
+  static constexpr std::uint64_t kUnstamped = ~std::uint64_t{0};
   //! The calling thread's slot (tls_slot_bytes: a byte offset into slots_, an add).
   Slot& my_slot() noexcept {
     std::size_t off = tls_slot_bytes;
@@ -307,44 +333,70 @@ class EpochReclaimer {
     if (off == 0) [[unlikely]] off = slot_bytes(take_id());
     return reinterpret_cast<List*>(reinterpret_cast<char*>(lists_) + off)[-1];
   }
-  //! Advances the epoch and frees the blocks no pinned thread can hold: the calling
-  //! thread's list, or every list (`all`). Out of line: a write that retired nothing pays a
-  //! load or two.
-  [[gnu::noinline]] void reclaim_lists(bool all) {
+  //! Stamps every list's unstamped blocks, advances the epoch and frees, in every list,
+  //! the blocks no pinned thread can hold (a thread's last blocks, or an ended thread's,
+  //! are freed by another's reclaim). Out of line: a write that retired nothing pays a load
+  //! or two.
+  //!
+  //! A block is appended unstamped after its unlinking commit (retire). Its stamp is the
+  //! epoch read under its list's latch, after the latch is taken: the owner's unlinking
+  //! commit came before its release of that latch, so it is visible to every thread before
+  //! that read (x86 stores become visible to all cores at once, in order). A thread pinned at
+  //! a later epoch read the global epoch after an advance that followed this read, then
+  //! fenced (announce) before it read the tree: it cannot reach the block. So the block is
+  //! freed once every pinned epoch is later than its stamp — as for a block stamped at
+  //! retire, only later.
+  [[gnu::noinline]] void reclaim_lists() {
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) stamp(lists_[i]);
     const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
     std::uint64_t oldest = now;
-    const unsigned hi = ids().hi.load(std::memory_order_acquire);
     for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
       for (const auto* w : {&slots_[i].epoch, &slots_[i].outer}) {
         const std::uint64_t p = w->load(std::memory_order_seq_cst);
         if (p != 0 && p < oldest) oldest = p;
       }
     }
-    if (!all) {
-      free_older(my_list(), oldest);
-      return;
-    }
     // Cleared before the lists are read: a block retired meanwhile is either seen here
     // (kept: set again below) or set by its retire after this store.
     waiting_.store(false, std::memory_order_relaxed);
     bool kept = false;
-    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) kept |= free_older(lists_[i], oldest);
+    std::vector<std::uint64_t>& out = t_freeing;
+    out.clear();
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) kept |= take_older(lists_[i], oldest, out);
     if (kept) waiting_.store(true, std::memory_order_relaxed);
+    // In address order, not list by list: which thread holds which list (id) is up to
+    // timing, and the order of frees decides what the allocator hands out next (a crash
+    // simulator's replayed schedule must free exactly as the run it replays).
+    std::sort(out.begin(), out.end());
+    for (const std::uint64_t off : out) free_(ctx_, off);
   }
+  //! reclaim_lists' blocks to free (per thread: it does not nest).
+  static inline thread_local std::vector<std::uint64_t> t_freeing;
   //! reclaim() when some list holds blocks (out of line).
   [[gnu::noinline]] void reclaim_waiting() {
     List& l = my_list();
-    if (l.n.load(std::memory_order_relaxed) >= l.next.load(std::memory_order_relaxed))
-      reclaim_lists(false);
-    else if (!any_pinned())
-      reclaim_lists(true);
+    if (l.n.load(std::memory_order_relaxed) >= l.next.load(std::memory_order_relaxed) ||
+        ((alone() || paced()) && !any_pinned()))
+      reclaim_lists();
+  }
+  //! Stamps l's unstamped blocks with the epoch read now, under its latch (reclaim_lists).
+  void stamp(List& l) {
+    if (l.n.load(std::memory_order_relaxed) == 0) return;
+    Latch g(l.latch);
+    std::uint64_t e = 0;
+    for (auto& r : l.blocks) {
+      if (r.first != kUnstamped) continue;
+      if (e == 0) e = global_.load(std::memory_order_seq_cst);
+      r.first = e;
+    }
   }
   //! True if l keeps blocks.
-  bool free_older(List& l, std::uint64_t oldest) {
+  bool take_older(List& l, std::uint64_t oldest, std::vector<std::uint64_t>& out) {
     Latch g(l.latch);
     std::size_t kept = 0;
     for (auto& r : l.blocks) {
-      if (r.first < oldest) free_(ctx_, r.second);
+      if (r.first < oldest) out.push_back(r.second);
       else l.blocks[kept++] = r;
     }
     l.blocks.resize(kept);
@@ -472,7 +524,7 @@ class EpochReclaimer {
   void* ctx_;
   std::atomic<std::uint64_t> global_{1};
   Slot slots_[kMaxThreads];
-  List lists_[kMaxThreads];
+  mutable List lists_[kMaxThreads];  // (mutable: for_each_retired takes their latches)
   //! Some list may hold blocks (reclaim()'s one load when its own list is short).
   std::atomic<bool> waiting_{false};
 };

@@ -101,7 +101,11 @@ std::vector<fastfair::Record> FastFairTree::effective(NodeRef nr, unsigned* dead
   return out;
 }
 
-Result<void> FastFairTree::visit_blocks(BlockVisitorFn v) const { return walk(v, nullptr); }
+Result<void> FastFairTree::visit_blocks(BlockVisitorFn v) const {
+  if (auto r = walk(v, nullptr); !r) return r;
+  epochs_.for_each_retired(v);  // unlinked, not yet freed: still the tree's (epoch.h)
+  return {};
+}
 
 Result<void> FastFairTree::verify() const {
   std::vector<std::vector<std::uint64_t>> levels;

@@ -309,7 +309,14 @@ std::size_t FPTree::scan(Key from, std::size_t max, Visitor v) const {
 
 Result<void> FPTree::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
-  return walk_leaves(pool_, anchor_, geo_, v, [](std::uint64_t, std::uint64_t) {});
+  if (auto r = walk_leaves(pool_, anchor_, geo_, v, [](std::uint64_t, std::uint64_t) {}); !r)
+    return r;
+  // Unlinked, not yet freed: still the tree's (epoch.h). Only the plain pool blocks: a DRAM
+  // inner node is no pool block, and a group's leaf lies inside its group's block.
+  epochs_.for_each_retired([&](std::uint64_t x) {
+    if ((x & 3) == 0 && (x & kTagGroupLeaf) == 0) v(x);
+  });
+  return {};
 }
 
 }  // namespace wort

@@ -22,6 +22,12 @@ namespace wort::roart {
 
 Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
+  if (auto r = visit_reachable(v); !r) return r;
+  epochs_.for_each_retired(v);  // unlinked, not yet freed: still the tree's (epoch.h)
+  return {};
+}
+
+Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
   kit::CheckedWalk w(pool_, "roart");
   return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t level) {
     const std::uint64_t off = ref_offset(r);

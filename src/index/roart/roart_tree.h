@@ -195,6 +195,8 @@ class Roart {
   void repair_prefix(NodeBase* n, unsigned depth);
   //! Retires an unlinked block (freed when no reader can hold it; see roart_epoch.h).
   void free_ref(Ref r) { epochs_.retire(ref_offset(r)); }
+  //! visit_blocks' checked walk of what the root reaches (not the retired blocks).
+  Result<void> visit_reachable(BlockVisitorFn v) const;
 
   // --- remove (roart_remove.cc)
   bool remove_once(Key k, Status* out);

@@ -385,8 +385,12 @@ void WortTree::help_fresh(const LeafHeader* l) const {
 
 Result<void> WortTree::visit_blocks(BlockVisitorFn v) const {
   v(pool_.offset_of(anchor_));
-  return walk_preorder(pool_, blocks_, anchor_->root,
-                       [&](std::uint64_t w, std::uint32_t) { v(block_of(w)); });
+  if (auto r = walk_preorder(pool_, blocks_, anchor_->root,
+                             [&](std::uint64_t w, std::uint32_t) { v(block_of(w)); });
+      !r)
+    return r;
+  epochs_.for_each_retired(v);  // unlinked, not yet freed: still the tree's (epoch.h)
+  return {};
 }
 
 IndexStats WortTree::stats() const {
