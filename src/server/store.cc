@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <thread>
 
 #include "index/registry.h"
 #include "pm/persist.h"

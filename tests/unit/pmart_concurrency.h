@@ -426,6 +426,36 @@ TYPED_TEST_P(PmartConcurrency, ScanVisitorsCallBackIntoTheTree) {
   f.check(ref);
 }
 
+//! The keys "A1", "B1", ... (fanout of them: the root a NODE4, NODE16 or NODE48), inserted;
+//! the reference holds each but `except`.
+template <class Tree>
+std::map<std::string, Value> insert_letter_keys(ConcFixture<Tree>& f, unsigned fanout,
+                                                const std::string& except) {
+  std::map<std::string, Value> ref;
+  for (unsigned i = 0; i < fanout; ++i) {
+    const std::string k{static_cast<char>('A' + i), '1'};
+    EXPECT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
+    if (k != except) ref.emplace(k, conc_value_of(k));
+  }
+  return ref;
+}
+
+//! What a scan that ran under changes reported: strictly ascending, and every key of `ref`
+//! but `may_miss` (changed during the scan) exactly once.
+struct ScanOrder {
+  bool ascending = false;
+  bool all_there = true;
+};
+inline ScanOrder scan_order(const std::vector<std::string>& seen,
+                            const std::map<std::string, Value>& ref, const std::string& may_miss) {
+  ScanOrder o;
+  o.ascending = std::is_sorted(seen.begin(), seen.end()) &&
+                std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+  for (const auto& [k, v] : ref)
+    if (k != may_miss) o.all_there &= std::count(seen.begin(), seen.end(), k) == 1;
+  return o;
+}
+
 // A scan's walk of a node reads the node's entries once, then each child pointer when it gets
 // there, after the subtrees before it: by then the entry may have been removed and its slot
 // reused by another key byte, whose leaf may have split into a node (WOART's NODE4 and
@@ -442,12 +472,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
       SCOPED_TRACE(testing::Message() << "fanout " << fanout << (broken ? ", broken walk" : ""));
       ConcFixture<TypeParam> f;
       auto key = [](char b, char tail) { return std::string{b, tail}; };
-      std::map<std::string, Value> ref;
-      for (unsigned i = 0; i < fanout; ++i) {
-        const std::string k = key(static_cast<char>('A' + i), '1');
-        ASSERT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
-        if (i != 1) ref.emplace(k, conc_value_of(k));
-      }
+      std::map<std::string, Value> ref = insert_letter_keys(f, fanout, "B1");
       artcommon::g_broken_walk_trusts_snapshot = broken;
       std::vector<std::string> seen;
       f.tree->scan(Key{}, 1000, [&](Key kk, Value) {
@@ -460,10 +485,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
         return true;
       });
       artcommon::g_broken_walk_trusts_snapshot = false;
-      const bool ascending = std::is_sorted(seen.begin(), seen.end()) &&
-                             std::adjacent_find(seen.begin(), seen.end()) == seen.end();
-      bool all_there = true;  // every key present throughout ("B1" may be seen or not)
-      for (const auto& [k, v] : ref) all_there &= std::count(seen.begin(), seen.end(), k) == 1;
+      const auto [ascending, all_there] = scan_order(seen, ref, "B1");  // "B1": seen or not
       if (broken && in_place && fanout < 48) {
         EXPECT_FALSE(ascending) << "the broken walk was not caught";
         continue;
@@ -507,12 +529,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
                                         << (broken ? ", broken walk" : ""));
         ConcFixture<TypeParam> f;
         auto key = [](char b, char tail) { return std::string{b, tail}; };
-        std::map<std::string, Value> ref;
-        for (unsigned i = 0; i < fanout; ++i) {
-          const std::string k = key(static_cast<char>('A' + i), '1');
-          ASSERT_EQ(f.tree->insert(as_key(k), conc_value_of(k)), Status::ok);
-          ref.emplace(k, conc_value_of(k));
-        }
+        const std::map<std::string, Value> ref = insert_letter_keys(f, fanout, "");
         WalkAba aba;
         aba.fn = [&] {
           for (char t = '1'; t <= last; ++t) EXPECT_EQ(f.tree->remove(as_key(key('@', t))), Status::ok);
@@ -536,11 +553,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
         artcommon::g_broken_walk_skips_pointer_reread = false;
         const bool fired = !aba.armed;
         if (!fired) WalkAba::run(&aba);  // the same end state: '@' keys gone, "B1" back
-        const bool ascending = std::is_sorted(seen.begin(), seen.end()) &&
-                               std::adjacent_find(seen.begin(), seen.end()) == seen.end();
-        bool all_there = true;  // every key present throughout ("B1" may be seen or not)
-        for (const auto& [k, v] : ref)
-          if (k != "B1") all_there &= std::count(seen.begin(), seen.end(), k) == 1;
+        const auto [ascending, all_there] = scan_order(seen, ref, "B1");  // "B1": seen or not
         if (in_place && fanout < 48) {
           EXPECT_TRUE(fired) << "the walk read no reused slot's pointer after the visitor";
           if (broken) {
