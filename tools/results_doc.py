@@ -194,6 +194,36 @@ def lookup_section(doc):
     return table(head, rows)
 
 
+def rounds_section(doc):
+    """lookup_rounds' JSON: per index and key set, median CPU ns per op and the median
+    (min-max) of the per-round ratios to the baseline."""
+    def med(v):
+        v = sorted(v)
+        m = len(v) // 2
+        return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
+
+    def cell(ns, ratios):
+        return f"{med(ns):.0f} ({med(ratios):.2f}x; {min(ratios):.2f}-{max(ratios):.2f})"
+
+    rows, dists, order = {}, [], []
+    for r in doc["rows"]:
+        rows[(r["index"], r["dist"])] = r
+        if r["dist"] not in dists:
+            dists.append(r["dist"])
+        if r["index"] not in order:
+            order.append(r["index"])
+    out = []
+    for idx in order:
+        line = [idx]
+        for what in ("insert", "lookup"):
+            for d in dists:
+                r = rows.get((idx, d))
+                line.append(cell(r[what + "_ns"], r[what + "_ratio"]) if r else "–")
+        out.append(line)
+    head = ["index"] + [f"{w} ns {d[0].upper()} (vs {doc['baseline']}; range)" for w in ("insert", "lookup") for d in dists]
+    return table(head, out)
+
+
 def latency_section(doc):
     rows = []
     for c in doc["cases"]:
@@ -321,6 +351,7 @@ def main():
     sweep = load(os.path.join(args.results, "latency.json"))
     mix = load(os.path.join(args.results, "mix.json"))
     var = load(os.path.join(args.results, "varkeys.json"))
+    rounds = load(os.path.join(args.results, "rounds.json"))
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     img_dir = os.path.join(doc_dir, "results")
     os.makedirs(img_dir, exist_ok=True)
@@ -365,6 +396,8 @@ def main():
         out.append(command(mix))
     if var:
         out.append(command(var))
+    if rounds:
+        out.append(f"build/lookup_rounds --keys {rounds['keys']} --rounds {rounds['rounds']} --json results/rounds.json")
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines written back per insert (flushed lines plus 8-byte non-temporal stores: ROART and the concurrent ART engine commit with movnti), (c) LLC misses per search,",
@@ -394,8 +427,19 @@ def main():
             "`search-virtual` / `search-direct` CPU time, the cost of calling through `wort::Index`,",
             "and the same ratio in instructions from the callgrind pass (deterministic; the time",
             "ratio is within this VM's noise).", "",
-            lookup_section(bench), "",
-            "## Instructions per operation (callgrind)", "",
+            lookup_section(bench), ""]
+    if rounds:
+        out += ["## Against the volatile ART, interleaved (`lookup_rounds`)", "",
+                "The ratios above divide two phases that ran a minute apart, and this VM's speed",
+                "drifts by tens of percent within a run. `tools/lookup_rounds.cc` measures them so that",
+                f"the drift cancels: on the same {rounds['keys']:,} keys, {rounds['rounds']} rounds, each building a fresh",
+                "tree of every index in turn (rotated order, each in its own pool, pages mapped first)",
+                "and timing its inserts, then three passes of lookups over every key (the concrete",
+                "class's loop, as `search-direct`), the indexes in turn, an index's fastest pass being",
+                "its figure for the round; every value is checked. Thread CPU ns per op (median of the",
+                f"rounds), the median of the per-round ratios to `{rounds['baseline']}`, and their range.", "",
+                rounds_section(rounds), ""]
+    out += ["## Instructions per operation (callgrind)", "",
             f"From the callgrind pass ({(phase(bench['cases'][0], 'insert') or {}).get('cache', {}).get('at_keys', 0) or 0:,} keys; "
             "deterministic for a given build and seed, unlike the times above): instructions per",
             "insert, and per lookup of `search-direct` with its ratio to the volatile `art`.", "",

@@ -13,6 +13,8 @@
 #   WORT_VAR_KEYS    keys of the variable-size key run: ROART's 4-128 random bytes, the
 #                    words of /usr/share/dict/words, WORT's 20-byte keys (default 100000;
 #                    0 skips it)
+#   WORT_ROUNDS      rounds of `lookup_rounds` (tools/lookup_rounds.cc: art, WORT, WOART and
+#                    ART+CoW interleaved on the main benchmark's keys; default 5; 0 skips it)
 #   WORT_RESULTS     output folder (default results)
 set -euo pipefail
 build=${1:-build}
@@ -22,6 +24,7 @@ llc_keys=${WORT_LLC_KEYS:-100000}
 llc_size=${WORT_LLC_SIZE:-1M}
 mix_ops=${WORT_MIX_OPS:-1000000}
 var_keys=${WORT_VAR_KEYS:-100000}
+rounds=${WORT_ROUNDS:-5}
 out=${WORT_RESULTS:-results}
 wort="$build/wort"
 mkdir -p "$out"
@@ -46,6 +49,12 @@ bench --keys "$keys" --recovery "${llc[@]}" \
   --json "$out/bench.json" --csv "$out/bench.csv" > "$out/bench.txt"
 cat "$out/bench.txt"
 "$wort" plot "$out/bench.json" --out "$out" >/dev/null
+
+if [ "$rounds" != 0 ] && [ -x "$build/lookup_rounds" ]; then
+  echo
+  echo "== lookup_rounds: art, WORT, WOART, ART+CoW interleaved in $rounds rounds, $keys keys"
+  "$build/lookup_rounds" --keys "$keys" --rounds "$rounds" --json "$out/rounds.json" | tee "$out/rounds.txt"
+fi
 
 if [ "$sweep_keys" != 0 ]; then
   echo
