@@ -5,6 +5,9 @@
 //
 // usage: authors_wort DIST N MODE [KIND]
 //   MODE time       insert and lookup rounds, ours and theirs interleaved; medians and ratios
+//   MODE time-nopm  the same with our write-backs and fences off (pm mode none); link it
+//                   against their code built with theirs off too (README: "Without the
+//                   write-backs"), so the ratio is that of the work besides them
 //   MODE cg-ours    callgrind client requests around our inserts and lookups (run under
 //   MODE cg-theirs  valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no)
 //   DIST            dense | sparse | clustered (bench::integer_keys, seed 42); KIND: wort, or
@@ -19,6 +22,7 @@
 #include <vector>
 #include "bench/keygen.h"
 #include "wort/index.h"
+#include "wort/persist.h"
 #include "wort/pool.h"
 extern "C" {
 #include "wort/wort.h"
@@ -29,6 +33,11 @@ int main(int argc, char** argv) {
   bench::KeyDist d; bench::parse(argv[1], d);
   const std::size_t n = std::strtoull(argv[2], nullptr, 10);
   const std::string mode = argv[3];
+  if (mode == "time-nopm") {
+    pm::Config none;
+    none.mode = pm::Mode::none;
+    if (!pm::configure(none)) { std::puts("pm configure failed"); return 1; }
+  }
   const char* kind = argc > 4 ? argv[4] : "wort";
   auto keys = bench::integer_keys(d, n, 42);
   std::vector<std::array<std::byte, 8>> bk(n);
