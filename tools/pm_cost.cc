@@ -1,13 +1,18 @@
 // pm_cost — what the persistence primitives cost on top of the raw instructions.
 //
 // Prints ns/op for: a raw clwb (and clflushopt) + sfence loop vs pm::flush + pm::fence on
-// the same line(s), with the line clean and dirty; pm::store vs a plain store. Each figure
+// the same line(s), with the line clean and dirty; pm::store vs a plain store; and what a
+// load of a line costs right after its write-back and fence (does the instruction keep the
+// line in the cache? On some CPUs clwb evicts it like clflushopt). Each figure
 // is the best of several runs of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID, so time
 // spent descheduled on a shared machine does not count; the minimum is the least disturbed).
 //
 //   pm_cost [iterations]     (default 2,000,000)
+#include <x86intrin.h>
+
 #include <algorithm>
 #include <ctime>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -128,6 +133,42 @@ void section(pm::FlushInsn insn, std::uint64_t iters) {
       [&](std::uint64_t n) { raw_flush4(insn, n); }, [](std::uint64_t n) { wrapped_flush4(n); });
 }
 
+// Cycles (rdtscp) of one load of a line that was just stored to, written back with `insn`
+// (none: not written back) and fenced; the median over `n` lines chosen at random among 64
+// (4 KiB: in the L1 cache unless the write-back evicted it).
+double reload_cycles(pm::FlushInsn insn, bool flush, std::uint64_t n) {
+  std::vector<double> c;
+  c.reserve(n);
+  std::uint64_t x = 88172645463325252ull, sink = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    volatile std::uint64_t* p = &g_lines[(x % 64) * 8];
+    *p = i;
+    if (flush) pm::x86_64::flush_line(insn, const_cast<std::uint64_t*>(p));
+    pm::x86_64::sfence();
+    _mm_lfence();
+    unsigned aux;
+    const std::uint64_t t0 = __rdtscp(&aux);
+    sink += p[1];
+    const std::uint64_t t1 = __rdtscp(&aux);
+    c.push_back(static_cast<double>(t1 - t0));
+  }
+  if (sink == 42) std::puts("");  // keep the loads
+  std::nth_element(c.begin(), c.begin() + c.size() / 2, c.end());
+  return c[c.size() / 2];
+}
+
+void reload_section(std::uint64_t n) {
+  std::printf("a load of a line just stored to, written back and fenced (TSC cycles, median):\n");
+  std::printf("  not written back                             %7.0f\n",
+              reload_cycles(pm::FlushInsn::clwb, false, n));
+  for (auto insn : {pm::FlushInsn::clwb, pm::FlushInsn::clflushopt, pm::FlushInsn::clflush}) {
+    if (!pm::cpu_has(insn)) continue;
+    std::printf("  after %-38s %7.0f\n", std::string(to_string(insn)).c_str(),
+                reload_cycles(insn, true, n));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,6 +180,7 @@ int main(int argc, char** argv) {
   for (auto insn : {pm::FlushInsn::clwb, pm::FlushInsn::clflushopt, pm::FlushInsn::clflush})
     section(insn, iters);
   (void)pm::configure(saved);
+  reload_section(std::min<std::uint64_t>(iters / 10, 200'000));
   std::printf("stores (8 bytes, 512 words round-robin, compiler barrier each):\n");
   row("plain store vs pm::store", iters * 10, [](std::uint64_t n) { plain_stores(n); },
       [](std::uint64_t n) { pm_stores(n); });
