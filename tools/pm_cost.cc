@@ -3,7 +3,9 @@
 // Prints ns/op for: a raw clwb (and clflushopt) + sfence loop vs pm::flush + pm::fence on
 // the same line(s), with the line clean and dirty; pm::store vs a plain store; and what a
 // load of a line costs right after its write-back and fence (does the instruction keep the
-// line in the cache? On some CPUs clwb evicts it like clflushopt). Each figure
+// line in the cache? On some CPUs clwb evicts it like clflushopt); and whether a fence
+// issued well after the write-back still waits as long (the last row of each section:
+// there "raw" is a 1000-cycle spin alone and "pm::" the write-back, the spin, the fence). Each figure
 // is the best of several runs of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID, so time
 // spent descheduled on a shared machine does not count; the minimum is the least disturbed).
 //
@@ -87,6 +89,26 @@ void wrapped_flush(std::uint64_t n) {
     pm::fence();
   }
 }
+// The dirty line's write-back issued, then ~`gap` TSC cycles of other work (a spin on the
+// TSC: no memory traffic), then the fence: if the fence still costs what it costs right
+// after the write-back, its wait is not the write-back's latency (which the gap would hide).
+void raw_flush_gap(pm::FlushInsn insn, std::uint64_t gap, std::uint64_t n) {
+  volatile std::uint64_t* p = g_lines;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    *p = i;
+    pm::x86_64::flush_line(insn, const_cast<std::uint64_t*>(p));
+    const std::uint64_t until = __rdtsc() + gap;
+    while (__rdtsc() < until) _mm_pause();
+    pm::x86_64::sfence();
+  }
+}
+void spin_only(std::uint64_t gap, std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t until = __rdtsc() + gap;
+    while (__rdtsc() < until) _mm_pause();
+  }
+}
+
 // Four consecutive lines per fence (the flush loop inside pm::flush).
 void raw_flush4(pm::FlushInsn insn, std::uint64_t n) {
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -131,6 +153,11 @@ void section(pm::FlushInsn insn, std::uint64_t iters) {
       [](std::uint64_t n) { wrapped_flush<true>(n); });
   row("4 stores + 4 dirty lines + fence", iters / 4,
       [&](std::uint64_t n) { raw_flush4(insn, n); }, [](std::uint64_t n) { wrapped_flush4(n); });
+  // "raw" here is the 1000-cycle spin alone, "pm::" the write-back, spin, fence: their
+  // difference is what the fence still costs once the write-back had time to finish.
+  row("store + 1 dirty line, 1000 cycles, fence", iters / 10,
+      [&](std::uint64_t n) { spin_only(1000, n); },
+      [&](std::uint64_t n) { raw_flush_gap(insn, 1000, n); });
 }
 
 // Cycles (rdtscp) of one load of a line that was just stored to, written back with `insn`
