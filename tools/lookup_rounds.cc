@@ -24,7 +24,6 @@
 //   writes every round's figures (tools/results_doc.py renders them). Exit 1 if an index
 //   gave a wrong answer, 2 on bad usage.
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +37,9 @@
 
 #include "bench/keygen.h"
 #include "bench/rng.h"
+#include "bench/runner.h"
+#include "cli/args.h"
+#include "cli/commands.h"
 #include "index/registry.h"
 #include "wort/index.h"
 #include "wort/key.h"
@@ -46,20 +48,6 @@
 using namespace wort;
 
 namespace {
-
-double cpu_now() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t b = 0;
-  for (std::size_t e; (e = s.find(',', b)) != std::string::npos; b = e + 1) out.push_back(s.substr(b, e - b));
-  out.push_back(s.substr(b));
-  return out;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -108,7 +96,7 @@ bool g_huge = false;  // --huge: anonymous pools on transparent huge pages
 Tree build(const std::string& kind, const Keys& k) {
   const std::size_t n = k.insert.size();
   PoolOptions po;
-  po.size = n * 320 + (64ull << 20);
+  po.size = bench::auto_pool_size(n, 8);  // what `wort bench` gives a case of 8-byte keys
   po.kind = kind;
   Tree t;
   if (g_huge) {
@@ -124,15 +112,15 @@ Tree build(const std::string& kind, const Keys& k) {
     t.pool = std::move(pr).value();
     ::unlink(path.c_str());
   }
-  (void)::madvise(t.pool->base(), t.pool->size(), 23 /* MADV_POPULATE_WRITE */);
+  (void)bench::prefault_pool(*t.pool);
   auto ir = Index::create(*t.pool, kind);
   if (!ir) fail(kind, "create: " + ir.error().message);
   t.idx = std::move(ir).value();
-  const double t0 = cpu_now();
+  const double t0 = bench::thread_cpu_seconds();
   for (std::size_t i = 0; i < n; ++i)
     if (t.idx->insert(Key(k.insert[i].data(), 8), i + 1) != Status::ok)
       fail(kind, "insert " + std::to_string(i) + " failed");
-  t.insert_ns = (cpu_now() - t0) * 1e9 / static_cast<double>(n);
+  t.insert_ns = (bench::thread_cpu_seconds() - t0) * 1e9 / static_cast<double>(n);
   return t;
 }
 
@@ -141,9 +129,9 @@ Tree build(const std::string& kind, const Keys& k) {
 double lookup_pass(const std::string& kind, const Tree& t, const Keys& k) {
   const std::size_t n = k.insert.size();
   const registry::PackedKeys p{reinterpret_cast<const std::byte*>(k.packed_bytes.data()), k.offsets.data(), n};
-  const double t0 = cpu_now();
+  const double t0 = bench::thread_cpu_seconds();
   const registry::LookupTally r = registry::find(kind)->lookup_direct(*t.idx, p);
-  const double ns = (cpu_now() - t0) * 1e9 / static_cast<double>(n);
+  const double ns = (bench::thread_cpu_seconds() - t0) * 1e9 / static_cast<double>(n);
   if (r.found != n || r.value_sum != k.expected_sum)
     fail(kind, std::to_string(r.found) + " of " + std::to_string(n) + " keys found, value sum " +
                    std::to_string(r.value_sum) + " (want " + std::to_string(k.expected_sum) + ")");
@@ -208,22 +196,27 @@ int main(int argc, char** argv) {
   std::vector<std::string> dists = {"dense", "sparse", "clustered"};
   std::vector<std::string> kinds = {"art", "wort", "woart", "artcow"};
   std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") return usage(), 0;
-    if (a == "--huge") {
-      g_huge = true;
-      continue;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--help" || a == "-h") return usage(), 0;
+      if (a == "--huge") {
+        g_huge = true;
+        continue;
+      }
+      if (i + 1 >= argc) return usage();
+      const std::string v = argv[++i];
+      if (a == "--keys") n = cli::parse_count(v, "--keys");
+      else if (a == "--rounds") rounds = cli::parse_count(v, "--rounds");
+      else if (a == "--seed") seed = cli::parse_count(v, "--seed");
+      else if (a == "--dist") dists = cli::split_list(v);
+      else if (a == "--index") kinds = cli::split_list(v);
+      else if (a == "--json") json_path = v;
+      else return usage();
     }
-    if (i + 1 >= argc) return usage();
-    const std::string v = argv[++i];
-    if (a == "--keys") n = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--rounds") rounds = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--seed") seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--dist") dists = split(v);
-    else if (a == "--index") kinds = split(v);
-    else if (a == "--json") json_path = v;
-    else return usage();
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "lookup_rounds: %s\n", e.what());
+    return usage();
   }
   if (n == 0 || rounds == 0 || kinds.empty()) return usage();
   for (const std::string& kind : kinds) {

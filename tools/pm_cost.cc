@@ -13,11 +13,11 @@
 #include <x86intrin.h>
 
 #include <algorithm>
-#include <ctime>
-#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <vector>
 
 #include "pm/allocator.h"
 #include "pm/persist.h"
@@ -92,21 +92,21 @@ void wrapped_flush(std::uint64_t n) {
 // The dirty line's write-back issued, then ~`gap` TSC cycles of other work (a spin on the
 // TSC: no memory traffic), then the fence: if the fence still costs what it costs right
 // after the write-back, its wait is not the write-back's latency (which the gap would hide).
+inline void spin(std::uint64_t gap) {
+  const std::uint64_t until = __rdtsc() + gap;
+  while (__rdtsc() < until) _mm_pause();
+}
 void raw_flush_gap(pm::FlushInsn insn, std::uint64_t gap, std::uint64_t n) {
   volatile std::uint64_t* p = g_lines;
   for (std::uint64_t i = 0; i < n; ++i) {
     *p = i;
     pm::x86_64::flush_line(insn, const_cast<std::uint64_t*>(p));
-    const std::uint64_t until = __rdtsc() + gap;
-    while (__rdtsc() < until) _mm_pause();
+    spin(gap);
     pm::x86_64::sfence();
   }
 }
 void spin_only(std::uint64_t gap, std::uint64_t n) {
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint64_t until = __rdtsc() + gap;
-    while (__rdtsc() < until) _mm_pause();
-  }
+  for (std::uint64_t i = 0; i < n; ++i) spin(gap);
 }
 
 // Four consecutive lines per fence (the flush loop inside pm::flush).

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 
 # The WORT paper (FAST'17), Table 1, 128M keys: (b) CLFLUSH per insertion, (d) leaf depth.
 PAPER_TABLE1 = {
@@ -197,12 +198,8 @@ def lookup_section(doc):
 def rounds_section(doc):
     """lookup_rounds' JSON: per index and key set, median CPU ns per op and the median
     (min-max) of the per-round ratios to the baseline."""
-    def med(v):
-        v = sorted(v)
-        m = len(v) // 2
-        return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
-
     def cell(ns, ratios):
+        med = statistics.median
         return f"{med(ns):.0f} ({med(ratios):.2f}x; {min(ratios):.2f}-{max(ratios):.2f})"
 
     rows, dists, order = {}, [], []

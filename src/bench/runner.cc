@@ -44,11 +44,15 @@ struct WorkerStats {
   double wall_seconds = 0;  // from the phase start to this thread's last operation
 };
 
+}  // namespace
+
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+namespace {
 
 // Shared state of a running phase.
 struct PhaseCtx {
@@ -206,13 +210,11 @@ struct CasePool {
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
 
-// Maps every page of the pool writable before the phases start (no data changes: a hole
-// reads as zeros either way). Otherwise the first store to each 4 KiB page of a /dev/shm
-// pool takes a page fault inside whichever operation touches it: on this VM ~2.2 us, on
-// the insert that starts each new page of leaves (every 128th insert for 32-byte leaves),
-// which is what the fixed-stride sampler used to report as the p50. Real PM under DAX
-// faults in 2 MiB pages, so a fault per 4 KiB charges the indexes a tmpfs cost.
-// Returns what happened, for the report.
+}  // namespace
+
+// Why: runner.h, prefault_pool. On this VM a 4 KiB fault costs ~2.2 us, on the insert that
+// starts each new page of leaves (every 128th insert for 32-byte leaves), which is what the
+// fixed-stride sampler used to report as the p50.
 std::string prefault_pool(Pool& pool) {
   const auto t0 = Clock::now();
   if (::madvise(pool.base(), pool.size(), MADV_POPULATE_WRITE) != 0)
@@ -222,6 +224,8 @@ std::string prefault_pool(Pool& pool) {
                 static_cast<double>(pool.size()) / (1 << 20), seconds_since(t0));
   return buf;
 }
+
+namespace {
 
 Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
                             std::uint64_t size, CasePool& cp) {

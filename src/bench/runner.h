@@ -118,4 +118,13 @@ CaseResult run_case(const BenchOptions& o, const std::string& index, KeyDist dis
 //! Pool size for a key set when the options leave it 0.
 std::uint64_t auto_pool_size(std::size_t keys, double avg_key_len);
 
+//! Maps every page of the pool writable (no data changes: a hole reads as zeros either way),
+//! so that no timed operation takes a page fault: real PM under DAX faults in 2 MiB pages,
+//! a /dev/shm pool in 4 KiB ones, which would charge the indexes a tmpfs cost. Returns what
+//! happened ("N MiB in T s", or "failed: why"), for the report.
+std::string prefault_pool(Pool& pool);
+
+//! CPU time of the calling thread, in seconds (time spent descheduled does not count).
+double thread_cpu_seconds();
+
 }  // namespace wort::bench
