@@ -17,7 +17,9 @@
 //   reclaim: when the thread's list holds kBatch blocks, or when it is alone and nobody is
 //            pinned: stamp every list's unstamped blocks with global, read under the
 //            list's latch; global += 1; oldest = min over pinned slots; free every block
-//            stamped at an epoch < oldest, in every list, in address order
+//            stamped at an epoch < oldest, in every list, in address order (its `freeing`
+//            word odd from before it takes blocks out of the lists until the last free
+//            returns: for_each_retired waits for it, so a block is always in a list or freed)
 //   unpin:   slot[me] = 0 (release)
 // A thread pinned at p read the tree no earlier than its load of p; a block stamped r was
 // unlinked before r was read (at retire; or at reclaim, under a latch its retiring thread
@@ -82,6 +84,9 @@ class EpochReclaimer {
   //! thread that takes an id while another holds one does not wait for that thread's solo
   //! write to end.
   static inline std::atomic<bool> g_broken_arrival_skips_wait{false};
+  //! Tests only — the broken variant tests/unit/epoch_reclaim_concurrency_test.cc must
+  //! catch: for_each_retired returns without waiting for the reclaims under way.
+  static inline std::atomic<bool> g_broken_retired_skips_reclaims_under_way{false};
   //! Threads that may pin at once, process-wide (ids are given back when a thread ends).
   static constexpr unsigned kMaxThreads = 128;
   using FreeFn = void (*)(void* ctx, std::uint64_t off);
@@ -251,14 +256,27 @@ class EpochReclaimer {
         }
   }
 
-  //! Calls f(offset) for each block retired and not yet freed (each list under the latch
-  //! that frees its blocks: none is freed while its list is read). f must not call into
-  //! this reclaimer.
+  //! Calls f(offset) for each block retired and not yet freed (each list read under its
+  //! latch), then waits for every reclaim under way to end: a reclaim takes its blocks out
+  //! of the lists under their latches but frees them after, so a block taken before its
+  //! list was read here is in neither place until that free returns. On return, every block
+  //! retired before the call was reported or has been freed (ROART's background trace relies
+  //! on it: a block in neither would be made free by the trace and then freed again). f
+  //! must not call into this reclaimer, nor the caller be inside a reclaim.
   template <class F>
   void for_each_retired(F&& f) const {
     for (List& l : lists_) {
       Latch g(l.latch);
       for (const auto& r : l.blocks) f(r.second);
+    }
+    if (g_broken_retired_skips_reclaims_under_way.load(std::memory_order_relaxed)) return;
+    // A reclaim that took blocks from a list before the latch above read it had made its
+    // word odd before it released that latch: seen odd here (or later, even: done).
+    const unsigned hi = ids().hi.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
+      const std::uint64_t s = slots_[i].freeing.load(std::memory_order_acquire);
+      if ((s & 1) == 0) continue;
+      while (slots_[i].freeing.load(std::memory_order_acquire) == s) std::this_thread::yield();
     }
   }
 
@@ -304,6 +322,9 @@ class EpochReclaimer {
   struct alignas(64) Slot {
     std::atomic<std::uint64_t> epoch{0};  //!< Pin's word; 0 = not pinned
     std::atomic<std::uint64_t> outer{0};  //!< NestablePin's word; 0 = not pinned
+    //! Odd while the thread's reclaim_lists has blocks out of the lists and not yet freed
+    //! (for_each_retired waits for it); counts up by one at each edge.
+    std::atomic<std::uint64_t> freeing{0};
   };
   //! A thread's retired blocks, (epoch, offset): written by that thread under its latch,
   //! read by others (reclaim of every list, drain, for_each_retired) under it too.
@@ -347,6 +368,11 @@ class EpochReclaimer {
   //! freed once every pinned epoch is later than its stamp — as for a block stamped at
   //! retire, only later.
   [[gnu::noinline]] void reclaim_lists() {
+    // Odd from before the first list is taken from until the last free has returned: the
+    // latches below publish it to for_each_retired, which waits for it.
+    std::atomic<std::uint64_t>& freeing = my_slot().freeing;
+    const std::uint64_t seq = freeing.load(std::memory_order_relaxed);
+    freeing.store(seq + 1, std::memory_order_relaxed);
     const unsigned hi = ids().hi.load(std::memory_order_acquire);
     for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) stamp(lists_[i]);
     const std::uint64_t now = global_.fetch_add(1, std::memory_order_seq_cst) + 1;
@@ -370,6 +396,7 @@ class EpochReclaimer {
     // simulator's replayed schedule must free exactly as the run it replays).
     std::sort(out.begin(), out.end());
     for (const std::uint64_t off : out) free_(ctx_, off);
+    freeing.store(seq + 2, std::memory_order_release);
   }
   //! reclaim_lists' blocks to free (per thread: it does not nest).
   static inline thread_local std::vector<std::uint64_t> t_freeing;

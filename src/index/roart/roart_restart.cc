@@ -23,7 +23,9 @@
 //    covered by "reachable at some point of the walk through what it read".
 //  - Unlinked, not yet freed (retired, roart_epoch.h). After the walk it unpins and waits
 //    for a grace period (Epochs::synchronize): every operation that overlapped the walk has
-//    finished and retired what it unlinked. Then it reports every block still retired. A
+//    finished and retired what it unlinked. Then it reports every block still retired
+//    (for_each_retired also waits for reclaims under way: a block out of its list and not
+//    yet freed would be in neither place, made free here and freed again by the reclaim). A
 //    block retired later was unlinked by an operation that began after the walk ended, so it
 //    was reachable then, and the walk reached it.
 //  - Blocks it reached or reported that are freed before the allocator decides are recorded
