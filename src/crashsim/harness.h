@@ -87,6 +87,9 @@ struct Options {
   std::size_t continuation_ops = 6;
   bool second_crash = true;            //!< crash during recovery, then recover again
   bool drain = false;                  //!< opt-in DRAIN oracle
+  //! With `drain`: DRAIN on one image in this many (picked by the image's seed), 1 = all.
+  //! The sanitizer builds sample (tests/support/crash_ops.h, sanitizer_sample).
+  std::size_t drain_every = 1;
   bool lints = true;
   bool explore = true;                 //!< false: lints only, no crash images
   std::size_t max_crash_points = 0;    //!< explore only the first N crash points; 0 = all

@@ -358,11 +358,17 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
 // with the model (the default) must be clean. Since the ART engine's inserts commit with
 // cached stores (born-locked new nodes keep a second writer off them instead), only its
 // removes, merges and updates are movnti: the first false finding came at seed 52 (an
-// ART+CoW remove), so 64 schedules per index.
+// ART+CoW remove), so 64 schedules per index. Under ASan only ART+CoW's: the 128 WOART and
+// ROART schedules find nothing under either model (so assert nothing beyond what the
+// Release run asserts) and took 40 of this test's 76 s in make test's ASan run (36 s now).
 TEST(ConcurrentCrash, MovntiVisibleBeforeItsFenceWouldGiveFalseFindings) {
   const std::uint64_t n = env_count("WORT_CONC_CRASH_NT_SCHEDULES", 64);
   std::size_t wrong = 0, right = 0;
+#if defined(__SANITIZE_ADDRESS__)
+  for (std::size_t which : {2u}) {  // artcow (removes): where the false findings come
+#else
   for (std::size_t which : {1u, 2u, 5u}) {  // woart, artcow (removes), roart: movnti commits
+#endif
     const Subject s = subjects()[which];
     const std::vector<std::string> keys = make_keys(Gen::random_u64, 16, 21);
     std::vector<KvOp> setup;
