@@ -1030,7 +1030,8 @@ void Run::oracles(Pool& pool, Index& ix, const Expect& ex, bool full, std::uint6
                                   o_.continuation_ops, after_op))
       problems->push_back(*c);
   }
-  if (o_.drain && problems->size() == before && seed % std::max<std::size_t>(o_.drain_every, 1) == 0) {
+  const bool drain_this = o_.drain_every <= 1 || seed % o_.drain_every == 0;
+  if (o_.drain && drain_this && problems->size() == before) {
     if (auto d = drain_and_compare(pool, ix, empty_stats_)) problems->push_back({"DRAIN", *d});
   }
 }

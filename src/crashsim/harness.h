@@ -87,7 +87,7 @@ struct Options {
   std::size_t continuation_ops = 6;
   bool second_crash = true;            //!< crash during recovery, then recover again
   bool drain = false;                  //!< opt-in DRAIN oracle
-  //! With `drain`: DRAIN on one image in this many (picked by the image's seed), 1 = all.
+  //! With `drain`: DRAIN on one image in this many (picked by the image's seed); 0 or 1: all.
   //! The sanitizer builds sample (tests/support/crash_ops.h, sanitizer_sample).
   std::size_t drain_every = 1;
   bool lints = true;

@@ -21,14 +21,14 @@ namespace {
 
 using crashsim::KvOp;
 
+// Images per crash point of the sampled tests (sanitizer_sample lowers them under ASan).
+constexpr std::size_t kSampledCap = 16, kSampledRandom = 4;
 #if defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kSampledCap = 8, kSampledRandom = 2;  // ASan: fewer images per point
 // ASan: two of the four key sets (the Release build runs all four; ASan looks for memory
 // errors, which the same code paths show on fewer keys). The four took 105 s under ASan,
 // among the longest runs of `make test` (session 16); the two, 45 s.
 constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::long_keys};
 #else
-constexpr std::size_t kSampledCap = 16, kSampledRandom = 4;
 constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains,
                                 Gen::long_keys};
 #endif

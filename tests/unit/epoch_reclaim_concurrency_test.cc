@@ -52,20 +52,19 @@ std::vector<std::uint64_t> missed_by_a_report_during_a_reclaim() {
   std::vector<std::uint64_t> missed;
   {
     EpochReclaimer e(&held_free, &frees);
-    std::atomic<int> stage{0};
+    std::atomic<bool> other_has_id{false}, done{false};
     std::thread other([&] {  // holds an id for the whole run: no retire frees at once
       { EpochReclaimer::Pin p(e); }
-      stage.store(1);
-      while (stage.load() != 3) std::this_thread::yield();
+      other_has_id.store(true);
+      while (!done.load()) std::this_thread::yield();
     });
-    while (stage.load() != 1) std::this_thread::yield();
+    while (!other_has_id.load()) std::this_thread::yield();
     std::thread writer([&] {
       {
         EpochReclaimer::Pin p(e);
         e.retire(0x1000);
         e.retire(0x2000);
       }
-      stage.store(2);
       e.reclaim_all();  // nobody pinned: takes both, and is held inside the first free
     });
     while (!frees.first_entered.load()) std::this_thread::yield();
@@ -81,7 +80,7 @@ std::vector<std::uint64_t> missed_by_a_report_during_a_reclaim() {
       if (std::count(reported.begin(), reported.end(), off) + std::count(freed.begin(), freed.end(), off) == 0)
         missed.push_back(off);
     writer.join();
-    stage.store(3);
+    done.store(true);
     other.join();
   }
   return missed;
