@@ -6,7 +6,7 @@
 #
 #   tools/serve-load.sh [BUILD_DIR]          (default build/; needs BUILD_DIR/wort)
 #   env: ROUNDS=2 SECONDS_PER_RUN=3 CONNS=4 THREADS=2 KEYS=20000 VALUES="32 4096"
-#        MIXES="10:1 1:1" POOL_MB=256 SERVERS="wort woart artcow memcached" OUT=serve-load.md
+#        MIXES="10:1 1:1" POOL_MB=256 SERVERS="wort woart artcow memcached" OUT=results/serve-load.md
 #   A server named KIND-global is `wort serve --index KIND --global-lock` (the index behind
 #   one reader/writer lock even if it is concurrent): SERVERS="wort wort-global memcached"
 #   compares the two locking paths of one index in the same run.
@@ -23,7 +23,8 @@ wort="$build/wort"
 ROUNDS=${ROUNDS:-2}; SECONDS_PER_RUN=${SECONDS_PER_RUN:-3}; CONNS=${CONNS:-4}
 THREADS=${THREADS:-2}; KEYS=${KEYS:-20000}; VALUES=${VALUES:-"32 4096"}
 MIXES=${MIXES:-"10:1 1:1"}; POOL_MB=${POOL_MB:-256}
-SERVERS=${SERVERS:-"wort woart artcow memcached"}; OUT=${OUT:-serve-load.md}
+SERVERS=${SERVERS:-"wort woart artcow memcached"}; OUT=${OUT:-results/serve-load.md}
+mkdir -p "$(dirname "$OUT")"
 MAX_OPS=${MAX_OPS:-5000000}
 tmp=$(mktemp -d /dev/shm/serve-load.XXXXXX)
 load="$tmp/serve_load"

@@ -15,7 +15,7 @@
 #   tools/serve-paper.sh [BUILD_DIR]          (default build/; needs BUILD_DIR/wort)
 #   env: ROUNDS=3 OPS=200000 KEYS=100000 CONNS=50 THREADS=2 VALUE=3 POOL_MB=512
 #        SERVERS="wort-global woart-global artcow-global fptree-global wbtree-global memcached"
-#        OUT=serve-paper.md
+#        OUT=results/serve-paper.md
 # The paper's trees: WORT, WOART, ART+CoW, FPTree, wB+Tree (NV-Tree left out: no
 # variable-size keys). VALUE=3 is mc-benchmark's default data size (it is redis-benchmark's
 # code); the paper does not state its value size. Prints (and writes to $OUT) a markdown
@@ -29,7 +29,8 @@ wort="$build/wort"
 ROUNDS=${ROUNDS:-3}; OPS=${OPS:-200000}; KEYS=${KEYS:-100000}; CONNS=${CONNS:-50}
 THREADS=${THREADS:-2}; VALUE=${VALUE:-3}; POOL_MB=${POOL_MB:-512}
 SERVERS=${SERVERS:-"wort-global woart-global artcow-global fptree-global wbtree-global memcached"}
-OUT=${OUT:-serve-paper.md}
+OUT=${OUT:-results/serve-paper.md}
+mkdir -p "$(dirname "$OUT")"
 tmp=$(mktemp -d /dev/shm/serve-paper.XXXXXX)
 load="$tmp/serve_load"
 c++ -O2 -std=c++20 -pthread -o "$load" "$here/serve_load.cc"
