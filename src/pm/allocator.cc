@@ -169,6 +169,10 @@ struct Allocator::Impl {
   std::multimap<std::uint64_t, std::uint64_t> free_spans;  // span length -> head chunk
   bool concurrent_trace = false;  // begin_concurrent_recovery .. recover_concurrent's end
   std::vector<std::uint64_t> freed_while_tracing;  // meanwhile: frees of frozen blocks
+  // Blocks or spans returned to the global lists (a count), and its value when a reclaim
+  // near exhaustion last found nothing: until it moves, another scan would find nothing too.
+  std::uint64_t returns = 0, returns_at_fruitless_reclaim = ~std::uint64_t{0};
+  std::uint64_t reclaim_scans = 0;
   // ---
   std::uint64_t traced_chunks = 0;  // chunks carved before this open (frozen until the trace)
   std::atomic<bool> trace_pending{false};
@@ -201,6 +205,7 @@ struct Allocator::Impl {
   void load_chunk_table();
   void set_small(std::uint64_t c, std::uint32_t cls, bool frozen);
   void set_large(std::uint64_t c, std::uint64_t span, bool frozen);
+  void make_free_span(std::uint64_t c, std::uint64_t span);
   Status take_chunks(std::uint64_t k, std::uint64_t entry, std::uint64_t* head);
   void push_chunk_blocks(std::uint64_t c);
   std::uint64_t reclaim_free_chunks();
@@ -238,18 +243,31 @@ Allocator::Impl::Impl(Pool& p, bool fresh)
 }
 
 //! Rebuilds the DRAM chunk view from the persistent table (validated by Pool::open) and
-//! freezes every carved chunk until recover().
+//! freezes every carved chunk until recover(); free spans are free at once.
 void Allocator::Impl::load_chunk_table() {
   for (std::uint64_t c = 0; c < hwm;) {
     const std::uint64_t e = table[c];
     if (chunk_entry_tag(e) == ChunkTag::small) {
       set_small(c, chunk_entry_class(e), /*frozen=*/true);
       ++c;
+    } else if (chunk_entry_tag(e) == ChunkTag::free) {
+      set_large(c, chunk_entry_span(e), /*frozen=*/false);
+      free_spans.emplace(chunk_entry_span(e), c);
+      c += chunk_entry_span(e);
     } else {
       set_large(c, chunk_entry_span(e), /*frozen=*/true);
       c += chunk_entry_span(e);
     }
   }
+}
+
+//! Makes c..c+span-1 a free span, in DRAM and durably (chunk_table.h, tag 3): its entry
+//! is written back, not fenced (the caller fences once for all). Needs mu.
+void Allocator::Impl::make_free_span(std::uint64_t c, std::uint64_t span) {
+  set_large(c, span, /*frozen=*/false);
+  free_spans.emplace(span, c);
+  store(&table[c], chunk_entry_free(span));
+  flush(&table[c], sizeof table[c]);
 }
 
 void Allocator::Impl::set_small(std::uint64_t c, std::uint32_t cls, bool frozen) {
@@ -285,7 +303,7 @@ Status Allocator::Impl::take_chunks(std::uint64_t k, std::uint64_t entry, std::u
     free_spans.erase(it);
     if (n > k) {
       // Remainder head first, taken head last (see chunk_table.h for why).
-      store_persist(&table[h + k], chunk_entry_large(n - k));
+      store_persist(&table[h + k], chunk_entry_free(n - k));
       set_large(h + k, n - k, /*frozen=*/false);
       free_spans.emplace(n - k, h + k);
     }
@@ -295,9 +313,14 @@ Status Allocator::Impl::take_chunks(std::uint64_t k, std::uint64_t entry, std::u
   }
   if (k > count - hwm) {
     // Near exhaustion: turn wholly free small chunks back into free spans, merge neighbours,
-    // and try the spans once more.
-    if (reclaim_free_chunks() + coalesce_free_spans() == 0) return Status::out_of_space;
-    if (free_spans.lower_bound(k) == free_spans.end()) return Status::out_of_space;
+    // and try the spans once more — unless nothing came back since the last such scan found
+    // nothing (a full pool would otherwise rescan every free list at each failed refill).
+    if (returns == returns_at_fruitless_reclaim) return Status::out_of_space;
+    if (reclaim_free_chunks() + coalesce_free_spans() == 0 ||
+        free_spans.lower_bound(k) == free_spans.end()) {
+      returns_at_fruitless_reclaim = returns;
+      return Status::out_of_space;
+    }
     return take_chunks(k, entry, head);
   }
   const std::uint64_t h = hwm;
@@ -319,10 +342,10 @@ void Allocator::Impl::push_chunk_blocks(std::uint64_t c) {
 }
 
 //! Small chunks all of whose blocks sit on the global free lists become free one-chunk
-//! spans (in DRAM only: the persistent entry is rewritten when the chunk is taken again, and
-//! until then a crash finds a small chunk with nothing reachable in it, which is free too).
-//! Blocks held in thread caches keep their chunk. Needs mu. Returns chunks reclaimed.
+//! spans, durably (tag 3: an instant restart can use them before its trace ends). Blocks
+//! held in thread caches keep their chunk. Needs mu. Returns chunks reclaimed.
 std::uint64_t Allocator::Impl::reclaim_free_chunks() {
+  ++reclaim_scans;
   std::vector<std::uint32_t> listed(hwm, 0);
   for (const auto& list : global_free)
     for (std::uint64_t off : list) ++listed[(off - first) >> chunk_shift];
@@ -336,10 +359,10 @@ std::uint64_t Allocator::Impl::reclaim_free_chunks() {
     std::erase_if(list, [&](std::uint64_t off) { return whole((off - first) >> chunk_shift); });
   for (std::uint64_t c = 0; c < hwm; ++c) {
     if (!whole(c)) continue;
-    set_large(c, 1, false);
-    free_spans.emplace(1, c);
+    make_free_span(c, 1);
     ++n;
   }
+  if (n > 0) fence();
   return n;
 }
 
@@ -370,8 +393,10 @@ void Allocator::Impl::drain_my_cache() {
   if (!tc) return;
   for (std::size_t cls = 0; cls < tc->free.size(); ++cls) {
     auto& stack = tc->free[cls];
+    if (stack.empty()) continue;
     global_free[cls].insert(global_free[cls].end(), stack.rbegin(), stack.rend());
     stack.clear();
+    ++returns;
   }
 }
 
@@ -426,6 +451,7 @@ void Allocator::Impl::free_large(std::uint64_t c) {
   std::lock_guard lock(mu);
   chunks[c].large_requested.store(0, std::memory_order_relaxed);
   free_spans.emplace(chunks[c].span, c);
+  ++returns;
 }
 
 ThreadCache* Allocator::Impl::my_cache() {
@@ -507,28 +533,42 @@ bool Allocator::Impl::free_frozen(std::uint64_t off, const ChunkInfo& ci) {
 
 //! The trace's decision over every frozen chunk (under mu): a block for which
 //! live(chunk, block index, offset) holds stays allocated (its request size unknown), the
-//! rest go to the free lists; then the chunk unfreezes — with release, so a free() that
-//! reads it unfrozen without mu sees the decision.
+//! rest go to the free lists; a chunk or large span with nothing live becomes a free span,
+//! durably (tag 3), so the next open — an instant restart above all, which hands out only
+//! unfrozen chunks until its trace ends — can use it at once. Then the chunk unfreezes, with
+//! release, so a free() that reads it unfrozen without mu sees the decision. (No free() of a
+//! block in a chunk found empty can be pending: the walk reaches every block still to be
+//! freed.)
 template <class Live>
 void Allocator::Impl::decide_frozen(Live live) {
+  bool freed_spans = false;
   for (std::uint64_t c = 0; c < count; c = next_head(c)) {
     ChunkInfo& ci = chunks[c];
     if (!ci.frozen.load(std::memory_order_relaxed)) continue;
     if (ci.kind == ChunkKind::small) {
-      const std::uint32_t size = classes.size(ci.cls);
+      const std::uint32_t size = classes.size(ci.cls), n = classes.blocks_per_chunk(ci.cls);
       auto& list = global_free[ci.cls];
-      for (std::uint32_t i = classes.blocks_per_chunk(ci.cls); i-- > 0;) {
+      const std::size_t listed = list.size();
+      for (std::uint32_t i = n; i-- > 0;) {
         const std::uint64_t off = chunk_offset(c) + std::uint64_t{i} * size;
         if (live(c, i, off)) ci.requested[i].store(size, std::memory_order_relaxed);
         else list.push_back(off);
       }
+      if (list.size() - listed == n) {  // nothing live: the whole chunk is free
+        list.resize(listed);
+        make_free_span(c, 1);
+        freed_spans = true;
+      }
     } else if (live(c, 0, chunk_offset(c))) {
       ci.large_requested.store(ci.span << chunk_shift, std::memory_order_relaxed);
     } else {
-      free_spans.emplace(ci.span, c);
+      make_free_span(c, ci.span);
+      freed_spans = true;
     }
     ci.frozen.store(false, std::memory_order_release);
   }
+  if (freed_spans) fence();
+  ++returns;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -594,6 +634,7 @@ void Allocator::free(std::uint64_t offset) noexcept {
   if (!tc) [[unlikely]] {
     std::lock_guard lock(m.mu);
     m.global_free[cls].push_back(offset);
+    ++m.returns;
     return;
   }
   auto& stack = tc->free[cls];
@@ -605,6 +646,7 @@ void Allocator::free(std::uint64_t offset) noexcept {
     const auto n = static_cast<std::ptrdiff_t>(m.batch[cls]);
     list.insert(list.end(), stack.begin(), stack.begin() + n);
     stack.erase(stack.begin(), stack.begin() + n);
+    ++m.returns;
   }
 }
 
@@ -753,6 +795,7 @@ AllocatorStats Allocator::stats() const noexcept {
   std::lock_guard lock(m.mu);
   s.chunks_used = m.hwm;
   s.chunks_total = m.count;
+  s.reclaim_scans = m.reclaim_scans;
   for (std::uint64_t c = 0; c < m.count; c = m.next_head(c)) {
     const ChunkInfo& ci = m.chunks[c];
     if (ci.kind == ChunkKind::small) {

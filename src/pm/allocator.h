@@ -6,7 +6,8 @@
 // Which blocks inside a chunk are in use is volatile: after a crash it is recomputed by
 // tracing — the index visits every block it reaches from its root, and whatever lies in an
 // old chunk and was not visited is free (ROART's DCMM idea). Until the trace finishes, old
-// chunks hand out nothing and allocations come from fresh chunks, so the pool is usable at
+// chunks hand out nothing and allocations come from fresh chunks and from the free spans
+// an earlier trace or a reclaim recorded (chunk_table.h, tag 3), so the pool is usable at
 // once.
 //
 // Contract for indexes: free(b) only after the store that unlinks b is durable (persisted),
@@ -40,6 +41,8 @@ struct AllocatorStats {
   std::uint64_t blocks_allocated = 0;  //!< blocks currently handed out
   std::uint64_t bytes_allocated = 0;   //!< sum of their class sizes
   std::uint64_t bytes_requested = 0;   //!< sum of sizes asked for (live blocks)
+  std::uint64_t reclaim_scans = 0;     //!< scans of the free lists for wholly free chunks
+                                       //!< (near exhaustion) since the allocator started
 };
 
 struct AuditReport {
@@ -103,8 +106,10 @@ class Allocator {
   //! frozen (nothing is reused, nothing lost) and frees of their blocks are ignored again.
   //! Without begin_concurrent_recovery() (or with no trace pending) it is recover().
   Result<void> recover_concurrent(BlockWalker walk);
-  //! Offset of the first chunk carved since this open: blocks below it belong to the chunks
-  //! a pending trace decides; blocks at or above it are this session's own.
+  //! Offset of the high-water mark at this open: blocks at or above it are this session's
+  //! own; below it lie the chunks a pending trace decides, and the spans that were free at
+  //! the open, which may serve this session's allocations too (a walk may report blocks of
+  //! those: they are not judged).
   std::uint64_t trace_boundary() const noexcept;
 
   //! Compares the allocator's view with the blocks the walker reaches.

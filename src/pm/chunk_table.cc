@@ -29,11 +29,13 @@ bool validate_chunk_table(const std::byte* base, const PoolHeader& h, std::strin
         }
         ++c;
         break;
-      case ChunkTag::large: {
+      case ChunkTag::large:
+      case ChunkTag::free: {
         const std::uint64_t span = chunk_entry_span(e);
         if (span == 0 || span > h.chunk_hwm - c || chunk_entry_class(e) != 0) {
-          why = where + hex(e) + ") is a large span that does not fit below the high-water mark " +
-                std::to_string(h.chunk_hwm);
+          why = where + hex(e) + ") is a " +
+                (chunk_entry_tag(e) == ChunkTag::free ? "free" : "large") +
+                " span that does not fit below the high-water mark " + std::to_string(h.chunk_hwm);
           return false;
         }
         c += span;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pm/allocator.h"
+#include "pm/chunk_table.h"
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
 #include "pm/size_classes.h"
@@ -225,6 +226,30 @@ TEST(AllocatorTest, FreedChunksServeOtherSizesAfterExhaustion) {
   ASSERT_TRUE((*re)->allocator().recover(walk_list(live)).ok());
   EXPECT_TRUE((*re)->allocator().audit(walk_list(live)).ok());
   EXPECT_EQ((*re)->allocator().block_size(big), (chunks - 1) * kChunk);
+}
+
+// A full pool answers out_of_space without rescanning its free lists at every attempt
+// (session 18: a full `wort serve --index artcow` spent its time in that scan, ~85 sets/s):
+// a scan that found nothing is repeated only after blocks came back to the global lists.
+TEST(AllocatorTest, AFullPoolDoesNotRescanUntilSomethingIsFreed) {
+  auto pool = make_pool();
+  Allocator& a = pool->allocator();
+  std::vector<std::uint64_t> got;
+  std::uint64_t o;
+  while (a.allocate(1000, &o) == Status::ok) got.push_back(o);
+  const std::uint64_t scans = a.stats().reclaim_scans;
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(a.allocate(100, &o), Status::out_of_space);
+    ASSERT_EQ(a.allocate(3 * kChunk, &o), Status::out_of_space);
+  }
+  EXPECT_LE(a.stats().reclaim_scans - scans, 2u) << "a scan per failed allocation";
+  // Freeing a whole chunk's blocks (through the thread cache, drained at the next failure)
+  // makes the next attempt scan again, and it succeeds.
+  const std::uint64_t first = pool->header().first_chunk_offset;
+  const std::uint64_t chunk0 = (got.front() - first) / kChunk;
+  for (std::uint64_t x : got)
+    if ((x - first) / kChunk == chunk0) a.free(x);
+  EXPECT_EQ(a.allocate(100, &o), Status::ok);
 }
 
 TEST(AllocatorTest, LargeSpansAreWholeChunksAndAreReused) {
@@ -519,6 +544,64 @@ TEST(AllocatorRecoveryTest, ReopenedFileRecovers) {
     EXPECT_TRUE(rep.ok()) << rep.describe();
   }
   std::filesystem::remove_all(tmpl);
+}
+
+//! Session 18 (an outside review's find): an instant restart hands out only unfrozen
+//! chunks until its trace ends, and every carved chunk used to be frozen at every open, so
+//! a pool whose chunks had all been carved once served nothing before the trace, however
+//! little it held. A chunk or large span the trace finds empty is now durably free (chunk
+//! table tag 3): the next open uses it before any trace, and the high-water mark stays.
+TEST(AllocatorRecoveryTest, ChunksFoundEmptyServeTheNextOpenBeforeItsTrace) {
+  Recovered r = allocate_mix();
+  // Keep the blocks of the first chunk only: every other chunk and span holds nothing live.
+  Image img(*r.src);
+  auto re = Pool::attach(img.span(), "test");
+  ASSERT_TRUE(re.ok()) << re.error().message;
+  const std::uint64_t first = (*re)->header().first_chunk_offset;
+  const std::uint64_t old_end = first + r.hwm * kChunk;
+  std::vector<std::uint64_t> keep;
+  for (std::uint64_t o : r.live)
+    if (o < first + kChunk) keep.push_back(o);
+  ASSERT_FALSE(keep.empty());
+  ASSERT_GT(r.hwm, 3u);
+  ASSERT_TRUE((*re)->allocator().recover(walk_list(keep)).ok());
+
+  // "Crash" after that recovery: the next open has a trace pending, and yet its first
+  // allocations, of every size, come from the chunks found empty, below the old mark.
+  Image img2(**re);
+  auto re2 = Pool::attach(img2.span(), "test");
+  ASSERT_TRUE(re2.ok()) << re2.error().message;
+  Allocator& a = (*re2)->allocator();
+  ASSERT_TRUE(a.trace_pending());
+  std::vector<std::uint64_t> got;
+  for (std::size_t bytes : {std::size_t{100}, std::size_t{700}, std::size_t{kChunk + 1}}) {
+    std::uint64_t o;
+    ASSERT_EQ(a.allocate(bytes, &o), Status::ok);
+    EXPECT_GE(o, first + kChunk) << "a block of the chunk that holds live ones";
+    EXPECT_LT(o, old_end) << "a fresh chunk, though chunks found empty were free";
+    got.push_back(o);
+  }
+  EXPECT_EQ((*re2)->header().chunk_hwm, r.hwm);
+  // The trace then decides the first chunk as before, and nothing is used twice.
+  std::vector<std::uint64_t> reach = keep;
+  reach.insert(reach.end(), got.begin(), got.end());
+  ASSERT_TRUE(a.recover(walk_list(reach)).ok());
+  AuditReport rep = a.audit(walk_list(reach));
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+  const std::set<std::uint64_t> taken(reach.begin(), reach.end());
+  std::uint64_t o;
+  while (a.allocate(100, &o) == Status::ok) ASSERT_EQ(taken.count(o), 0u);
+
+  // A table with a free span that does not fit below the mark is refused at the open.
+  Image img3(**re);
+  auto* table = reinterpret_cast<std::uint64_t*>(img3.mem + (*re)->header().chunk_table_offset);
+  std::uint64_t c = 1;
+  while (chunk_entry_tag(table[c]) != ChunkTag::free) c += std::max<std::uint64_t>(chunk_entry_span(table[c]), 1);
+  ASSERT_LT(c, r.hwm);
+  table[c] = chunk_entry_free(r.hwm);  // runs past the high-water mark
+  auto bad = Pool::attach(img3.span(), "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("free span"), std::string::npos) << bad.error().message;
 }
 
 // --- audit -------------------------------------------------------------------------------
