@@ -162,6 +162,12 @@ Result<void> check_mutable(const PoolHeader& h, const std::string& name) {
   if (h.clean_shutdown > 1)
     return bad(Status::corrupt, name,
                "clean-shutdown flag is " + std::to_string(h.clean_shutdown) + ", not 0 or 1");
+  // The generation counts opens from 1, and lock words carry it shifted left by up to 10
+  // bits (index/common/gen_lock.h, artcommon/node_lock.h): a damaged one past 2^40 (a
+  // million opens a second for 35 years) would wrap there and turn every lock off.
+  if (h.generation == 0 || h.generation >= pm::kMaxGeneration)
+    return bad(Status::corrupt, name,
+               "generation " + std::to_string(h.generation) + " is out of range (1 to 2^40)");
   return {};
 }
 
@@ -255,29 +261,52 @@ Pool::~Pool() {
   // impl_ unmaps and closes.
 }
 
+//! Creates a pool the way a crash cannot leave half made: the file is built under a
+//! temporary name in the same directory (sized, its space reserved, the header persisted)
+//! and only then given its name, with a rename that refuses to replace an existing file.
+//! A crash before that leaves a stray `NAME.creating.XXXXXX` file and no pool at `path`, so
+//! Pool::create can simply run again; before, it left a file at `path` that open() refused
+//! ("creation did not finish") and create() refused too ("File exists"). The space is
+//! reserved with posix_fallocate: a sparse file on a filesystem without room for it (a
+//! small tmpfs) would otherwise fail later, as a SIGBUS at the first store to a page that
+//! cannot be allocated.
 Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& options) {
   PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  struct stat existing {};
+  if (::lstat(path.c_str(), &existing) == 0)
+    return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
+  std::string tmp = path + ".creating.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(errno)};
+  ::fchmod(fd, 0644);
   std::unique_ptr<Pool> p(new Pool());
   p->impl_ = std::make_unique<Impl>();
   p->impl_->name = path;
   p->impl_->fd = fd;
   auto fail = [&](Error e) -> Result<std::unique_ptr<Pool>> {
-    ::unlink(path.c_str());
+    ::unlink(tmp.c_str());
     p->impl_.reset();
     return e;
   };
   if (auto r = lock_file(fd, path); !r) return fail(r.error());
-  if (::ftruncate(fd, static_cast<off_t>(geom->pool_size)) != 0)
+  const auto bytes = static_cast<off_t>(geom->pool_size);
+  if (::ftruncate(fd, bytes) != 0)
     return fail(Error{Status::io_error, "cannot size pool '" + path + "' to " +
                                             std::to_string(geom->pool_size) +
                                             " bytes: " + errno_text(errno)});
+  if (const int e = ::posix_fallocate(fd, 0, bytes); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+    return fail(Error{e == ENOSPC ? Status::out_of_space : Status::io_error,
+                      "cannot reserve " + std::to_string(geom->pool_size) + " bytes for pool '" +
+                          path + "': " + errno_text(e)});
   if (auto r = map_file(*p->impl_, &p->base_, p->mapping_); !r) return fail(r.error());
   write_new_header(p->base_, *geom, opts);
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+    const int e = errno;
+    return fail(Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(e)});
+  }
   p->size_ = geom->pool_size;
   p->impl_->prev_clean = false;
   p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/true);
@@ -305,6 +334,13 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
   if (S_ISREG(st.st_mode) && file_size < pm::kHeaderSize)
     return bad(Status::truncated, path,
                "only " + std::to_string(file_size) + " bytes, shorter than the 4096-byte header");
+  // A pool made sparse (by a build before session 18, or copied so) gets its space now,
+  // not as a SIGBUS at the first store to a page its filesystem has no room for.
+  if (S_ISREG(st.st_mode)) {
+    if (const int e = ::posix_fallocate(fd, 0, st.st_size); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+      return bad(e == ENOSPC ? Status::out_of_space : Status::io_error, path,
+                 "cannot reserve its " + std::to_string(file_size) + " bytes: " + errno_text(e));
+  }
   std::byte* base = nullptr;
   if (auto r = map_file(*p->impl_, &base, p->mapping_); !r) return r.error();
   const std::uint64_t mapped = pmem2_map_get_size(p->impl_->map);

@@ -55,6 +55,9 @@
 
 namespace wort::pm {
 
+//! Exclusive bound of the header's generation word (pool.cc checks it at every open).
+inline constexpr std::uint64_t kMaxGeneration = std::uint64_t{1} << 40;
+
 inline constexpr std::uint64_t kPoolMagic = 0x4c4f4f50'54524f57ull;  // "WORTPOOL" in LE bytes
 inline constexpr std::uint32_t kLayoutVersion = 2;
 //! flags bit: every value stored in the index names a pool block the index owns (the
