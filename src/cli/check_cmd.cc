@@ -64,12 +64,15 @@ class ReadOnlyPool {
   }
   //! Maps and locks `path`; on failure sets `error` and returns false.
   bool map(const std::string& path, std::string* error) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) return fail(error, "cannot open '" + path + "': " + std::strerror(errno));
-    if (::flock(fd_, LOCK_SH | LOCK_NB) != 0)
-      return fail(error, "pool '" + path + "' is in use: another process has it open");
     struct stat st {};
     if (::fstat(fd_, &st) != 0) return fail(error, std::string("cannot stat: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+      return fail(error, "'" + path + "' is not a regular file or device: not a pool");
+    if (::flock(fd_, LOCK_SH | LOCK_NB) != 0)
+      return fail(error, "pool '" + path + "' is in use: another process has it open");
     size_ = static_cast<std::size_t>(st.st_size);
     if (size_ == 0) return fail(error, "pool '" + path + "' is empty (0 bytes): not a pool");
     map_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
@@ -234,7 +237,8 @@ int dump_main(const Args& args) {
   if (path.empty()) throw UsageError("which pool? wort dump POOL [KEY]");
   if (hex && u64) throw UsageError("--hex and --u64 do not go together");
   ReadOnlyPool ro;
-  if (int rc = open_read_only(path, ro, /*header=*/false, true); rc != 0 || !ro.index) return rc;
+  if (int rc = open_read_only(path, ro, /*header=*/false, true); rc != 0) return rc;
+  if (!ro.index) return have_key ? 1 : 0;  // no index: KEY is not found (dump --help: 1)
   if (!have_key) {
     ro.index->dump(std::cout);
     return 0;

@@ -23,7 +23,8 @@ insert and per lookup; then closes and reopens the pool and checks the keys agai
 
   --index KIND   index kind (default: wort if registered, else the first registered)
   --keys N       keys to insert (default 100000)
-  --pool PATH    pool file (default /dev/shm/wort-demo-<pid>.pool, removed afterwards)
+  --pool PATH    a new pool file, kept afterwards (refused if PATH exists); default
+                 /dev/shm/wort-demo-<pid>.pool, removed afterwards
   --pm-mode M    real, emulated or none (default real)
 )";
 
@@ -58,8 +59,12 @@ int demo_main(const Args& args) {
   if (kind.empty()) kind = std::find(kinds.begin(), kinds.end(), "wort") != kinds.end() ? "wort" : kinds.front();
   if (auto c = pm::configure(cfg); !c) throw std::runtime_error(c.error().message);
   const bool temp = path.empty();
-  if (temp) path = "/dev/shm/wort-demo-" + std::to_string(::getpid()) + ".pool";
-  ::unlink(path.c_str());
+  if (temp) {
+    path = "/dev/shm/wort-demo-" + std::to_string(::getpid()) + ".pool";
+    ::unlink(path.c_str());  // our own name (a dead demo's file of this pid)
+  }
+  // A given PATH is never removed first: it may be another process's pool (an outside
+  // review lost a running `wort serve`'s items this way); Pool::create refuses it.
 
   PoolOptions po;
   po.kind = kind;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kit/kit_support.h"
@@ -81,6 +82,36 @@ TEST_P(CheckCmd, SoundDamagedMissingAndInUsePoolsGetTheirExitStatus) {
   CmdRun bad = run_wort("check " + path.str());
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("DAMAGED"), std::string::npos) << bad.out;
+}
+
+// A pool created but given no index (a crash between Pool::create and Index::create):
+// check calls it sound and says why; dump of a key says not found (exit 1, as --help
+// promises) — it exited 0 before session 18 (an outside review's find).
+TEST(CheckCmdNoIndex, CheckSaysSoDumpOfAKeyIsNotFound) {
+  kittest::TempPath path("noindex-check");
+  {
+    PoolOptions o;
+    o.size = 4u << 20;
+    o.kind = "wort";
+    ASSERT_TRUE(Pool::create(path.str(), o).ok());
+  }
+  CmdRun check = run_wort("check " + path.str());
+  EXPECT_EQ(check.status, 0) << check.out;
+  EXPECT_NE(check.out.find("holds no index"), std::string::npos) << check.out;
+  CmdRun key = run_wort("dump " + path.str() + " foo");
+  EXPECT_EQ(key.status, 1) << key.out;
+  EXPECT_EQ(run_wort("dump " + path.str()).status, 0);
+}
+
+// A FIFO (or anything not a file or device) cannot be checked: exit 2 at once. check and
+// dump blocked in open() forever before session 18, waiting for a writer.
+TEST(CheckCmdNoIndex, AFifoCannotBeCheckedAndDoesNotHang) {
+  kittest::TempPath path("fifo-check");
+  ASSERT_EQ(::mkfifo(path.str().c_str(), 0600), 0);
+  CmdRun check = run_wort("check " + path.str());
+  EXPECT_EQ(check.status, 2) << check.out;
+  EXPECT_NE(check.out.find("not a regular file"), std::string::npos) << check.out;
+  EXPECT_EQ(run_wort("dump " + path.str() + " k").status, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPersistentIndex, CheckCmd,
