@@ -105,8 +105,9 @@ void print_header(const Pool& p) {
               static_cast<unsigned long long>(h.chunk_size),
               static_cast<unsigned long long>(h.chunk_hwm));
   std::printf("  root              0x%llx\n", static_cast<unsigned long long>(h.root));
-  std::printf("  generation        %llu (opens so far)\n",
-              static_cast<unsigned long long>(h.generation - 1));
+  std::printf("  generation        %llu (every open adds %llu)\n",
+              static_cast<unsigned long long>(h.generation),
+              static_cast<unsigned long long>(pm::kGenerationStep));
   std::printf("  last close        %s\n", p.was_clean_shutdown() ? "clean" : "not clean (a crash, or still open)");
   std::printf("  values are blocks %s\n", p.values_are_blocks() ? "yes (a wort serve pool)" : "no");
 }

@@ -241,9 +241,10 @@ Result<void> lock_file(int fd, const std::string& path) {
   return Error{Status::io_error, "cannot lock pool '" + path + "': " + errno_text(e)};
 }
 
-//! Records a new session: bumps the generation and clears the clean flag (one line).
+//! Records a new session: bumps the generation (by kGenerationStep: pool_layout.h says why)
+//! and clears the clean flag (one line).
 void start_session(PoolHeader* h) {
-  pm::store(&h->generation, h->generation + 1);
+  pm::store(&h->generation, h->generation + pm::kGenerationStep);
   pm::store(&h->clean_shutdown, std::uint64_t{0});
   pm::persist(&h->generation, 2 * sizeof(std::uint64_t));
 }

@@ -30,7 +30,7 @@
 //   persisted
 //     192 root                u64   index root offset, 0 = none
 //     200 chunk_hwm           u64   chunks [0, hwm) are carved (see chunk_table.h)
-//     208 generation          u64   bumped on every open
+//     208 generation          u64   bumped on every open (by kGenerationStep)
 //     216 clean_shutdown      u64   1 after a clean close, 0 while open
 //
 // Why the mutable words are not under the checksum: each of them is updated by a single
@@ -57,6 +57,14 @@ namespace wort::pm {
 
 //! Exclusive bound of the header's generation word (pool.cc checks it at every open).
 inline constexpr std::uint64_t kMaxGeneration = std::uint64_t{1} << 40;
+//! What every open adds to the generation. Lock words, obsolete marks and fresh marks are
+//! "this session's" exactly when their tag equals the generation; with a step of 1 one
+//! flipped bit in a tag of the previous session (gen - 1 even: bit 0 of the tag) made it
+//! the next session's, and an outside review hung writers and readers that way. With an
+//! odd step above 1 no tag of any earlier session is one bit away from the current one
+//! (that difference, a multiple of 3, is never a power of two). Pools of older builds,
+//! bumped by 1 until now, keep what they have and step by 3 from here.
+inline constexpr std::uint64_t kGenerationStep = 3;
 
 inline constexpr std::uint64_t kPoolMagic = 0x4c4f4f50'54524f57ull;  // "WORTPOOL" in LE bytes
 inline constexpr std::uint32_t kLayoutVersion = 2;

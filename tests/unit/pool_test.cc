@@ -7,6 +7,7 @@
 
 #include <csignal>
 
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -306,9 +307,26 @@ TEST_F(PoolTest, GenerationBumpsOnEveryOpen) {
   for (int i = 1; i <= 3; ++i) {
     auto a = Pool::open(p);
     ASSERT_TRUE(a.ok());
-    EXPECT_EQ((*a)->generation(), g0 + i);
+    EXPECT_EQ((*a)->generation(), g0 + i * pm::kGenerationStep);
   }
-  EXPECT_EQ(peek<std::uint64_t>(p, offsetof(PoolHeader, generation)), g0 + 3);
+  EXPECT_EQ(peek<std::uint64_t>(p, offsetof(PoolHeader, generation)), g0 + 3 * pm::kGenerationStep);
+}
+
+// Why the step is 3 (pool_layout.h): no tag of an earlier session — a lock word, an
+// obsolete or fresh mark — becomes the current session's by one flipped bit. Exhaustive
+// over the first 3,000 opens and every bit; the step of 1 used before fails it (a lock word
+// of generation 2 with bit 0 of its tag flipped read as held in generation 3, and the
+// review's writers hung on it).
+TEST_F(PoolTest, NoTagOfAnEarlierSessionIsOneBitFlipFromTheCurrentOne) {
+  auto one_flip_reaches = [](std::uint64_t step) {
+    for (std::uint64_t g = 1; g < 3000 * step; g += step)  // g: an earlier session
+      for (std::uint64_t cur = g + step; cur < g + 40 * step; cur += step)
+        if (std::has_single_bit(cur ^ g))
+          return true;
+    return false;
+  };
+  EXPECT_FALSE(one_flip_reaches(pm::kGenerationStep));
+  EXPECT_TRUE(one_flip_reaches(1)) << "the broken variant must be caught";
 }
 
 TEST_F(PoolTest, CleanShutdownFlag) {
@@ -463,7 +481,7 @@ TEST_F(PoolTest, AttachAnImageCopy) {
     EXPECT_EQ((*img)->root(), node);
     EXPECT_STREQ((*img)->at<char>(node), "image");
     EXPECT_TRUE((*img)->allocator().trace_pending());
-    EXPECT_EQ((*img)->generation(), src.generation() + 1);
+    EXPECT_EQ((*img)->generation(), src.generation() + pm::kGenerationStep);
     EXPECT_FALSE((*img)->was_clean_shutdown());  // copied while the source was open
   }
   EXPECT_EQ(Pool::attach({mem, 100}).status(), Status::truncated);
