@@ -20,6 +20,7 @@ namespace {
 constexpr std::int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
 constexpr std::size_t kEvictBatch = 64;   // keys the CLOCK hand reads per index scan
 constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evicts
+constexpr int kEvictAheadI = static_cast<int>(kEvictAhead);
 constexpr std::size_t kEvictScanMax = 8192;  // keys one class-wanting eviction may visit
 constexpr std::size_t kChunkScan = 64;    // chunks evict_chunk looks at to pick a window
 constexpr int kChunkTries = 4;            // chunk windows one allocation may evict
@@ -492,14 +493,13 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     }
     // No chunk of items alone (the ART kinds' nodes share size classes, and so chunks,
     // with items; the allocator cannot say which blocks are free): as before, victims of
-    // any class in key order (their removal frees index nodes too), a batch and then one
-    // at a time, until a chunk happens to come free. Up to 288 per failed set.
-    if (s != Status::ok && tries == 0) {
-      if (evict_some(n, true, kEvictAhead) != 0) s = a.allocate(n, off);
-      for (int i = 0; i < kEvictTries && s != Status::ok; ++i) {
-        if (evict_some(n, true, 1) == 0) break;
-        s = a.allocate(n, off);
-      }
+    // any class in key order (their removal frees index nodes too) until a chunk happens
+    // to come free, up to 288 per failed set; but in batches of 32 with one allocation
+    // attempt each (9 failed allocations at most, each a scan of the free lists, where one
+    // victim at a time made 257).
+    for (int i = 0; tries == 0 && s != Status::ok && i < kEvictTries / kEvictAheadI + 1; ++i) {
+      if (evict_some(n, true, kEvictAhead) == 0) break;
+      s = a.allocate(n, off);
     }
     if (s != Status::ok) return StoreResult::no_memory;
     // A remove used a ballast block (ART+CoW): take it back while eviction is under way.
