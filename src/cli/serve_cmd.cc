@@ -21,11 +21,12 @@ answers.
 
   --pool PATH        pool file (required)
   --index KIND       index for a new pool: wort (default), woart, artcow, fastfair, fptree,
-                     wbtree, nvtree, roart (not art: volatile)
+                     wbtree, nvtree, roart (ignored, with a warning, for an existing pool)
   -p, --port N       TCP port (default 11211; 0 picks a free one, see --port-file)
   -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
   -t, --threads N    worker threads, each with its own epoll loop (default 4, at most 120)
-  -m, --memory-limit MB  pool size in megabytes for a new pool (default 64)
+  -m, --memory-limit MB  pool size in megabytes for a new pool (default 64; ignored, with
+                     a warning, for an existing pool)
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
@@ -33,14 +34,27 @@ answers.
                      (wort, woart, artcow, fastfair, fptree, roart run without it: readers
                      pin an epoch, writers lock their key's stripe); for A/B measurements
   --port-file PATH   write the bound port here once the server answers (tests)
-  --check            open (recover) the pool, verify every item and the index, run the
-                     allocator audit, print a summary and exit (0 = clean); no server
+  --check            open (recover) an existing pool, verify every item and the index, run
+                     the allocator audit, print a summary and exit (0 = clean); no server,
+                     and no pool is created (a missing one is an error, exit 1)
   -h, --help         this text
 )";
 
 extern "C" void on_stop_signal(int) { server::g_stop_requested.store(true); }
 
-int check_pool(const server::StoreOptions& so) {
+//! -m and --index apply to a new pool only: say so when they were given for an existing one.
+void warn_ignored(const server::Store& st, bool size_given, bool kind_given) {
+  if (!st.recovered()) return;
+  if (size_given)
+    std::fprintf(stderr, "wort serve: warning: -m ignored: the pool exists (%llu MiB)\n",
+                 static_cast<unsigned long long>(st.pool_bytes() >> 20));
+  if (kind_given)
+    std::fprintf(stderr, "wort serve: warning: --index ignored: the pool exists (%s index)\n",
+                 std::string(st.kind()).c_str());
+}
+
+int check_pool(server::StoreOptions so, bool size_given, bool kind_given) {
+  so.open_only = true;
   auto st = server::Store::open(so);
   if (!st) {
     std::fprintf(stderr, "wort serve --check: %s (%s)\n", st.error().message.c_str(),
@@ -48,6 +62,7 @@ int check_pool(const server::StoreOptions& so) {
     return 1;
   }
   server::Store& s = **st;
+  warn_ignored(s, size_given, kind_given);
   if (auto v = s.verify(); !v) {
     std::fprintf(stderr, "wort serve --check: verify: %s\n", v.error().message.c_str());
     return 1;
@@ -65,19 +80,24 @@ int check_pool(const server::StoreOptions& so) {
 
 int serve_main(const Args& args) {
   server::ServerOptions o;
-  bool check = false;
+  bool check = false, kind_given = false, size_given = false;
   ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
       std::fputs(kServeHelp, stdout);
       return 0;
     } else if (r.is("--pool")) o.store.pool_path = r.value();
-    else if (r.is("--index")) o.store.kind = r.value();
+    else if (r.is("--index")) {
+      o.store.kind = r.value();
+      kind_given = true;
+    }
     else if (r.is("-p") || r.is("--port")) o.port = static_cast<int>(parse_count(r.value(), "-p"));
     else if (r.is("-l") || r.is("--listen")) o.addr = r.value();
     else if (r.is("-t") || r.is("--threads")) o.threads = static_cast<int>(parse_count(r.value(), "-t"));
-    else if (r.is("-m") || r.is("--memory-limit"))
+    else if (r.is("-m") || r.is("--memory-limit")) {
       o.store.pool_bytes = parse_count(r.value(), "-m") << 20;
+      size_given = true;
+    }
     else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
     else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
     else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
@@ -95,7 +115,7 @@ int serve_main(const Args& args) {
   if (o.maxconns < 1) throw UsageError("-c: at least 1");
   if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
     throw UsageError("-I: 1k .. 1g");
-  if (check) return check_pool(o.store);
+  if (check) return check_pool(o.store, size_given, kind_given);
   // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -114,6 +134,7 @@ int serve_main(const Args& args) {
                  std::string(to_string(s.error().code)).c_str());
     return 1;
   }
+  warn_ignored((*s)->store(), size_given, kind_given);
   std::fprintf(stderr,
                "wort serve: %s pool %s (%s index, %s), listening on %s:%d, %d threads\n",
                (*s)->store().recovered() ? "recovered" : "created", o.store.pool_path.c_str(),

@@ -110,7 +110,7 @@ bool preparse(const std::vector<std::string_view>& t, std::size_t start, MetaFla
   f.key.assign(t[1]);
   auto time_token = [&](std::string_view tok, std::int64_t* out) {
     std::int32_t v = 0;
-    if (!safe_strtol32(tok.substr(1), &v)) {
+    if (!parse_exptime(tok.substr(1), &v)) {
       err = "CLIENT_ERROR bad token in command line format";
       f.has_error = true;
       return false;

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -104,6 +105,14 @@ bool safe_strtol32(std::string_view s, std::int32_t* out) {
   return true;
 }
 
+bool parse_exptime(std::string_view s, std::int32_t* out) {
+  std::int64_t v = 0;
+  if (!safe_strtoll(s, &v)) return false;
+  // memcached's safe_strtol: a long (64 bits) stored into an int32_t, i.e. the low 32 bits.
+  *out = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
+  return true;
+}
+
 void Session::reply(std::string& out, std::string_view s) {
   if (noreply_) return;
   out.append(s);
@@ -162,7 +171,7 @@ void Session::command(const Tokens& t, std::string& out) {
   if (c == "gat" || c == "gats") {
     if (n < 2) return reply(out, "ERROR");
     std::int32_t e = 0;
-    if (!safe_strtol32(t[1], &e)) return reply(out, "CLIENT_ERROR invalid exptime argument");
+    if (!parse_exptime(t[1], &e)) return reply(out, "CLIENT_ERROR invalid exptime argument");
     const std::int64_t abs = Store::absolute_exptime(e);
     return get(t, 2, c == "gats", &abs, out);
   }
@@ -199,8 +208,12 @@ void Session::command(const Tokens& t, std::string& out) {
   if (c == "verbosity") {
     if (n < 2 || n > 3) return reply(out, "ERROR");
     noreply_ = t.back() == "noreply";
-    std::uint32_t level = 0;
-    if (safe_strtoul32(t[1], &level)) info_.verbosity = static_cast<int>(level);
+    // memcached: a number (not negative) or CLIENT_ERROR; the level is capped at 2
+    // (MAX_VERBOSITY_LEVEL). The cap applies to the whole 64-bit number: memcached caps it
+    // after truncating it to 32 bits (4294967297 -> 1); wort says 2.
+    std::uint64_t level = 0;
+    if (!safe_strtoull(t[1], &level)) return reply(out, kBadFormat);
+    info_.verbosity = static_cast<int>(std::min<std::uint64_t>(level, 2));
     return reply(out, "OK");
   }
   reply(out, "ERROR");
@@ -260,7 +273,7 @@ std::size_t Session::storage(const Tokens& t, std::string_view rest, std::string
   std::int32_t exptime = 0, vlen = 0;
   std::uint64_t cas_in = 0;
   if (key.size() > kMaxKeyLength || !safe_strtoul32(t[2], &flags) ||
-      !safe_strtol32(t[3], &exptime) || !safe_strtol32(t[4], &vlen) ||
+      !parse_exptime(t[3], &exptime) || !safe_strtol32(t[4], &vlen) ||
       (is_cas && !safe_strtoull(t[5], &cas_in)) || vlen < 0 || vlen > INT32_MAX - 2) {
     reply(out, kBadFormat);
     noreply_ = false;
@@ -312,9 +325,12 @@ void Session::del(const Tokens& t, std::string& out) {
       return reply(out, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
   }
   if (t[1].size() > kMaxKeyLength) return reply(out, kBadFormat);
-  if (store_.remove(t[1]) == StoreResult::stored) {
+  const StoreResult r = store_.remove(t[1]);
+  if (r == StoreResult::stored) {
     ++info_.delete_hits;
     reply(out, "DELETED");
+  } else if (r == StoreResult::no_memory) {  // the index could not remove (pool full)
+    reply(out, "SERVER_ERROR out of memory");
   } else {
     ++info_.delete_misses;
     reply(out, "NOT_FOUND");
@@ -345,7 +361,7 @@ void Session::touch(const Tokens& t, std::string& out) {
   noreply_ = t.back() == "noreply";
   if (t[1].size() > kMaxKeyLength) return reply(out, kBadFormat);
   std::int32_t e = 0;
-  if (!safe_strtol32(t[2], &e)) return reply(out, "CLIENT_ERROR invalid exptime argument");
+  if (!parse_exptime(t[2], &e)) return reply(out, "CLIENT_ERROR invalid exptime argument");
   ++info_.cmd_touch;
   if (store_.touch(t[1], Store::absolute_exptime(e))) {
     ++info_.touch_hits;
@@ -359,7 +375,7 @@ void Session::touch(const Tokens& t, std::string& out) {
 void Session::flush_all(const Tokens& t, std::string& out) {
   noreply_ = t.back() == "noreply";
   std::int32_t delay = 0;
-  if (t.size() != (noreply_ ? 2u : 1u) && !safe_strtol32(t[1], &delay))
+  if (t.size() != (noreply_ ? 2u : 1u) && !parse_exptime(t[1], &delay))
     return reply(out, "CLIENT_ERROR invalid exptime argument");
   ++info_.cmd_flush;
   store_.flush_all(delay > 0 ? Store::absolute_exptime(delay) : 0);

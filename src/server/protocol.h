@@ -82,5 +82,10 @@ bool safe_strtoull(std::string_view s, std::uint64_t* out);
 bool safe_strtoul32(std::string_view s, std::uint32_t* out);
 bool safe_strtol32(std::string_view s, std::int32_t* out);
 bool safe_strtoll(std::string_view s, std::int64_t* out);
+//! An exptime as memcached 1.6 reads one (safe_strtol into an int32_t): any number that
+//! fits 64 bits, truncated to its low 32 bits (9999999999 -> 1410065407, an absolute time in
+//! the past; 4294967295 -> -1). A value length is read with safe_strtol32 (refused outside
+//! int32) instead.
+bool parse_exptime(std::string_view s, std::int32_t* out);
 
 }  // namespace wort::server

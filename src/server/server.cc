@@ -189,9 +189,8 @@ struct Server::Worker {
 Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
   std::unique_ptr<Server> s(new Server());
   s->opts_ = opts;
-  auto st = Store::open(opts.store);
-  if (!st) return st.error();
-  s->store_ = std::move(st).value();
+  // Bind first (a port in use or an address not ours fails before a pool is created);
+  // listen only once the store is open and recovered: no connection is accepted before.
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error{Status::io_error, std::string("socket: ") + std::strerror(errno)};
   s->listen_fd_ = fd;
@@ -202,7 +201,13 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
   sa.sin_port = htons(static_cast<std::uint16_t>(opts.port));
   if (inet_pton(AF_INET, opts.addr.c_str(), &sa.sin_addr) != 1)
     return Error{Status::invalid_argument, "-l: not an IPv4 address: " + opts.addr};
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(fd, 1024) != 0)
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+    return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
+                                       std::to_string(opts.port) + ": " + std::strerror(errno)};
+  auto st = Store::open(opts.store);
+  if (!st) return st.error();
+  s->store_ = std::move(st).value();
+  if (listen(fd, 1024) != 0)
     return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
                                        std::to_string(opts.port) + ": " + std::strerror(errno)};
   socklen_t len = sizeof sa;

@@ -18,9 +18,15 @@ namespace wort::server {
 namespace {
 
 constexpr std::int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
-constexpr int kEvictTries = 256;      // evictions one allocation may cause
 constexpr std::size_t kEvictBatch = 64;   // keys the CLOCK hand reads per index scan
 constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evicts
+constexpr int kEvictAheadI = static_cast<int>(kEvictAhead);
+constexpr std::size_t kEvictScanMax = 8192;  // keys one class-wanting eviction may visit
+constexpr std::size_t kChunkScan = 64;    // chunks evict_chunk looks at to pick a window
+constexpr int kChunkTries = 4;            // chunk windows one allocation may evict
+constexpr int kEvictTries = 256;          // evictions one index insert may cause
+constexpr int kEvictNear = 16;            // of which neighbours of the key (evict_near)
+constexpr std::size_t kBallastBlocks = 4; // whole-chunk ballast blocks (see store.h)
 
 Key key_of(std::string_view s) noexcept { return as_key(s); }
 
@@ -154,6 +160,8 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   bool fresh = false;
   auto p = Pool::open(opts.pool_path);
   if (!p && p.status() == Status::no_such_file) {
+    if (opts.open_only)
+      return Error{Status::no_such_file, "no pool at '" + opts.pool_path + "'"};
     PoolOptions po;
     po.size = opts.pool_bytes;
     po.kind = opts.kind;
@@ -163,6 +171,18 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   }
   if (!p) return p.error();
   s->pool_ = std::move(p).value();
+  // A start that created the pool and then fails leaves no pool behind.
+  struct RemoveIfCreated {
+    bool armed;
+    const std::string& path;
+    Store* s;
+    ~RemoveIfCreated() {
+      if (!armed) return;
+      s->index_.reset();
+      s->pool_.reset();
+      std::remove(path.c_str());
+    }
+  } cleanup{fresh, opts.pool_path, s.get()};
   if (!ordered(s->pool_->kind()))
     return Error{Status::invalid_argument,
                  "pool holds index kind '" + std::string(s->pool_->kind()) + "', which cannot serve"};
@@ -170,9 +190,30 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
     return Error{Status::invalid_argument,
                  "pool '" + opts.pool_path + "' was not created by wort serve "
                  "(its index values are not item blocks)"};
-  auto ix = fresh ? Index::create(*s->pool_, opts.kind) : Index::open(*s->pool_);
+  // A server pool whose first start was killed before its index root was set (nothing was
+  // ever acknowledged): finish its initialisation. Nothing in it is reachable, so the trace
+  // frees every block the killed start allocated.
+  bool init = fresh;
+  if (!fresh && s->pool_->root() == 0) {
+    if (auto r = s->pool_->allocator().recover(
+            [](pm::BlockVisitor) -> Result<void> { return {}; });
+        !r)
+      return r.error();
+    init = true;
+  }
+  auto ix = init ? Index::create(*s->pool_, s->pool_->kind()) : Index::open(*s->pool_);
   if (!ix) return ix.error();
   s->index_ = std::move(ix).value();
+  // Killed after the index was created but before the meta block was inserted: an empty
+  // index and no meta block. Any other pool without a meta block is refused (init_meta).
+  if (!init && !s->index_->lookup(key_of(kMetaKey))) {
+    bool empty = true;
+    s->index_->scan(Key{}, 1, [&](Key, Value) {
+      empty = false;
+      return false;
+    });
+    init = empty;
+  }
   // The index's own concurrency, where it has it (see store.h).
   const registry::Entry* entry = registry::find(s->index_->kind());
   s->concurrent_ = entry != nullptr && entry->concurrent && !opts.global_lock;
@@ -186,11 +227,14 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   s->token_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
   s->access_ = std::vector<std::atomic<std::uint32_t>>(s->pool_->size() / 32 + 1);
   s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
-  if (auto r = s->init_meta(fresh); !r) return r.error();
+  if (auto r = s->init_meta(init); !r) return r.error();
   if (!fresh) {
     if (auto r = s->rebuild(); !r) return r.error();
     s->recovered_ = true;
   }
+  s->ballast_.assign(kBallastBlocks, 0);
+  s->take_ballast();
+  cleanup.armed = false;
   return s;
 }
 
@@ -439,14 +483,30 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     else if (!locked) g = std::unique_lock(lock_);
     // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
     // this class allocate without another failed attempt (a failed allocation in a full
-    // pool scans the allocator's free lists). Then one victim of any class at a time.
-    if (evict_some(n, false, kEvictAhead) == 0) evict_some(n, true, kEvictAhead);
-    s = a.allocate(n, off);
-    for (int i = 0; i < kEvictTries && s != Status::ok; ++i) {
-      if (evict_some(n, true, 1) == 0) break;
+    // pool scans the allocator's free lists). If the class has none (a new size) or that
+    // was not enough, the items of one whole chunk: a free chunk serves any class.
+    if (evict_some(n, false, kEvictAhead) != 0) s = a.allocate(n, off);
+    int tries = 0;
+    for (; tries < kChunkTries && s != Status::ok; ++tries) {
+      if (evict_chunk(n) == 0) break;
+      s = a.allocate(n, off);
+    }
+    // No chunk of items alone (the ART kinds' nodes share size classes, and so chunks,
+    // with items; the allocator cannot say which blocks are free): as before, victims of
+    // any class in key order (their removal frees index nodes too) until a chunk happens
+    // to come free, up to 288 per failed set; but in batches of 32 with one allocation
+    // attempt each (9 failed allocations at most, each a scan of the free lists, where one
+    // victim at a time made 257).
+    for (int i = 0; tries == 0 && s != Status::ok && i < kEvictTries / kEvictAheadI + 1; ++i) {
+      if (evict_some(n, true, kEvictAhead) == 0) break;
       s = a.allocate(n, off);
     }
     if (s != Status::ok) return StoreResult::no_memory;
+    // A remove used a ballast block (ART+CoW): take it back while eviction is under way.
+    if (ballast_short_.load(std::memory_order_relaxed)) {
+      take_ballast();
+      if (ballast_short_.load(std::memory_order_relaxed) && evict_chunk(0) != 0) take_ballast();
+    }
   }
   write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
   // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
@@ -459,10 +519,19 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   // index commit that stores a value fences first (pm::publish, kit::commit_value), which
   // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
-  for (int i = 0; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
+  int i = 0;
+  for (; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
+    // The index needs a node to take this key: first the keys that follow it (they sit in
+    // the node that is full, so the key fits without a new node: a trie's node that would
+    // grow, a B-tree's leaf that would split), then the items of a whole chunk (free for
+    // any class), then one CLOCK victim at a time.
     std::unique_lock<std::mutex> eg;
     if (concurrent_) eg = std::unique_lock(evict_lock_);
-    if (evict_some(0, true, 1) == 0) break;
+    // (Not while the ballast is short: ART+CoW's removes would spend it.)
+    const bool near = i < kEvictNear && !ballast_short_.load(std::memory_order_relaxed);
+    if ((!near || evict_near(key) == 0) && evict_chunk(0) == 0 && evict_some(0, true, 1) == 0)
+      break;
+    if (ballast_short_.load(std::memory_order_relaxed)) take_ballast();
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
     s = index_->upsert(key_of(key), off);
@@ -484,12 +553,178 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   return StoreResult::stored;
 }
 
-void Store::unlink(std::string_view key, std::uint64_t off) {
-  if (index_->remove(key_of(key)) != Status::ok) return;
+bool Store::unlink(std::string_view key, std::uint64_t off) {
+  if (remove_key(key) != Status::ok) return false;
   const ItemHeader* o = item_at(off);
   counters_.bytes -= item_bytes(o->key_len, o->value_len);
   --counters_.curr_items;
   release_block(off);
+  return true;
+}
+
+Status Store::remove_key(std::string_view key) {
+  Status st = index_->remove(key_of(key));
+  while (st == Status::out_of_space) {
+    // ART+CoW's remove copies a node: in a full pool it needs a block before it can free
+    // one. Give a ballast chunk back and try again (another thread may take the chunk
+    // first: then the next one).
+    {
+      std::lock_guard g(ballast_lock_);
+      auto it = std::find_if(ballast_.begin(), ballast_.end(),
+                             [](std::uint64_t b) { return b != 0; });
+      if (it == ballast_.end()) return st;
+      pool_->allocator().free(*it);  // linked nowhere, read by no one: freed at once
+      *it = 0;
+      ballast_short_.store(true, std::memory_order_relaxed);
+    }
+    st = index_->remove(key_of(key));
+  }
+  return st;
+}
+
+void Store::take_ballast() noexcept {
+  std::lock_guard g(ballast_lock_);
+  bool short_ = false;
+  for (std::uint64_t& b : ballast_) {
+    if (b != 0) continue;
+    // A whole chunk (a large block of one chunk): given back, it serves any size class.
+    if (pool_->allocator().allocate(classes_->max_small() + 1, &b) != Status::ok) {
+      b = 0;
+      short_ = true;
+      break;
+    }
+  }
+  ballast_short_.store(short_, std::memory_order_relaxed);
+}
+
+std::size_t Store::evict_near(std::string_view key) {
+  std::vector<std::pair<std::string, std::uint64_t>> next;
+  {
+    std::optional<kit::EpochReclaimer::Pin> pin;
+    if (concurrent_) pin.emplace(*items_);
+    index_->scan(key_of(key), 4, [&](Key k, Value v) {
+      if (as_string(k) != key && as_string(k) != kMetaKey)
+        next.emplace_back(std::string(as_string(k)), v);
+      return true;
+    });
+  }
+  const std::int64_t t = now();
+  for (auto& [k, off] : next) {
+    std::unique_lock<StripeLock> l;
+    if (concurrent_) {
+      StripeLock& m = stripe_of(k);
+      if (&m == tls_held_stripe) continue;
+      l = std::unique_lock(m, std::try_to_lock);
+      if (!l.owns_lock()) continue;
+    }
+    const auto v = index_->lookup(key_of(k));
+    if (!v || *v != off) continue;
+    const bool dead = !live(item_at(off), t);
+    if (!unlink(k, off)) return 0;
+    if (dead) ++counters_.reclaimed; else ++counters_.evictions;
+    if (concurrent_) drain_retired();
+    return 1;
+  }
+  return 0;
+}
+
+std::size_t Store::evict_chunk(std::size_t want) {
+  // A scan that found no window of items alone is not repeated for the next 64 calls
+  // (the ART kinds' chunks mix items and nodes: scanning for nothing costs milliseconds).
+  if (chunk_backoff_ > 0) {
+    --chunk_backoff_;
+    return 0;
+  }
+  const pm::PoolHeader& ph = pool_->header();
+  const std::uint64_t cs = ph.chunk_size, first = ph.first_chunk_offset, count = ph.chunk_count;
+  const std::uint64_t span = want > classes_->max_small() ? (want + cs - 1) / cs : 1;
+  if (span > count) return 0;
+  const pm::Allocator& a = pool_->allocator();
+  // The live items in chunk c and the bytes of c that are not (free blocks, index nodes,
+  // the meta block, a ballast block). Reads blocks that may be free or being built
+  // concurrently: only an item the index names at exactly that offset counts.
+  std::vector<std::pair<std::string, std::uint64_t>> items;
+  auto chunk_items = [&](std::uint64_t c, std::uint64_t* other) -> std::uint64_t {
+    const std::uint64_t base = first + c * cs;
+    std::uint64_t bs = a.block_size(base);
+    if (bs == 0) {  // inside a large span, or never carved
+      *other += cs;
+      return 1;
+    }
+    const std::uint64_t chunks = bs > classes_->max_small() ? bs / cs : 1;
+    for (std::uint64_t o = base; o + bs <= base + chunks * cs; o += bs) {
+      const ItemHeader* h = item_at(o);
+      const std::uint16_t kl = __atomic_load_n(&h->key_len, __ATOMIC_RELAXED);
+      bool is_item = false;
+      if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) == kItemMagic && kl != 0 &&
+          kl <= 250 && sizeof(ItemHeader) + kl <= bs) {
+        std::string k(item_key(h), kl);
+        const auto v = index_->lookup(key_of(k));
+        if (v && *v == o && k != kMetaKey) {
+          items.emplace_back(std::move(k), o);
+          is_item = true;
+        }
+      }
+      if (!is_item) *other += bs;
+    }
+    return chunks;
+  };
+  // Pick the window (span chunks from a head) with the fewest non-item bytes.
+  std::uint64_t best = count, best_other = UINT64_MAX;
+  std::vector<std::pair<std::string, std::uint64_t>> best_items;
+  {
+    std::optional<kit::EpochReclaimer::Pin> pin;
+    if (concurrent_) pin.emplace(*items_);  // the items read here may be retired meanwhile
+    std::uint64_t c = chunk_hand_ < count ? chunk_hand_ : 0;
+    for (std::size_t looked = 0; looked < kChunkScan && best_other != 0; ++looked) {
+      if (looked == count) break;
+      if (c + span > count) c = 0;
+      items.clear();
+      std::uint64_t other = 0, covered = 0, next = c;
+      while (covered < span) {
+        const std::uint64_t n = chunk_items(next, &other);
+        covered += n;
+        next += n;
+        if (next > count) break;
+      }
+      // Only a window of items alone certainly becomes free: a block that is no item may
+      // be free, or an index node (the ART kinds' nodes share size classes with items),
+      // and the allocator does not say which.
+      if (next <= count && !items.empty() && other == 0) {
+        best = c;
+        best_other = other;
+        best_items = std::move(items);
+        items = {};
+      }
+      c = next >= count ? 0 : next;
+    }
+    if (best == count) {
+      chunk_hand_ = c;
+      chunk_backoff_ = 64;
+      return 0;
+    }
+    chunk_hand_ = best + span >= count ? 0 : best + span;
+  }
+  const std::int64_t t = now();
+  std::size_t evicted = 0;
+  for (auto& [k, off] : best_items) {
+    std::unique_lock<StripeLock> l;
+    if (concurrent_) {
+      // As evict_concurrent: never the caller's own stripe, a busy one is skipped.
+      StripeLock& m = stripe_of(k);
+      if (&m == tls_held_stripe) continue;
+      l = std::unique_lock(m, std::try_to_lock);
+      if (!l.owns_lock()) continue;
+    }
+    const auto v = index_->lookup(key_of(k));
+    if (!v || *v != off) continue;  // replaced or removed since the scan
+    const bool dead = !live(item_at(off), t);
+    if (!unlink(k, off)) break;  // no space to remove (and no ballast left)
+    if (dead) ++counters_.reclaimed; else ++counters_.evictions;
+    ++evicted;
+  }
+  if (evicted != 0 && concurrent_) drain_retired();
+  return evicted;
 }
 
 void Store::release_block(std::uint64_t off) noexcept {
@@ -532,7 +767,10 @@ std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_
   const std::uint32_t want_block =
       want == 0 ? 0
                 : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
-  const std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
+  // Two rounds of the CLOCK at most; looking for one size class, at most kEvictScanMax
+  // keys (the hand moves on: the next call goes on from there).
+  std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
+  if (!any_class && want != 0) limit = std::min(limit, kEvictScanMax);
   const std::int64_t t = now();
   std::size_t visited = 0, evicted = 0;
   std::vector<std::pair<std::string, std::uint64_t>> batch, cands;
@@ -576,7 +814,10 @@ std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_
       const auto v = index_->lookup(key_of(k));
       if (!v || *v != off) continue;  // replaced or removed since the scan
       const bool dead = !live(item_at(off), t);
-      unlink(k, off);
+      if (!unlink(k, off)) {
+        limit = 0;  // the index cannot remove (no space, no ballast left): stop here
+        break;
+      }
       if (dead) ++counters_.reclaimed; else ++counters_.evictions;
       ++evicted;
     }
@@ -589,7 +830,10 @@ std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) 
   const std::uint32_t want_block =
       want == 0 ? 0
                 : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
-  const std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
+  // Two rounds of the CLOCK at most; looking for one size class, at most kEvictScanMax
+  // keys (the hand moves on: the next call goes on from there).
+  std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
+  if (!any_class && want != 0) limit = std::min(limit, kEvictScanMax);
   const std::int64_t t = now();
   std::size_t visited = 0, evicted = 0;
   std::vector<std::pair<std::string, std::uint64_t>> batch;
@@ -616,7 +860,10 @@ std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) 
       const bool fits = any_class || dead || want == 0 ||
                         (want_block != 0 ? bs == want_block : bs >= want);
       if (!fits) continue;
-      unlink(k, off);
+      if (!unlink(k, off)) {
+        limit = 0;  // the index cannot remove (no space, no ballast left): stop here
+        break;
+      }
       if (dead) ++counters_.reclaimed; else ++counters_.evictions;
       if (++evicted == victims) break;
     }
@@ -663,7 +910,7 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
     else if (stale_ok && cas_in < o->cas) mark_stale = true;  // memcached's set-to-invalid
     else fail = StoreResult::exists;
   } else if (concat && cas_in != 0) {
-    if (!hit) fail = StoreResult::not_found;
+    if (!hit) fail = StoreResult::not_stored;  // memcached: NS (an append of nothing)
     else if (o->cas != cas_in) fail = StoreResult::exists;
   }
   if (fail == StoreResult::stored) {
@@ -714,13 +961,11 @@ StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
   if (!v) return StoreResult::not_found;
   const ItemHeader* h = item_at(*v);
   if (!live(h, now())) {
-    unlink(key, *v);  // lazily reclaim the expired item
-    ++counters_.reclaimed;
+    if (unlink(key, *v)) ++counters_.reclaimed;  // lazily reclaim the expired item
     return StoreResult::not_found;
   }
   if (cas_in != 0 && h->cas != cas_in) return StoreResult::exists;
-  unlink(key, *v);
-  return StoreResult::stored;
+  return unlink(key, *v) ? StoreResult::stored : StoreResult::no_memory;
 }
 
 StoreResult Store::rewrite(std::string_view key, std::uint64_t off, std::uint16_t iflags,
@@ -744,10 +989,7 @@ StoreResult Store::meta_delete(std::string_view key, bool has_cas, std::uint64_t
   const ItemHeader* h = find_live(key, &off);
   if (!h) return StoreResult::not_found;
   if (has_cas && h->cas != cas_in) return StoreResult::exists;
-  if (!invalidate) {
-    unlink(key, off);
-    return StoreResult::stored;
-  }
+  if (!invalidate) return unlink(key, off) ? StoreResult::stored : StoreResult::no_memory;
   // Stale copy: new cas, TTL if given, the token cleared (a new block starts without one).
   return rewrite(key, off, static_cast<std::uint16_t>(h->iflags | kItemStale),
                  ttl ? *ttl : h->exptime);
@@ -793,8 +1035,9 @@ bool Store::meta_get(std::string_view key, const MetaGetOptions& o, MetaItemFn f
   } else if (o.ttl) {
     set_exptime(off, *o.ttl);  // iv keeps the old one
   }
-  note_access(off, !o.no_update && !created, &iv);
-  if (created) note_access(off, false, nullptr);
+  // A created item reports h0, and counts as fetched from then on (memcached: the next mg
+  // says h1).
+  note_access(off, !o.no_update, &iv);
   if (fn(iv)) set_token(off);
   return true;
 }
@@ -824,9 +1067,10 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, Delta
     exptime = opt.ttl && opt.ttl_after_create ? *opt.ttl : opt.create_exptime;
     out->old_exptime = 0;
   } else {
+    // memcached's do_add_delta order: an empty value, then the cas, then the number.
+    if (o->value_len == 0) return DeltaResult::non_numeric;
     if (opt.cas_in != 0 && o->cas != opt.cas_in) return DeltaResult::exists;
-    if (o->value_len == 0 ||
-        !parse_u64_value(std::string_view(item_value(o), o->value_len), &x))
+    if (!parse_u64_value(std::string_view(item_value(o), o->value_len), &x))
       return DeltaResult::non_numeric;
     x = incr ? x + d : (d > x ? 0 : x - d);
     text = std::to_string(x);
@@ -864,7 +1108,7 @@ std::size_t Store::sweep(std::size_t budget) {
   for (auto& [k, off] : dead) {
     const auto v = index_->lookup(key_of(k));
     if (!v || *v != off || live(item_at(off), t)) continue;
-    unlink(k, off);
+    if (!unlink(k, off)) break;  // no space to remove (and no ballast left): later
     ++counters_.reclaimed;
     ++n;
   }
@@ -902,7 +1146,7 @@ std::size_t Store::sweep_concurrent(std::size_t budget) {
     WriteLock g(*this, k);  // re-checked under the key's stripe
     const auto v = index_->lookup(key_of(k));
     if (!v || *v != off || live(item_at(off), t)) continue;
-    unlink(k, off);
+    if (!unlink(k, off)) break;  // no space to remove (and no ballast left): later
     ++counters_.reclaimed;
     ++n;
   }
@@ -918,6 +1162,9 @@ pm::AuditReport Store::audit() {
         v(off);
         return true;
       });
+      std::lock_guard g(ballast_lock_);
+      for (std::uint64_t b : ballast_)
+        if (b != 0) v(b);
       return {};
     });
   };

@@ -77,6 +77,8 @@ struct StoreOptions {
   std::uint64_t pool_bytes = 64ull << 20;
   std::size_t max_item_size = 1u << 20;  //!< -I: largest value + key + header
   bool no_evict = false;              //!< -M: answer out of memory instead of evicting
+  //! Open an existing pool only (`--check`): a missing pool is an error, nothing created.
+  bool open_only = false;
   //! Guard a concurrent index with the one reader/writer lock all the same (the path of the
   //! non-concurrent indexes): `wort serve --global-lock`, for A/B measurements.
   bool global_lock = false;
@@ -261,7 +263,23 @@ class Store {
                         std::uint64_t* off, bool locked, std::uint16_t iflags = 0);
   //! Commits key -> off, releases the replaced item `old` (0 = none). Write lock held.
   StoreResult commit(std::string_view key, std::uint64_t off, std::uint64_t old);
-  void unlink(std::string_view key, std::uint64_t off);  // write lock held
+  //! Removes key (naming `off`) from the index and releases the block. False if the index
+  //! did not remove it (out of space even with the ballast). Write lock held.
+  bool unlink(std::string_view key, std::uint64_t off);
+  //! index_->remove(key); on out_of_space (ART+CoW's remove copies a node) gives a ballast
+  //! block back to the allocator and tries again.
+  Status remove_key(std::string_view key);
+  //! Allocates the missing ballast blocks (at open, and after an eviction used one).
+  void take_ballast() noexcept;
+  //! Evicts every item whose block lies in one window of chunks (memcached's slab
+  //! rebalancing, roughly): the window of `want_bytes`' span (one chunk for a small block)
+  //! with the fewest bytes that are not items, among the next kChunkScan chunks from the
+  //! chunk hand. Returns the number of items removed (the space is free when it returns).
+  //! The caller holds what evict_some's caller holds.
+  std::size_t evict_chunk(std::size_t want_bytes);
+  //! Evicts one item among the keys that follow `key` (an index insert of `key` that found
+  //! no space: they share its node). Returns 1 if one went.
+  std::size_t evict_near(std::string_view key);
   //! A block no longer named by the index (the unlinking commit is durable): freed at once
   //! on the global-lock path, retired to the epochs on the concurrent one.
   void release_block(std::uint64_t off) noexcept;
@@ -336,6 +354,14 @@ class Store {
   std::atomic<std::uint64_t> flush_cas_{0};
   std::atomic<std::int64_t> flush_at_{0};
   std::string clock_hand_;  // CLOCK: the key the eviction scan resumes from
+  std::uint64_t chunk_hand_ = 0;  // evict_chunk: the chunk its scan resumes from
+  unsigned chunk_backoff_ = 0;    // evict_chunk: calls to skip after a scan found nothing
+  // Ballast: whole-chunk blocks allocated at open and linked nowhere (a crash's recovery
+  // trace frees them; the audit counts them as the store's). One is given back when a
+  // remove fails for lack of space, so that eviction can always remove (ART+CoW). 0 = given.
+  std::mutex ballast_lock_;
+  std::vector<std::uint64_t> ballast_;
+  std::atomic<bool> ballast_short_{false};  // a ballast block was given back
   std::string sweep_hand_;
   std::vector<std::atomic<std::uint64_t>> ref_bits_;  // CLOCK bit per 16-byte granule
   std::vector<std::atomic<std::uint64_t>> token_bits_;  // recache token sent, per granule

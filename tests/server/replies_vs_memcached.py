@@ -84,6 +84,14 @@ CASES = [
     b"set a 0 0 2000000\r\n" + b"x" * 2000000 + b"\r\nget a\r\n",
     b"set a 0 0 1 noreply\r\nx\r\nset b 0 0 1 noreply\r\ny\r\nget a b\r\n",
     b"add a 0 0 1 noreply\r\nx\r\nadd a 0 0 1 noreply\r\ny\r\nget a\r\n",
+    # exptime as memcached's safe_strtol reads it: 64-bit, then the low 32 bits
+    b"set a 0 9999999999 1\r\nx\r\nget a\r\n",
+    b"set a 0 -9999999999 1\r\nx\r\nget a\r\n",
+    b"set a 0 2147483648 1\r\nx\r\nget a\r\n",
+    b"set a 0 0 1\r\nx\r\ntouch a 4294967295\r\nget a\r\n",
+    b"set a 0 0 1\r\nx\r\ntouch a 4294967296000\r\nget a\r\ntouch a 99999999999999999999\r\n",
+    b"set a 0 0 1\r\nx\r\ngat 4294967295 a\r\nget a\r\n",
+    b"verbosity a\r\nverbosity -1\r\nverbosity 99999999999999\r\nverbosity 18446744073709551616\r\nverbosity 0\r\n",
 ]
 
 # Meta commands (mg ms md ma me mn): every flag memcached 1.6.18's protocol.txt documents,
@@ -154,6 +162,13 @@ META = [
     b"ms Zm9v 2 b\r\nhi\r\nme Zm9v b\r\nme foo\r\nme !! b\r\n",
     b"mg foo\r\nset foo 0 0 2\r\nhi\r\nmg foo v f\r\nms foo 3 F7\r\nabc\r\nget foo\r\n",
     b"ms foo 2 I\r\nhi\r\nmg foo v\r\n",
+    b"ms nokey 1 MA C123\r\ny\r\nms nokey 1 MP C5\r\ny\r\nms nokey 1 MP\r\ny\r\nms nokey 1 MA\r\ny\r\n",
+    b"ms foo 2\r\nhi\r\nms foo 1 MA C1\r\nx\r\nmg foo v\r\n",
+    b"ms em 0\r\n\r\nma em C1\r\nma em\r\n",
+    b"ms foo 1\r\n5\r\nma foo C1\r\nma foo v\r\n",
+    b"mg vv N30 h\r\nmg vv h\r\nmg vv h\r\n",
+    b"mg vv N30 h v\r\nmg vv h l\r\n",
+    b"ms tt 1 T9999999999\r\nz\r\nmg tt t v\r\n",
 ]
 CASES += META
 
