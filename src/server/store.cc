@@ -610,22 +610,31 @@ std::size_t Store::evict_near(std::string_view key) {
   }
   const std::int64_t t = now();
   for (auto& [k, off] : next) {
-    std::unique_lock<StripeLock> l;
-    if (concurrent_) {
-      StripeLock& m = stripe_of(k);
-      if (&m == tls_held_stripe) continue;
-      l = std::unique_lock(m, std::try_to_lock);
-      if (!l.owns_lock()) continue;
-    }
-    const auto v = index_->lookup(key_of(k));
-    if (!v || *v != off) continue;
-    const bool dead = !live(item_at(off), t);
-    if (!unlink(k, off)) return 0;
-    if (dead) ++counters_.reclaimed; else ++counters_.evictions;
+    const Victim r = evict_one(k, off, t);
+    if (r == Victim::skipped) continue;
+    if (r == Victim::stuck) return 0;
     if (concurrent_) drain_retired();
     return 1;
   }
   return 0;
+}
+
+Store::Victim Store::evict_one(const std::string& k, std::uint64_t off, std::int64_t t) {
+  std::unique_lock<StripeLock> l;
+  if (concurrent_) {
+    // The victim's stripe, never the caller's own (it reads its key's item unpinned);
+    // a busy stripe is a writer at work on that key: skip it.
+    StripeLock& m = stripe_of(k);
+    if (&m == tls_held_stripe) return Victim::skipped;
+    l = std::unique_lock(m, std::try_to_lock);
+    if (!l.owns_lock()) return Victim::skipped;
+  }
+  const auto v = index_->lookup(key_of(k));
+  if (!v || *v != off) return Victim::skipped;  // replaced or removed since the scan
+  const bool dead = !live(item_at(off), t);
+  if (!unlink(k, off)) return Victim::stuck;  // no space to remove (and no ballast left)
+  if (dead) ++counters_.reclaimed; else ++counters_.evictions;
+  return Victim::evicted;
 }
 
 std::size_t Store::evict_chunk(std::size_t want) {
@@ -647,8 +656,8 @@ std::size_t Store::evict_chunk(std::size_t want) {
   if (span > count) return 0;
   const pm::Allocator& a = pool_->allocator();
   // The live items in chunk c and the bytes of c that are not (free blocks, index nodes,
-  // the meta block, a ballast block). Reads blocks that may be free or being built
-  // concurrently: only an item the index names at exactly that offset counts.
+  // the meta block, a ballast block). Reads blocks that may be free or hold anything (no
+  // writer runs meanwhile: see the top): only an item the index names at that offset counts.
   std::vector<std::pair<std::string, std::uint64_t>> items;
   auto chunk_items = [&](std::uint64_t c, std::uint64_t* other) -> std::uint64_t {
     const std::uint64_t base = first + c * cs;
@@ -679,8 +688,6 @@ std::size_t Store::evict_chunk(std::size_t want) {
   std::uint64_t best = count, best_other = UINT64_MAX;
   std::vector<std::pair<std::string, std::uint64_t>> best_items;
   {
-    std::optional<kit::EpochReclaimer::Pin> pin;
-    if (concurrent_) pin.emplace(*items_);  // the items read here may be retired meanwhile
     std::uint64_t c = chunk_hand_ < count ? chunk_hand_ : 0;
     for (std::size_t looked = 0; looked < kChunkScan && best_other != 0; ++looked) {
       if (looked == count) break;
@@ -714,22 +721,10 @@ std::size_t Store::evict_chunk(std::size_t want) {
   const std::int64_t t = now();
   std::size_t evicted = 0;
   for (auto& [k, off] : best_items) {
-    std::unique_lock<StripeLock> l;
-    if (concurrent_) {
-      // As evict_concurrent: never the caller's own stripe, a busy one is skipped.
-      StripeLock& m = stripe_of(k);
-      if (&m == tls_held_stripe) continue;
-      l = std::unique_lock(m, std::try_to_lock);
-      if (!l.owns_lock()) continue;
-    }
-    const auto v = index_->lookup(key_of(k));
-    if (!v || *v != off) continue;  // replaced or removed since the scan
-    const bool dead = !live(item_at(off), t);
-    if (!unlink(k, off)) break;  // no space to remove (and no ballast left)
-    if (dead) ++counters_.reclaimed; else ++counters_.evictions;
-    ++evicted;
+    const Victim r = evict_one(k, off, t);
+    if (r == Victim::stuck) break;
+    evicted += r == Victim::evicted;
   }
-  if (evicted != 0 && concurrent_) drain_retired();
   return evicted;
 }
 
@@ -811,21 +806,12 @@ std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_
       continue;
     }
     for (auto& [k, off] : cands) {
-      // The victim's stripe, never the caller's own (it reads its key's item unpinned);
-      // a busy stripe is a writer at work on that key: skip it.
-      StripeLock& m = stripe_of(k);
-      if (&m == tls_held_stripe) continue;
-      std::unique_lock l(m, std::try_to_lock);
-      if (!l.owns_lock()) continue;
-      const auto v = index_->lookup(key_of(k));
-      if (!v || *v != off) continue;  // replaced or removed since the scan
-      const bool dead = !live(item_at(off), t);
-      if (!unlink(k, off)) {
+      const Victim r = evict_one(k, off, t);
+      if (r == Victim::stuck) {
         limit = 0;  // the index cannot remove (no space, no ballast left): stop here
         break;
       }
-      if (dead) ++counters_.reclaimed; else ++counters_.evictions;
-      ++evicted;
+      evicted += r == Victim::evicted;
     }
   }
   if (evicted != 0) drain_retired();  // the space must be free for the caller's allocation

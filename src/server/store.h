@@ -277,6 +277,11 @@ class Store {
   //! chunk hand. Returns the number of items removed (the space is free when it returns).
   //! The caller holds what evict_some's caller holds.
   std::size_t evict_chunk(std::size_t want_bytes);
+  //! One victim of an eviction: evicts the item at `off` under key k if the index still
+  //! names it (and, concurrent, its stripe is free and not the caller's own); stuck if the
+  //! index cannot remove it (no space, no ballast left). `t` is now() for live().
+  enum class Victim { skipped, evicted, stuck };
+  Victim evict_one(const std::string& k, std::uint64_t off, std::int64_t t);
   //! Evicts one item among the keys that follow `key` (an index insert of `key` that found
   //! no space: they share its node). Returns 1 if one went.
   std::size_t evict_near(std::string_view key);
