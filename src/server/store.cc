@@ -1157,6 +1157,11 @@ pm::AuditReport Store::audit() {
       std::lock_guard g(ballast_lock_);
       for (std::uint64_t b : ballast_)
         if (b != 0) v(b);
+      // Items unlinked and retired, not yet freed: drain_retired() below frees only what no
+      // pinned reader can hold, and a get that pins between its grace period and its
+      // reclaim keeps the newest ones waiting. Still the store's, no leak (CI at 02addad:
+      // 33 such items reported leaked by a live wort_audit under gets).
+      if (concurrent_) items_->for_each_retired([&](std::uint64_t off) { v(off); });
       return {};
     });
   };
@@ -1166,7 +1171,7 @@ pm::AuditReport Store::audit() {
     return run();
   }
   AllStripes all(*this);  // no write in flight: nothing built and unpublished
-  drain_retired();        // and no item retired and not yet freed
+  drain_retired();        // most retired items freed (the rest are visited above)
   // The index's own retired nodes, waiting for readers pinned before their retire (readers
   // run on meanwhile), are reported by its visit_blocks: still the index's, no leak.
   return run();

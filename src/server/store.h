@@ -27,7 +27,8 @@
 //     block's words under `flush_lock_`; readers and writers see a flush through the atomic
 //     flush_cas_ (an item with cas <= it is dead).
 //   - audit() and verify() take every stripe (no item is built, committed or freed
-//     meanwhile), wait for a grace period and free every retired block first.
+//     meanwhile), wait for a grace period and free the retired blocks no reader can hold;
+//     the audit counts those still retired (a get pinned since) as the store's.
 //
 // A non-concurrent index (wbtree, nvtree), or StoreOptions::global_lock, is guarded by ONE
 // reader/writer lock, as before the indexes were concurrent: lookups and the copy into a
