@@ -195,6 +195,8 @@ class FastFairTree {
   //! A node's live records below its sibling's first key (an uncut split's copies are not
   //! its own), in order; counts dead slots in *dead.
   std::vector<fastfair::Record> effective(NodeRef nr, unsigned* dead) const;
+  //! verify(): every live record of nr, past the sibling's first key too, in order.
+  bool in_order(NodeRef nr) const;
 
   Pool& pool_;
   fastfair::Anchor* anchor_;

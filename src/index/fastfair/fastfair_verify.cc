@@ -1,5 +1,6 @@
 // FAST&FAIR: the checked walk (recovery trace, verify, stats, dump) and verify()'s
-// semantic checks: order inside nodes and along every sibling chain, every child reached
+// semantic checks: order inside nodes (every live record, also an uncut split's copies)
+// and along every sibling chain, every child reached
 // from its parent in chain order, every node's keys inside its parent's bounds. The
 // transient states a crash may leave (one dead slot per node, an uncut split, a sibling
 // missing from its parent) are accepted: readers handle them and writers repair them.
@@ -101,6 +102,22 @@ std::vector<fastfair::Record> FastFairTree::effective(NodeRef nr, unsigned* dead
   return out;
 }
 
+// Every live record of the node in strictly increasing order, also those past the sibling's
+// first key that effective() leaves out (an uncut split's or borrow's copies, which are in
+// order): a key damaged so that it sorts past the sibling would otherwise hide the keys
+// after it from readers while the order checks, which see effective() only, pass.
+bool FastFairTree::in_order(NodeRef nr) const {
+  const unsigned end = nr.end();
+  std::uint64_t prev = kEmpty;
+  for (unsigned i = 0; i < end; ++i) {
+    if (nr.dead(i, end)) continue;
+    const std::uint64_t k = nr.rec()[i].key;
+    if (prev != kEmpty && kr_.compare_words(prev, k) >= 0) return false;
+    prev = k;
+  }
+  return true;
+}
+
 Result<void> FastFairTree::visit_blocks(BlockVisitorFn v) const {
   if (auto r = walk(v, nullptr); !r) return r;
   epochs_.for_each_retired(v);  // unlinked, not yet freed: still the tree's (epoch.h)
@@ -135,6 +152,7 @@ Result<void> FastFairTree::verify() const {
       unsigned dead = 0;
       const std::vector<Record> recs = effective(nr, &dead);
       if (dead > 1) return bad("node " + hex(off) + " has " + std::to_string(dead) + " dead slots");
+      if (!in_order(nr)) return bad("keys out of order inside node " + hex(off));
       if (off != chain.front() && nr.n->h.leftmost != 0)
         return bad("node " + hex(off) + " is not first on its level but has a leftmost child");
       for (const Record& r : recs) {
