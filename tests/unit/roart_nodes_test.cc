@@ -348,5 +348,62 @@ TEST(RoartRegression, Witcher26And27ChildAndCountNotAtomic) {
   }
 }
 
+// A node's level is the key position writers index the caller's key at: with one bit
+// flipped (bit 6 of its top byte: 2^30 past every key, the session-18 audit's damage) the
+// pool opened, verify() flagged it, and the first upsert read past the caller's key
+// (SIGSEGV). So is a child that branches above its parent's position. Open refuses both.
+TEST(RoartRegression, ANodeLevelOutOfItsPlaceIsRefusedAtOpen) {
+  PoolOptions po;
+  po.size = 8u << 20;
+  po.kind = "roart";
+  auto p = Pool::create_in_memory(po);
+  ASSERT_TRUE(p) << p.error().message;
+  std::uint64_t root_off = 0, child_off = 0;
+  {
+    IndexOptions o;
+    o.words[0] = roart::kNoLeafCompaction;  // inner nodes under the root, not leaf arrays
+    auto t = Roart::create(**p, o);
+    ASSERT_TRUE(t) << t.error().message;
+    for (std::uint64_t i = 0; i < 300; ++i)
+      ASSERT_EQ((*t)->insert(as_key(u64_str(i * 0x10001)), i), Status::ok);
+    const auto* anchor = (*p)->at<roart::Anchor>((*p)->root());
+    root_off = roart::ref_offset(anchor->root);
+    roart::Children c;
+    const auto* root = (*p)->at<roart::NodeBase>(root_off);
+    roart::collect_children(root, c);
+    for (unsigned i = 0; i < c.n && child_off == 0; ++i)
+      if (!roart::is_leaf(c.ref[i]) && !roart::is_array(c.ref[i]))
+        child_off = roart::ref_offset(c.ref[i]);
+    ASSERT_NE(child_off, 0u) << "no inner child under the root";
+  }
+  const std::uint64_t size = (*p)->size();
+  auto open_damaged = [&](auto&& damage) -> Status {
+    std::byte* img = static_cast<std::byte*>(std::aligned_alloc(4096, size));
+    std::memcpy(img, (*p)->base(), size);
+    damage(img);
+    Status st = Status::ok;
+    {
+      auto q = Pool::attach({img, size}, "roart");
+      EXPECT_TRUE(q) << q.error().message;
+      auto t = Roart::open(**q);
+      if (!t) st = t.error().code;
+      else
+        for (std::uint64_t i = 0; i < 300; i += 7)  // the writes that crashed
+          (void)(*t)->upsert(as_key(u64_str(i * 0x10001 + 3)), i);
+    }
+    std::free(img);
+    return st;
+  };
+  EXPECT_EQ(open_damaged([](std::byte*) {}), Status::ok);
+  EXPECT_EQ(open_damaged([&](std::byte* img) { img[root_off + 11] ^= std::byte{0x40}; }),
+            Status::corrupt);
+  EXPECT_EQ(open_damaged([&](std::byte* img) {
+              std::uint32_t lv = 0;
+              std::memcpy(&lv, img + root_off + 8, 4);  // the child at its parent's position
+              std::memcpy(img + child_off + 8, &lv, 4);
+            }),
+            Status::corrupt);
+}
+
 }  // namespace
 }  // namespace wort::test

@@ -27,9 +27,15 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
   return {};
 }
 
+// The walk's level is a key position here, not a tree level: a word pushed at d names a
+// subtree whose nodes branch at positions >= d and whose keys are at least d bytes long.
+// Writers index the caller's key at a node's level once its compressed path matched, which
+// is safe only if levels grow down the tree and every leaf below is that long: a node level
+// with one bit flipped (2^30 past its leaves) opened, and the first upsert read past the
+// caller's key (session 18's audit). Checked here, so open refuses it.
 Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
   kit::CheckedWalk w(pool_, "roart");
-  return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t level) {
+  return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t depth) {
     const std::uint64_t off = ref_offset(r);
     if ((r & ~kRefMask) != 0 || (r & kTagMask) > kTagArray) {
       w.fail("bad reference " + kit::CheckedWalk::hex(r));
@@ -37,7 +43,13 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
     }
     if (is_leaf(r)) {
       if (!w.enter(off, sizeof(Leaf), 16, "leaf")) return;
-      if (!w.fits(off, off, leaf_bytes(pool_.at<Leaf>(off)->key_len), "leaf key")) return;
+      const std::uint32_t len = pool_.at<Leaf>(off)->key_len;
+      if (len < depth || len > kMaxRoartKey) {
+        w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has a " + std::to_string(len) +
+               "-byte key below key position " + std::to_string(depth));
+        return;
+      }
+      if (!w.fits(off, off, leaf_bytes(len), "leaf key")) return;
       v(off);
       return;
     }
@@ -53,7 +65,7 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
       if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
       v(off);
       for (unsigned i = 0; i < a->cap; ++i)
-        if (const LeafSlot s = a->slot[i]; s != 0) w.push(slot_leaf(s) | kTagLeaf, level + 1);
+        if (const LeafSlot s = a->slot[i]; s != 0) w.push(slot_leaf(s) | kTagLeaf, depth);
       return;
     }
     if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
@@ -64,12 +76,18 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
       return;
     }
     if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
+    const std::uint32_t at = n->level;
+    if (at < depth || at >= kMaxRoartKey) {
+      w.fail("node at " + kit::CheckedWalk::hex(off) + " branches at key position " +
+             std::to_string(at) + ", below it " + std::to_string(depth));
+      return;
+    }
     if (const Ref e = n->eok; e != kNull) {
       if (!is_leaf(e)) {
         w.fail("eok of node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
         return;
       }
-      w.push(e, level + 1);
+      w.push(e, at);
     }
     v(off);
     if (n->type != NodeType::n256) {
@@ -85,7 +103,7 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
     Children c;
     collect_children(n, c);
     for (unsigned i = c.n; i-- > 0;)
-      if (c.ref[i] != kNull) w.push(c.ref[i], level + 1);
+      if (c.ref[i] != kNull) w.push(c.ref[i], at + 1);
   });
 }
 
