@@ -45,8 +45,14 @@ run: build
 test-release: build
 	@cd $(BUILD) && WORT_TEST_SCALE=small ctest -j $(JOBS) --output-on-failure --timeout 900
 
+# malloc_context_size=5 (ASan's default keeps 30 frames of every allocation's and free's
+# stack): 5 frames name the caller of a use-after-free's free, and the crash simulator,
+# which allocates per crash image, runs ~30% faster (FastFairCrash.SampledMixedOperations
+# 50.4 -> 34.4 s). WORT_TEST_SCALE=small as in the Release run (the concurrency tests'
+# work multiplier).
 test-asan: build-asan
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:malloc_context_size=5 \
+	  UBSAN_OPTIONS=print_stacktrace=1 WORT_TEST_SCALE=small \
 	  ctest -j $(JOBS) --output-on-failure --timeout 1500
 
 test-tsan: build-tsan
