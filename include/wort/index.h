@@ -84,17 +84,26 @@ struct OpenOptions {
 //! Type-erased handle over any index kind.
 class Index {
  public:
-  virtual ~Index() = default;
+  virtual ~Index();
   //! Creates an index of `kind` in a fresh pool whose header names the same kind.
   static Result<std::unique_ptr<Index>> create(Pool& pool, std::string_view kind,
                                                const IndexOptions& opts = {});
   //! Opens the index the pool holds (its kind comes from the header); runs recovery (all of
   //! it before returning, unless `o.instant_restart` and the index supports it).
+  //! One handle per Pool at a time: while a handle from create() or open() lives, another
+  //! open() or create() on the same Pool fails with invalid_argument (two handles would
+  //! each keep their own DRAM state of one tree, and the second's recovery would run
+  //! under the first's writers).
   static Result<std::unique_ptr<Index>> open(Pool& pool, const OpenOptions& o = {});
   //! Names of every registered kind, sorted.
   static std::vector<std::string> kinds();
 
   virtual std::string_view kind() const noexcept = 0;
+  //! (The Pool this handle holds, when create() or open() made it: released at destruction.)
+ private:
+  const Pool* claimed_ = nullptr;
+
+ public:
   virtual Status insert(Key k, Value v) = 0;
   virtual Status upsert(Key k, Value v) = 0;
   virtual Status update(Key k, Value v) = 0;

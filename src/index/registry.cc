@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <set>
 
 namespace wort::registry {
 namespace {
@@ -32,6 +34,30 @@ std::vector<const Entry*> all() {
 
 namespace wort {
 
+namespace {
+//! The Pools an Index handle from Index::create / Index::open holds now.
+std::mutex g_claims_lock;
+std::set<const Pool*>& claims() {
+  static std::set<const Pool*> s;
+  return s;
+}
+bool claim(const Pool& pool) {
+  std::lock_guard g(g_claims_lock);
+  return claims().insert(&pool).second;
+}
+void unclaim(const Pool* pool) {
+  std::lock_guard g(g_claims_lock);
+  claims().erase(pool);
+}
+const Error kAlreadyOpen{Status::invalid_argument,
+                         "an index handle of this pool is open already (one at a time)"};
+
+}  // namespace
+
+Index::~Index() {
+  if (claimed_ != nullptr) unclaim(claimed_);
+}
+
 Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
                                              const IndexOptions& opts) {
   const registry::Entry* e = registry::find(kind);
@@ -42,7 +68,14 @@ Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
                                          std::string(kind) + "'"};
   if (pool.root() != 0)
     return Error{Status::invalid_argument, "pool already holds an index; use Index::open"};
-  return e->create(pool, opts);
+  if (!claim(pool)) return kAlreadyOpen;
+  auto r = e->create(pool, opts);
+  if (!r) {
+    unclaim(&pool);
+    return r;
+  }
+  (*r)->claimed_ = &pool;
+  return r;
 }
 
 Result<std::unique_ptr<Index>> Index::open(Pool& pool, const OpenOptions& o) {
@@ -53,8 +86,14 @@ Result<std::unique_ptr<Index>> Index::open(Pool& pool, const OpenOptions& o) {
   if (pool.root() == 0)
     return Error{Status::corrupt, "pool of kind '" + std::string(pool.kind()) +
                                       "' has no index root (created but never initialised)"};
-  if (o.instant_restart && e->open_instant) return e->open_instant(pool);
-  return e->open(pool);
+  if (!claim(pool)) return kAlreadyOpen;
+  auto r = o.instant_restart && e->open_instant ? e->open_instant(pool) : e->open(pool);
+  if (!r) {
+    unclaim(&pool);
+    return r;
+  }
+  (*r)->claimed_ = &pool;
+  return r;
 }
 
 std::vector<std::string> Index::kinds() {
