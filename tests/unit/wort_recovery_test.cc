@@ -123,6 +123,27 @@ TEST_F(WortRecovery, MergeCommitWithoutHeaderReadsCorrectly) {
 }
 
 // Header word packing: every field round-trips at its limits.
+// The anchor's partial-key width: the other build's width (4 <-> 8) is a usage error
+// (invalid_argument), any other value a damaged anchor (corrupt: `wort check` exits 1). One
+// flipped bit of 4 opened as invalid_argument until session 19 (the session-18 audit).
+TEST_F(WortRecovery, AnAnchorWidthNoBuildWritesIsCorrupt) {
+  put(kA);
+  tree_.reset();
+  const std::uint64_t mine = anchor()->span_bits;
+  for (std::uint64_t bits : std::initializer_list<std::uint64_t>{
+           mine ^ 1, mine ^ 2, mine ^ 16, mine ^ (std::uint64_t{1} << 40), 12 - mine}) {
+    pm::store(&anchor()->span_bits, bits);
+    auto t = WortTree::open(*pool_);
+    ASSERT_FALSE(t) << bits;
+    EXPECT_EQ(t.error().code, bits == 12 - mine ? Status::invalid_argument : Status::corrupt)
+        << bits << ": " << t.error().message;
+  }
+  pm::store(&anchor()->span_bits, mine);
+  auto t = WortTree::open(*pool_);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ((*t)->lookup(Key(u64_key(kA))), std::optional<Value>(kA));
+}
+
 TEST(WortLayout, HeaderFieldsRoundTrip) {
   std::string key(kMaxKeyLength, '\0');
   for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<char>(i * 37 + 11);

@@ -34,6 +34,11 @@ Result<std::unique_ptr<WortTree>> WortTree::open(Pool& pool) {
   auto opened = kit::open_anchor<Anchor>(pool, kKind, kAnchorMagic);
   if (!opened) return opened.error();
   Anchor* anchor = *opened;
+  // 4 or 8 is a pool of a build with the other WORT_SPAN_BITS (a usage error); any other
+  // value no build writes (a damaged anchor).
+  if (anchor->span_bits != 4 && anchor->span_bits != 8)
+    return Error{Status::corrupt, "wort: the anchor's partial-key width is " +
+                                      std::to_string(anchor->span_bits) + " bits (4 or 8)"};
   if (anchor->span_bits != kSpanBits)
     return Error{Status::invalid_argument,
                  "wort: tree built with " + std::to_string(anchor->span_bits) +
