@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "kit/kit_support.h"
+#include "pm/pool_layout.h"
 
 namespace wort {
 namespace {
@@ -82,6 +83,17 @@ TEST_P(CheckCmd, SoundDamagedMissingAndInUsePoolsGetTheirExitStatus) {
   CmdRun bad = run_wort("check " + path.str());
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("DAMAGED"), std::string::npos) << bad.out;
+
+  {  // damaged header (its chunk count): the message names the file, not check's mapping of
+     // it ("<image at 0x...>" until session 19)
+    std::fstream f(path.str(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offsetof(pm::PoolHeader, chunk_count)));
+    f.write("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+  }
+  CmdRun header = run_wort("check " + path.str());
+  EXPECT_EQ(header.status, 1) << header.out;
+  EXPECT_NE(header.out.find(path.str()), std::string::npos) << header.out;
+  EXPECT_EQ(header.out.find("<image at"), std::string::npos) << header.out;
 }
 
 // A pool created but given no index (a crash between Pool::create and Index::create):
