@@ -136,6 +136,9 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
       return;
     }
     if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
+    std::uint64_t mark = 0;  // the obsolete mark (node_lock.h): its word holds the type byte
+    std::memcpy(&mark, &n->type, sizeof mark);
+    if (!w.tagged_word(mark, kLockGenShift, kLockObsolete, off, "obsolete mark")) return;
     std::string why;
     if (!with_ops(n->type, [&](auto ops) { return decltype(ops)::check(n, &why); })) {
       w.fail(std::string(node_name(n->type)) + " at " + kit::CheckedWalk::hex(off) + ": " + why);

@@ -9,6 +9,8 @@
 //   - it was not reached before in this walk (a tree reaches each block once: a second
 //     visit is a cycle or a shared block, and a cycle would otherwise never end);
 //   - it lies no deeper than the walk's depth bound.
+// Generation-tagged words in a checked block (lock words, obsolete marks) are checked with
+// `lock_word` / `tagged_word`: at open, none may be held or obsolete in the open's generation.
 // Fields read from a checked block that steer the walk (a type byte, a key length, a
 // count) are the index's to check, with `fits` for a length read from the block and
 // `fail` for anything else; the walk stops at the first failure.
@@ -91,6 +93,32 @@ class CheckedWalk {
       return fail(std::string(what) + " of the block at " + hex(block) + " runs past its " +
                   std::to_string(size) + " bytes");
     return true;
+  }
+
+  //! Checks a generation-tagged word read from the block entered at `block`: a writers'
+  //! lock word (index/common/gen_lock.h: the tag above bit `shift`, flag bits `flags`
+  //! below) or an obsolete mark. While the open's trace is pending, no word can carry this
+  //! session's generation yet, so one held or marked obsolete in it is damage: opened, it
+  //! stopped every writer that reached it (a crafted word with the generation the open was
+  //! about to take: the session-18 audit). Any other tag is let through: such a word is
+  //! volatile and never written back, so after a crash its durable bytes may be anything the
+  //! block held before (the crash simulator's junk), and a tag other than the session's
+  //! means free. (A stale value that happens to equal this open's held word is refused
+  //! here too, where it would have hung the first writer.) On failure records why.
+  bool tagged_word(std::uint64_t w, unsigned shift, std::uint64_t flags, std::uint64_t block,
+                   std::string_view what) {
+    if (failed()) return false;
+    const Pool& pool = check_.pool();
+    const std::uint64_t gen = pool.generation();
+    if (pool.allocator().trace_pending() && w >> shift == gen && (w & flags) != 0)
+      return fail(std::string(what) + " of the block at " + hex(block) + " is " + hex(w) +
+                  ": held or obsolete in generation " + std::to_string(gen) +
+                  ", this open's own");
+    return true;
+  }
+  //! tagged_word for a kit::gen_lock word (tag above bit 2; locked and obsolete below).
+  bool lock_word(std::uint64_t w, std::uint64_t block, std::string_view what) {
+    return tagged_word(w, 2, 3, block, what);
   }
 
   //! Records a problem the index found in a checked block; returns false.

@@ -8,7 +8,9 @@
 //   +----------------------------------------------+----------+--------+
 //
 // A word tagged with an older generation is free and not obsolete, whatever a crash left in
-// the pool. `obsolete` is set by the writer that unlinked the block as it unlocks; a writer
+// the pool. One tagged with the generation an open takes cannot be in the pool yet: the
+// open's checked walk refuses a held or obsolete one (kit::CheckedWalk::lock_word), which
+// would otherwise stop every writer that reached it. `obsolete` is set by the writer that unlinked the block as it unlocks; a writer
 // that then tries the lock gets false and restarts from the root. Readers that take no lock
 // never look at it. The word is volatile state: it is stored with pm::cas_volatile /
 // pm::store_volatile_release (never written back on purpose, never a commit) and the crash

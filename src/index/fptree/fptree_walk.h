@@ -195,6 +195,7 @@ Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& 
   auto r = w.run(a->head, [&](std::uint64_t off, std::uint32_t level) {
     if (!leaves.enter(w, off, "leaf")) return;
     const LeafRef l(pool.base(), off, g);
+    if (!w.lock_word(__atomic_load_n(l.lock_word(), __ATOMIC_RELAXED), off, "lock word")) return;
     std::uint64_t bits = l.bitmap();
     if ((bits & ~mask) != 0) {
       w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has bits beyond its capacity");

@@ -63,6 +63,7 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
         return;
       }
       if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
+      if (!w.lock_word(a->lock.get(), off, "lock word")) return;
       v(off);
       for (unsigned i = 0; i < a->cap; ++i)
         if (const LeafSlot s = a->slot[i]; s != 0) w.push(slot_leaf(s) | kTagLeaf, depth);
@@ -76,6 +77,9 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
       return;
     }
     if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
+    if (!w.lock_word(n->lock.get(), off, "lock word") ||
+        !w.tagged_word(n->generation.get(), 0, ~std::uint64_t{0}, off, "metadata generation"))
+      return;
     const std::uint32_t at = n->level;
     if (at < depth || at >= kMaxRoartKey) {
       w.fail("node at " + kit::CheckedWalk::hex(off) + " branches at key position " +
