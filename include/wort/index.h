@@ -99,11 +99,6 @@ class Index {
   static std::vector<std::string> kinds();
 
   virtual std::string_view kind() const noexcept = 0;
-  //! (The Pool this handle holds, when create() or open() made it: released at destruction.)
- private:
-  const Pool* claimed_ = nullptr;
-
- public:
   virtual Status insert(Key k, Value v) = 0;
   virtual Status upsert(Key k, Value v) = 0;
   virtual Status update(Key k, Value v) = 0;
@@ -122,6 +117,11 @@ class Index {
   //! Waits for a recovery still running in the background (OpenOptions::instant_restart)
   //! and returns its result; at once, with success, when there is none.
   virtual Result<void> wait_recovery() { return {}; }
+
+ private:
+  friend struct IndexClaim;  // create() and open(): the one-handle-per-Pool rule
+  //! The Pool this handle holds, when create() or open() made it: released at destruction.
+  const Pool* claimed_ = nullptr;
 };
 
 //! The adapter the registry instantiates for each concrete index.

@@ -60,9 +60,11 @@ class Pool {
   //! Creates a pool in anonymous DRAM (tests, benchmarks on no file).
   static Result<std::unique_ptr<Pool>> create_in_memory(const PoolOptions& opts);
   //! Opens a pool image held in a caller-owned buffer (a crash image); the buffer must
-  //! outlive the Pool and be 64-byte aligned. Same checks as open().
+  //! outlive the Pool and be 64-byte aligned. Same checks as open(). Messages name the pool
+  //! `name` (`wort check`: the file it copied), "<image at 0x...>" when it is empty.
   static Result<std::unique_ptr<Pool>> attach(std::span<std::byte> image,
-                                              std::string_view expected_kind = {});
+                                              std::string_view expected_kind = {},
+                                              std::string_view name = {});
 
   ~Pool();  //!< records a clean shutdown and unmaps
   Pool(const Pool&) = delete;

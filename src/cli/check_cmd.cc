@@ -112,15 +112,6 @@ void print_header(const Pool& p) {
   std::printf("  values are blocks %s\n", p.values_are_blocks() ? "yes (a wort serve pool)" : "no");
 }
 
-//! Pool::attach names the mapped copy "<image at 0x...>" in its messages: name the file.
-std::string with_path(std::string msg, const std::string& path) {
-  const std::size_t at = msg.find("<image at ");
-  if (at == std::string::npos) return msg;
-  const std::size_t end = msg.find('>', at);
-  if (end == std::string::npos) return msg;
-  return msg.replace(at, end + 1 - at, path);
-}
-
 //! Opens pool and index read-only; prints what fails. Returns the exit status on failure.
 int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool quiet) {
   std::string why;
@@ -128,12 +119,12 @@ int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool 
     std::printf("cannot check: %s\n", why.c_str());
     return 2;
   }
-  auto pool = Pool::attach(ro.bytes());
+  auto pool = Pool::attach(ro.bytes(), {}, path);  // messages name the file, not the copy
   if (!pool) {
     const Status s = pool.status();
     const bool damaged = s == Status::corrupt || s == Status::truncated;
     std::printf("%s: %s [%s]\n", damaged ? "DAMAGED" : "cannot check",
-                with_path(pool.error().message, path).c_str(), std::string(to_string(s)).c_str());
+                pool.error().message.c_str(), std::string(to_string(s)).c_str());
     return damaged ? 1 : 2;
   }
   ro.pool = std::move(*pool);

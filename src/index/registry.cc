@@ -41,18 +41,32 @@ std::set<const Pool*>& claims() {
   static std::set<const Pool*> s;
   return s;
 }
-bool claim(const Pool& pool) {
-  std::lock_guard g(g_claims_lock);
-  return claims().insert(&pool).second;
-}
 void unclaim(const Pool* pool) {
   std::lock_guard g(g_claims_lock);
   claims().erase(pool);
 }
-const Error kAlreadyOpen{Status::invalid_argument,
-                         "an index handle of this pool is open already (one at a time)"};
-
 }  // namespace
+
+//! One handle per Pool: claims `pool`, makes the handle, and gives the claim to it (to
+//! ~Index), or back if making it failed.
+struct IndexClaim {
+  template <class Make>
+  static Result<std::unique_ptr<Index>> hold(Pool& pool, Make&& make) {
+    {
+      std::lock_guard g(g_claims_lock);
+      if (!claims().insert(&pool).second)
+        return Error{Status::invalid_argument,
+                     "an index handle of this pool is open already (one at a time)"};
+    }
+    Result<std::unique_ptr<Index>> r = make();
+    if (!r) {
+      unclaim(&pool);
+      return r;
+    }
+    (*r)->claimed_ = &pool;
+    return r;
+  }
+};
 
 Index::~Index() {
   if (claimed_ != nullptr) unclaim(claimed_);
@@ -68,14 +82,7 @@ Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
                                          std::string(kind) + "'"};
   if (pool.root() != 0)
     return Error{Status::invalid_argument, "pool already holds an index; use Index::open"};
-  if (!claim(pool)) return kAlreadyOpen;
-  auto r = e->create(pool, opts);
-  if (!r) {
-    unclaim(&pool);
-    return r;
-  }
-  (*r)->claimed_ = &pool;
-  return r;
+  return IndexClaim::hold(pool, [&] { return e->create(pool, opts); });
 }
 
 Result<std::unique_ptr<Index>> Index::open(Pool& pool, const OpenOptions& o) {
@@ -86,14 +93,9 @@ Result<std::unique_ptr<Index>> Index::open(Pool& pool, const OpenOptions& o) {
   if (pool.root() == 0)
     return Error{Status::corrupt, "pool of kind '" + std::string(pool.kind()) +
                                       "' has no index root (created but never initialised)"};
-  if (!claim(pool)) return kAlreadyOpen;
-  auto r = o.instant_restart && e->open_instant ? e->open_instant(pool) : e->open(pool);
-  if (!r) {
-    unclaim(&pool);
-    return r;
-  }
-  (*r)->claimed_ = &pool;
-  return r;
+  return IndexClaim::hold(pool, [&] {
+    return o.instant_restart && e->open_instant ? e->open_instant(pool) : e->open(pool);
+  });
 }
 
 std::vector<std::string> Index::kinds() {

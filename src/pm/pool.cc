@@ -377,10 +377,11 @@ Result<std::unique_ptr<Pool>> Pool::create_in_memory(const PoolOptions& options)
 }
 
 Result<std::unique_ptr<Pool>> Pool::attach(std::span<std::byte> image,
-                                           std::string_view expected_kind) {
+                                           std::string_view expected_kind,
+                                           std::string_view given_name) {
   char name_buf[48];
   std::snprintf(name_buf, sizeof name_buf, "<image at %p>", static_cast<void*>(image.data()));
-  const std::string name = name_buf;
+  const std::string name = given_name.empty() ? std::string(name_buf) : std::string(given_name);
   if (reinterpret_cast<std::uintptr_t>(image.data()) % pm::kCacheLine != 0)
     return bad(Status::invalid_argument, name, "image buffer is not 64-byte aligned");
   if (auto r = check_header(image.data(), image.size(), name, expected_kind); !r) return r.error();

@@ -42,8 +42,7 @@ Result<void> FastFairTree::walk(BlockVisitorFn visit,
       else if (level < 0 ? n->h.level > kMaxLevels : n->h.level != static_cast<unsigned>(level))
         w.fail("node at " + kit::CheckedWalk::hex(off) + " has level " +
                std::to_string(n->h.level) + " on level " + std::to_string(level));
-      if (!w.failed())
-        w.lock_word(__atomic_load_n(&n->h.spare, __ATOMIC_RELAXED), off, "lock word");
+      w.lock_word(__atomic_load_n(&n->h.spare, __ATOMIC_RELAXED), off, "lock word");
       if (w.failed()) return result();
       if (level < 0) level = n->h.level;
       visit(off);
