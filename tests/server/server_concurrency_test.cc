@@ -411,25 +411,34 @@ TEST_P(ServerConcurrency, EvictionSweepAndFlushUnderReaders) {
       s.get(key, [&](const server::ItemView& v) { ck.check(key, v); });
     }
   });
+  std::atomic<unsigned> flushes{0};
   th.emplace_back([&] {  // sweeper and flusher
-    int n = 0;
+    std::uint64_t evictions_at_flush = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      // Every ~0.3 s once the pool has filled (evictions seen): it refills in between.
-      if (++n % 64 == 0 && s.evictions() != 0) s.flush_all(0);
+      // Flush once the pool has refilled since the last flush (50 more evictions). A
+      // flush on a clock instead (every ~0.3 s) emptied the pool faster than the writers
+      // refilled it under ASan with -O0 test code, and the test waited out its 60 s.
+      if (s.evictions() >= evictions_at_flush + 50) {
+        s.flush_all(0);
+        evictions_at_flush = s.evictions();
+        ++flushes;
+      }
       s.sweep(2000);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
-  // At least 300 ms x scale, and until 500 evictions (the pool fills slowly under TSan),
-  // at most 60 s.
+  // At least 300 ms x scale, and until 300 evictions and 2 flushes (the pool fills slowly
+  // under TSan), at most 60 s.
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(300 * scale()));
-  while (s.evictions() < 500 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+  while ((s.evictions() < 300 || flushes.load() < 2) &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   stop = true;
   for (auto& x : th) x.join();
   EXPECT_EQ(ck.bad.load(), 0u) << ck.first_bad;
   EXPECT_GT(s.evictions(), 0u) << "the pool never filled: the evictor was not exercised";
+  EXPECT_GT(flushes.load(), 0u) << "no flush_all ran under the readers";
   // An allocation may still fail when the victims it could take are busy (their stripes
   // locked by writers) or of other size classes: memcached answers out of memory then too.
   EXPECT_LT(oom.load() * 100, sets.load()) << oom.load() << " of " << sets.load() << " sets";
