@@ -112,18 +112,21 @@ void print_header(const Pool& p) {
   std::printf("  values are blocks %s\n", p.values_are_blocks() ? "yes (a wort serve pool)" : "no");
 }
 
-//! Opens pool and index read-only; prints what fails. Returns the exit status on failure.
-int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool quiet) {
+//! Opens pool and index read-only; prints what fails, naming the command (`verb`: "check"
+//! or "dump"). Returns the exit status on failure.
+int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool quiet,
+                   const char* verb) {
+  const std::string cannot = std::string("cannot ") + verb;
   std::string why;
   if (!ro.map(path, &why)) {
-    std::printf("cannot check: %s\n", why.c_str());
+    std::printf("%s: %s\n", cannot.c_str(), why.c_str());
     return 2;
   }
   auto pool = Pool::attach(ro.bytes(), {}, path);  // messages name the file, not the copy
   if (!pool) {
     const Status s = pool.status();
     const bool damaged = s == Status::corrupt || s == Status::truncated;
-    std::printf("%s: %s [%s]\n", damaged ? "DAMAGED" : "cannot check",
+    std::printf("%s: %s [%s]\n", damaged ? "DAMAGED" : cannot.c_str(),
                 pool.error().message.c_str(), std::string(to_string(s)).c_str());
     return damaged ? 1 : 2;
   }
@@ -137,7 +140,7 @@ int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool 
   if (!index) {
     const Status s = index.status();
     std::printf("%s: index open (recovery) failed: %s [%s]\n",
-                s == Status::corrupt ? "DAMAGED" : "cannot check", index.error().message.c_str(),
+                s == Status::corrupt ? "DAMAGED" : cannot.c_str(), index.error().message.c_str(),
                 std::string(to_string(s)).c_str());
     return s == Status::corrupt ? 1 : 2;
   }
@@ -165,7 +168,7 @@ int check_main(const Args& args) {
   }
   if (path.empty()) throw UsageError("which pool? wort check POOL");
   ReadOnlyPool ro;
-  if (int rc = open_read_only(path, ro, /*header=*/true, quiet); rc != 0 || !ro.index) return rc;
+  if (int rc = open_read_only(path, ro, /*header=*/true, quiet, "check"); rc != 0 || !ro.index) return rc;
   Index& ix = *ro.index;
   if (!quiet) std::printf("index             %s, opened (recovery ran in a private copy)\n",
                           std::string(ix.kind()).c_str());
@@ -238,7 +241,7 @@ int dump_main(const Args& args) {
   if (path.empty()) throw UsageError("which pool? wort dump POOL [KEY]");
   if (hex && u64) throw UsageError("--hex and --u64 do not go together");
   ReadOnlyPool ro;
-  if (int rc = open_read_only(path, ro, /*header=*/false, true); rc != 0) return rc;
+  if (int rc = open_read_only(path, ro, /*header=*/false, true, "dump"); rc != 0) return rc;
   if (!ro.index) return have_key ? 1 : 0;  // no index: KEY is not found (dump --help: 1)
   if (!have_key) {
     ro.index->dump(std::cout);

@@ -343,7 +343,14 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
                  "cannot reserve its " + std::to_string(file_size) + " bytes: " + errno_text(e));
   }
   std::byte* base = nullptr;
-  if (auto r = map_file(*p->impl_, &base, p->mapping_); !r) return r.error();
+  if (auto r = map_file(*p->impl_, &base, p->mapping_); !r) {
+    // libpmem2 maps a character device only if it is a Device DAX one (/dev/daxX.Y), and
+    // for /dev/null or a tty it says nothing more than that it failed.
+    if (S_ISCHR(st.st_mode))
+      return Error{Status::not_a_pool,
+                   "pool '" + path + "': a character device that is not a Device DAX one"};
+    return r.error();
+  }
   const std::uint64_t mapped = pmem2_map_get_size(p->impl_->map);
   if (auto r = check_header(base, mapped, path, expected_kind); !r) return r.error();
   p->base_ = base;

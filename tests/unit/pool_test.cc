@@ -104,6 +104,12 @@ TEST_F(PoolTest, FileShorterThanHeaderIsTruncated) {
   expect_open_fails(path("empty"), Status::truncated, "0 bytes");
 }
 
+// A character device other than Device DAX: libpmem2 refuses it without a message of its
+// own, and open said only "libpmem2 error" (io_error) before session 20.
+TEST_F(PoolTest, ACharacterDeviceThatIsNotDaxIsNotAPool) {
+  expect_open_fails("/dev/null", Status::not_a_pool, "not a Device DAX one");
+}
+
 TEST_F(PoolTest, FileShorterThanRecordedSizeIsTruncated) {
   const std::string p = make_pool("cut");
   auto bytes = read_all(p);
