@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/args.h"
@@ -115,6 +116,11 @@ int serve_main(const Args& args) {
   if (o.maxconns < 1) throw UsageError("-c: at least 1");
   if (o.store.max_item_size < 1024 || o.store.max_item_size > (1u << 30))
     throw UsageError("-I: 1k .. 1g");
+  // As memcached: an item may take at most half the memory. For an existing pool (-m
+  // ignored) the store caps items at half its size instead.
+  if (!std::filesystem::exists(o.store.pool_path) && o.store.max_item_size > o.store.pool_bytes / 2)
+    throw UsageError("-I: at most half of -m for a new pool (" +
+                     std::to_string(o.store.pool_bytes >> 20) + " MiB)");
   if (check) return check_pool(o.store, size_given, kind_given);
   // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
   rlimit rl{};

@@ -145,5 +145,16 @@ TEST(ServeStart, HelpShowsServeOptionsOnlyAndIgnoredOptionsWarn) {
   std::filesystem::remove(pool);
 }
 
+// -I above half of -m for a new pool is refused, as memcached refuses it (it was accepted
+// before session 20, and stats reported an item_size_max no item could reach).
+TEST(ServeStart, AnItemLimitAboveHalfTheMemoryIsRefused) {
+  const std::string pool = temp_path("big-items") + ".pool";
+  std::filesystem::remove(pool);
+  std::string out;
+  EXPECT_EQ(serve("--pool " + pool + " -m 4 -I 3m --port 0", &out), 2) << out;
+  EXPECT_NE(out.find("-I: at most half of -m"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(pool));
+}
+
 }  // namespace
 }  // namespace wort::test
