@@ -32,7 +32,9 @@ struct PoolOptions {
   std::uint64_t size = 64ull << 20;          //!< bytes; rounded up to whole chunks
   //! Allocator chunk: a power of two from 4 KiB to 1 GiB, or 0 (the default) to choose from
   //! the size: the largest power of two giving at least 256 chunks, between 4 KiB and 1 MiB
-  //! (so a small pool has room for every size class it needs: 1 MiB -> 4 KiB chunks).
+  //! (so a small pool has room for every size class it needs: 1 MiB -> 4 KiB chunks), larger
+  //! for pools over 16 TiB. A pool has at most 2^24 chunks (the allocator keeps ~40 bytes
+  //! of DRAM per chunk while the pool is open): create refuses a smaller chunk_size.
   std::uint32_t chunk_size = 0;
   std::string kind;                          //!< index kind stored in the header ("wort")
   std::array<std::uint64_t, 4> index_options{};  //!< opaque to the pool, for the index

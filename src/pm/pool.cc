@@ -56,10 +56,18 @@ std::string pmem2_text() {
 
 PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
 
-//! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB.
+//! Most chunks a pool may have: the allocator keeps ~40 bytes of DRAM per chunk while the
+//! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, failed its open with
+//! bad_alloc before session 20).
+constexpr std::uint64_t kMaxChunkCount = 1ull << 24;
+
+//! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB, and larger chunks
+//! where 1 MiB would give more than kMaxChunkCount (pools over 16 TiB).
 std::uint32_t auto_chunk_size(std::uint64_t size) {
   const std::uint64_t c = std::bit_floor(std::max<std::uint64_t>(size / 256, 1));
-  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(c, pm::kMinChunkSize, 1u << 20));
+  std::uint64_t chunk = std::clamp<std::uint64_t>(c, pm::kMinChunkSize, 1u << 20);
+  while (chunk < pm::kMaxChunkSize && (size + chunk - 1) / chunk > kMaxChunkCount) chunk <<= 1;
+  return static_cast<std::uint32_t>(chunk);
 }
 
 //! Checks the options and derives the file geometry (fills in an automatic chunk size).
@@ -79,6 +87,13 @@ Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
                                                " must be between 1 byte and 1 PiB"};
   pm::PoolGeometry g;
   g.chunk_count = (o.size + o.chunk_size - 1) / o.chunk_size;
+  if (g.chunk_count > kMaxChunkCount)
+    return Error{Status::invalid_argument,
+                 "pool size " + std::to_string(o.size) + " in chunks of " +
+                     std::to_string(o.chunk_size) + " bytes makes " +
+                     std::to_string(g.chunk_count) + " chunks; at most " +
+                     std::to_string(kMaxChunkCount) + " (each takes DRAM while the pool is "
+                     "open): choose a larger chunk_size, or 0 for an automatic one"};
   g.chunk_table_offset = pm::kHeaderSize;
   g.first_chunk_offset = pm::first_chunk_offset_for(g.chunk_count);
   g.pool_size = g.first_chunk_offset + g.chunk_count * o.chunk_size;
@@ -262,15 +277,35 @@ Pool::~Pool() {
   // impl_ unmaps and closes.
 }
 
-//! Creates a pool the way a crash cannot leave half made: the file is built under a
-//! temporary name in the same directory (sized, its space reserved, the header persisted)
-//! and only then given its name, with a rename that refuses to replace an existing file.
-//! A crash before that leaves a stray `NAME.creating.XXXXXX` file and no pool at `path`, so
-//! Pool::create can simply run again; before, it left a file at `path` that open() refused
-//! ("creation did not finish") and create() refused too ("File exists"). The space is
-//! reserved with posix_fallocate: a sparse file on a filesystem without room for it (a
-//! small tmpfs) would otherwise fail later, as a SIGBUS at the first store to a page that
-//! cannot be allocated.
+namespace {
+
+//! Gives the new pool file its name, refusing to replace a file that appeared meanwhile: an
+//! unnamed (O_TMPFILE) file is linked through /proc/self/fd, or without /proc with
+//! AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH); a temporary name is renamed. False with
+//! errno set.
+bool name_new_file(int fd, const std::string& tmp, const std::string& path) {
+  if (!tmp.empty())
+    return ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0;
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0)
+    return true;
+  if (errno != ENOENT || ::access("/proc/self/fd", F_OK) == 0) return false;
+  return ::linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) == 0;
+}
+
+}  // namespace
+
+//! Creates a pool the way a crash cannot leave half made: the file is built without a name
+//! (O_TMPFILE in the pool's directory: sized, its space reserved, the header persisted) and
+//! only then linked at `path`, with a link that refuses to replace an existing file. A crash
+//! before that leaves no file at all: the unnamed file goes with the last descriptor. Before
+//! session 18 a crash left a half-made file at `path` that open() refused ("creation did not
+//! finish") and create() refused too ("File exists"); sessions 18 and 19 built the file
+//! under a temporary name, which a crash left behind, its whole size reserved, once per
+//! crash. On a filesystem without O_TMPFILE the temporary name (`NAME.creating.XXXXXX`) is
+//! still the fallback. The space is reserved with posix_fallocate: a sparse file on a
+//! filesystem without room for it (a small tmpfs) would otherwise fail later, as a SIGBUS at
+//! the first store to a page that cannot be allocated.
 Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& options) {
   PoolOptions opts = options;
   auto geom = plan_geometry(opts);
@@ -278,17 +313,23 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
-  std::string tmp = path + ".creating.XXXXXX";
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  const std::string::size_type slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string tmp;  // the temporary name, when O_TMPFILE was not available
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    tmp = path + ".creating.XXXXXX";
+    fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd >= 0) ::fchmod(fd, 0644);
+  }
   if (fd < 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(errno)};
-  ::fchmod(fd, 0644);
   std::unique_ptr<Pool> p(new Pool());
   p->impl_ = std::make_unique<Impl>();
   p->impl_->name = path;
   p->impl_->fd = fd;
   auto fail = [&](Error e) -> Result<std::unique_ptr<Pool>> {
-    ::unlink(tmp.c_str());
+    if (!tmp.empty()) ::unlink(tmp.c_str());
     p->impl_.reset();
     return e;
   };
@@ -304,7 +345,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
                           path + "': " + errno_text(e)});
   if (auto r = map_file(*p->impl_, &p->base_, p->mapping_); !r) return fail(r.error());
   write_new_header(p->base_, *geom, opts);
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+  if (!name_new_file(fd, tmp, path)) {
     const int e = errno;
     return fail(Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(e)});
   }

@@ -221,7 +221,17 @@ TEST_F(PoolTest, CreateRefusesAnExistingFileAndBadOptions) {
   o = small_options();
   o.kind = "";
   EXPECT_EQ(Pool::create_in_memory(o).status(), Status::invalid_argument);
+  // More than 2^24 chunks: an 8 TiB pool of 4 KiB chunks (2^31) died of bad_alloc in the
+  // allocator before session 20. Refused before any file is made or space reserved.
+  o = small_options();
+  o.size = 8ull << 40;
+  o.chunk_size = 4096;
+  auto many = Pool::create(path("c3"), o);
+  EXPECT_EQ(many.status(), Status::invalid_argument);
+  EXPECT_NE(many.error().message.find("2147483648 chunks; at most 16777216"), std::string::npos)
+      << many.error().message;
   EXPECT_FALSE(fs::exists(path("c1")));  // nothing left behind
+  EXPECT_FALSE(fs::exists(path("c3")));
 }
 
 TEST_F(PoolTest, CreateWritesTheMagicLastAfterPersistingTheRest) {
@@ -436,8 +446,9 @@ TEST_F(PoolTest, OpenWhileAnotherProcessHoldsThePoolIsInUseAndKill9ReleasesIt) {
 // kill -9 at any moment of Pool::create leaves either no file at the path (create can run
 // again) or a whole pool that opens — never the half-made file that both open ("creation
 // did not finish") and create ("File exists") refused before session 18 (an outside
-// review's find: a server killed in its first start could not start again). The file is
-// built under a temporary name and renamed into place when its header is durable.
+// review's find: a server killed in its first start could not start again), and no other
+// file. The file is built without a name (O_TMPFILE) and linked in place when its header is
+// durable.
 TEST_F(PoolTest, Kill9DuringCreateLeavesNoPoolOrAWholeOne) {
   std::mt19937_64 rng(11);
   unsigned none = 0, whole = 0;
@@ -456,6 +467,10 @@ TEST_F(PoolTest, Kill9DuringCreateLeavesNoPoolOrAWholeOne) {
     ::kill(child, SIGKILL);
     int st = 0;
     ASSERT_EQ(::waitpid(child, &st, 0), child);
+    // Nothing but the pool, if any: a temporary file killed mid-create stayed behind, its
+    // whole size reserved, before session 20 (the first round killed before its rename).
+    for (const auto& e : fs::directory_iterator(dir_))
+      ASSERT_EQ(e.path().string(), p) << "round " << round << ": a stray file";
     if (fs::exists(p)) {
       auto opened = Pool::open(p);
       ASSERT_TRUE(opened.ok()) << "round " << round << ": " << opened.error().message;
