@@ -223,9 +223,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
                                                       &s->pool_->allocator());
   }
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
-  s->ref_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
-  s->token_bits_ = std::vector<std::atomic<std::uint64_t>>(s->pool_->size() / 16 / 64 + 1);
-  s->access_ = std::vector<std::atomic<std::uint32_t>>(s->pool_->size() / 32 + 1);
+  s->ref_bits_ = ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
+  s->token_bits_ = ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
+  s->access_ = ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
   s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
   if (auto r = s->init_meta(init); !r) return r.error();
   if (!fresh) {
@@ -295,13 +295,13 @@ bool Store::live(const ItemHeader* h, std::int64_t t) const noexcept {
 }
 
 void Store::mark_ref(std::uint64_t off) noexcept {
-  auto& w = ref_bits_[(off >> 4) >> 6];
+  auto w = ref_bits_[(off >> 4) >> 6];
   const std::uint64_t m = 1ull << ((off >> 4) & 63);
   if (!(w.load(std::memory_order_relaxed) & m)) w.fetch_or(m, std::memory_order_relaxed);
 }
 
 bool Store::test_clear_ref(std::uint64_t off) noexcept {
-  auto& w = ref_bits_[(off >> 4) >> 6];
+  auto w = ref_bits_[(off >> 4) >> 6];
   const std::uint64_t m = 1ull << ((off >> 4) & 63);
   if (!(w.load(std::memory_order_relaxed) & m)) return false;
   w.fetch_and(~m, std::memory_order_relaxed);
@@ -311,14 +311,14 @@ bool Store::test_clear_ref(std::uint64_t off) noexcept {
 void Store::init_access(std::uint64_t off, bool token) noexcept {
   access_[off >> 5].store(static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu,
                           std::memory_order_relaxed);
-  auto& w = token_bits_[(off >> 4) >> 6];
+  auto w = token_bits_[(off >> 4) >> 6];
   const std::uint64_t m = 1ull << ((off >> 4) & 63);
   if (token) w.fetch_or(m, std::memory_order_relaxed);
   else if (w.load(std::memory_order_relaxed) & m) w.fetch_and(~m, std::memory_order_relaxed);
 }
 
 void Store::note_access(std::uint64_t off, bool update, ItemView* v) noexcept {
-  auto& a = access_[off >> 5];
+  auto a = access_[off >> 5];
   const std::uint32_t old = a.load(std::memory_order_relaxed);
   const std::uint32_t sec = static_cast<std::uint32_t>(now() - epoch_) & 0x7fffffffu;
   if (v) {
@@ -333,7 +333,7 @@ void Store::note_access(std::uint64_t off, bool update, ItemView* v) noexcept {
 }
 
 bool Store::token_sent(std::uint64_t off) const noexcept {
-  const auto& w = token_bits_[(off >> 4) >> 6];
+  const auto w = token_bits_[(off >> 4) >> 6];
   return (w.load(std::memory_order_relaxed) >> ((off >> 4) & 63)) & 1;
 }
 
