@@ -73,7 +73,9 @@ TEST_P(TaggedWords, WordsTaggedWithTheNextOpensGenerationAreRefusedAtOpen) {
         const std::string k =  // >= 16 bytes: no leaf's key_len word looks like a node type
             "tagged-key-" + std::to_string(t) + ":" + std::to_string(i * 7919 % 3000);
         ASSERT_EQ((*ix)->insert(key_of(k), (std::uint64_t{1} << 60) | i), Status::ok);
-        if (i % 5 == 0) ASSERT_EQ((*ix)->remove(key_of(k)), Status::ok);
+        if (i % 5 == 0) {
+          ASSERT_EQ((*ix)->remove(key_of(k)), Status::ok);
+        }
       }
     };
     if (threads) {
