@@ -57,8 +57,8 @@ std::string pmem2_text() {
 PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
 
 //! Most chunks a pool may have: the allocator keeps ~40 bytes of DRAM per chunk while the
-//! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, failed its open with
-//! bad_alloc before session 20).
+//! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, died of bad_alloc in the
+//! allocator's constructor before session 20).
 constexpr std::uint64_t kMaxChunkCount = 1ull << 24;
 
 //! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB, and larger chunks
