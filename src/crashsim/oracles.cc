@@ -208,7 +208,7 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
         add("NOT_ATOMIC", "key " + printable(k) + " of operations in flight: lookup " +
                               show(got) + ", scan " + show(in_scan) + ", want both " + want_text);
       }
-      allowed_got.emplace_back(&std::prev(li)->first, got);
+      allowed_got.emplace_back(&k, got);
       continue;
     }
     if (got == want && in_scan == want) continue;

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "pm/allocator.h"
@@ -264,21 +265,6 @@ void start_session(PoolHeader* h) {
   pm::persist(&h->generation, 2 * sizeof(std::uint64_t));
 }
 
-}  // namespace
-
-Pool::Pool() = default;
-
-Pool::~Pool() {
-  alloc_.reset();
-  if (base_) {
-    PoolHeader* h = header_of(base_);
-    pm::store_persist(&h->clean_shutdown, std::uint64_t{1});
-  }
-  // impl_ unmaps and closes.
-}
-
-namespace {
-
 //! Gives the new pool file its name, refusing to replace a file that appeared meanwhile: an
 //! unnamed (O_TMPFILE) file is linked through /proc/self/fd, or without /proc with
 //! AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH); a temporary name is renamed. False with
@@ -294,6 +280,17 @@ bool name_new_file(int fd, const std::string& tmp, const std::string& path) {
 }
 
 }  // namespace
+
+Pool::Pool() = default;
+
+Pool::~Pool() {
+  alloc_.reset();
+  if (base_) {
+    PoolHeader* h = header_of(base_);
+    pm::store_persist(&h->clean_shutdown, std::uint64_t{1});
+  }
+  // impl_ unmaps and closes.
+}
 
 //! Creates a pool the way a crash cannot leave half made: the file is built without a name
 //! (O_TMPFILE in the pool's directory: sized, its space reserved, the header persisted) and
@@ -313,8 +310,8 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
-  const std::string::size_type slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
   std::string tmp;  // the temporary name, when O_TMPFILE was not available
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {

@@ -223,9 +223,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
                                                       &s->pool_->allocator());
   }
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
-  s->ref_bits_ = ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
-  s->token_bits_ = ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
-  s->access_ = ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
+  s->ref_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
+  s->token_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
+  s->access_ = kit::ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
   s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
   if (auto r = s->init_meta(init); !r) return r.error();
   if (!fresh) {

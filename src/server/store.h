@@ -55,10 +55,10 @@
 #include <vector>
 
 #include "index/common/epoch.h"
+#include "index/common/zeroed_array.h"
 #include "pm/allocator.h"
 #include "pm/size_classes.h"
 #include "server/item_layout.h"
-#include "server/zeroed_array.h"
 #include "wort/function_ref.h"
 #include "wort/index.h"
 #include "wort/pool.h"
@@ -370,12 +370,13 @@ class Store {
   std::vector<std::uint64_t> ballast_;
   std::atomic<bool> ballast_short_{false};  // a ballast block was given back
   std::string sweep_hand_;
-  // The side tables are ZeroedArrays: resident only where items have been (zeroed_array.h).
-  ZeroedArray<std::uint64_t> ref_bits_;    // CLOCK bit per 16-byte granule
-  ZeroedArray<std::uint64_t> token_bits_;  // recache token sent, per granule
+  // The side tables are ZeroedArrays: resident only where items have been
+  // (index/common/zeroed_array.h).
+  kit::ZeroedArray<std::uint64_t> ref_bits_;    // CLOCK bit per 16-byte granule
+  kit::ZeroedArray<std::uint64_t> token_bits_;  // recache token sent, per granule
   // Per 32-byte granule (two items never share one: an item block is >= 48 bytes):
   // bit 31 = fetched, bits 0..30 = second of the last access since `epoch_` (0 = unknown).
-  ZeroedArray<std::uint32_t> access_;
+  kit::ZeroedArray<std::uint32_t> access_;
   std::int64_t epoch_ = 0;
   StoreCounters counters_;
 };

@@ -35,9 +35,16 @@ int serve(const std::string& args, std::string* out = nullptr) {
   return rc;
 }
 
-TEST(ServeStart, CheckOfAMissingPoolFailsAndCreatesNothing) {
-  const std::string pool = temp_path("missing") + ".pool";
+//! A pool path in the temporary directory with no file at it (one an earlier run left is
+//! removed).
+std::string fresh_pool(const std::string& tag) {
+  const std::string pool = temp_path(tag) + ".pool";
   std::filesystem::remove(pool);
+  return pool;
+}
+
+TEST(ServeStart, CheckOfAMissingPoolFailsAndCreatesNothing) {
+  const std::string pool = fresh_pool("missing");
   std::string out;
   EXPECT_NE(serve("--pool " + pool + " --check", &out), 0) << out;
   EXPECT_NE(out.find("no pool"), std::string::npos) << out;
@@ -45,12 +52,10 @@ TEST(ServeStart, CheckOfAMissingPoolFailsAndCreatesNothing) {
 }
 
 TEST(ServeStart, AFailedStartLeavesNoNewPool) {
-  const std::string busy = temp_path("busy") + ".pool";
-  std::filesystem::remove(busy);
+  const std::string busy = fresh_pool("busy");
   ServerProc srv;
   ASSERT_TRUE(srv.start(busy, {"-t", "1", "-m", "4"}));
-  const std::string pool = temp_path("failed") + ".pool";
-  std::filesystem::remove(pool);
+  const std::string pool = fresh_pool("failed");
   std::string out;
   EXPECT_NE(serve("--pool " + pool + " -m 4 -t 1 -p " + std::to_string(srv.port()), &out), 0);
   EXPECT_NE(out.find("cannot listen"), std::string::npos) << out;
@@ -131,8 +136,7 @@ TEST(ServeStart, HelpShowsServeOptionsOnlyAndIgnoredOptionsWarn) {
   EXPECT_NE(out.find("roart"), std::string::npos) << out;
   for (const char* absent : {"--dist", "--workload", " art ", "art:", "(not art"})
     EXPECT_EQ(out.find(absent), std::string::npos) << absent << " in:\n" << out;
-  const std::string pool = temp_path("warn") + ".pool";
-  std::filesystem::remove(pool);
+  const std::string pool = fresh_pool("warn");
   {
     ServerProc srv;
     ASSERT_TRUE(srv.start(pool, {"-t", "1", "-m", "4"}));
@@ -150,8 +154,7 @@ TEST(ServeStart, HelpShowsServeOptionsOnlyAndIgnoredOptionsWarn) {
 // element written when built: a 4 GiB pool's server held ~590 MB of anonymous memory before
 // its first request (9.4 GB at -m 65536). Skipped where the 4 GiB file cannot be reserved.
 TEST(ServeStart, AnEmptyLargePoolTakesLittleDram) {
-  const std::string pool = temp_path("large") + ".pool";
-  std::filesystem::remove(pool);
+  const std::string pool = fresh_pool("large");
   {
     ServerProc srv;
     if (!srv.start(pool, {"-t", "1", "-m", "4096"})) {
@@ -171,8 +174,7 @@ TEST(ServeStart, AnEmptyLargePoolTakesLittleDram) {
 // -I above half of -m for a new pool is refused, as memcached refuses it (it was accepted
 // before session 20, and stats reported an item_size_max no item could reach).
 TEST(ServeStart, AnItemLimitAboveHalfTheMemoryIsRefused) {
-  const std::string pool = temp_path("big-items") + ".pool";
-  std::filesystem::remove(pool);
+  const std::string pool = fresh_pool("big-items");
   std::string out;
   EXPECT_EQ(serve("--pool " + pool + " -m 4 -I 3m --port 0", &out), 2) << out;
   EXPECT_NE(out.find("-I: at most half of -m"), std::string::npos) << out;

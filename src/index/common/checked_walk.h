@@ -29,14 +29,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "index/common/zeroed_array.h"
 #include "pm/allocator.h"
 #include "wort/pool.h"
 #include "wort/status.h"
@@ -70,7 +68,7 @@ class CheckedWalk {
   CheckedWalk(const Pool& pool, std::string_view who,
               std::uint32_t max_depth = kDefaultMaxDepth)
       : check_(pool), who_(who), max_depth_(max_depth),
-        seen_(zeroed_words((pool.size() / kGranule + 63) / 64)) {}
+        seen_((pool.size() / kGranule + 63) / 64) {}
 
   //! Checks the block at `off` (see the file comment) and marks it reached. On failure
   //! records why (the walk stops) and returns false; the caller returns without reading.
@@ -80,7 +78,7 @@ class CheckedWalk {
       return fail(std::string(what) + " at " + hex(off) + " is not a " + std::to_string(len) +
                   "-byte, " + std::to_string(align) + "-aligned block of this pool");
     const std::uint64_t g = off / kGranule;
-    std::uint64_t& word = seen_[g / 64];
+    std::uint64_t& word = seen_.data()[g / 64];
     const std::uint64_t bit = 1ull << (g % 64);
     if (word & bit) return fail(std::string(what) + " at " + hex(off) + " reached twice (a cycle?)");
     word |= bit;
@@ -176,18 +174,7 @@ class CheckedWalk {
   BlockCheck check_;
   std::string who_;
   std::uint32_t max_depth_;
-  struct Free {
-    void operator()(std::uint64_t* p) const noexcept { std::free(p); }
-  };
-  //! `n` zero words from calloc: a large bitmap comes straight from mmap, already zero, so
-  //! only the pages the walk marks become resident (a vector's fill touched them all: a
-  //! 64 GiB pool's open took 535 MB of RSS for its 512 MiB bitmap).
-  static std::unique_ptr<std::uint64_t[], Free> zeroed_words(std::size_t n) {
-    auto* p = static_cast<std::uint64_t*>(std::calloc(n, sizeof(std::uint64_t)));
-    if (p == nullptr) throw std::bad_alloc();
-    return std::unique_ptr<std::uint64_t[], Free>(p);
-  }
-  std::unique_ptr<std::uint64_t[], Free> seen_;  // one bit per 16-byte granule of the pool
+  ZeroedArray<std::uint64_t> seen_;  // one bit per 16-byte granule of the pool (zeroed_array.h)
   std::vector<Item> stack_;
   Error error_;
 };
