@@ -13,8 +13,11 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "wort/function_ref.h"
@@ -24,7 +27,8 @@
 
 namespace wort {
 
-//! Called for each key/value in order; return false to stop early.
+//! Called for each key/value in order; return false to stop early. It must not call the
+//! index's writing operations (on a kind serialised by its handle, that would wait forever).
 using Visitor = FunctionRef<bool(Key, Value)>;
 //! Walks blocks for the allocator (see pm/allocator.h).
 using BlockVisitorFn = FunctionRef<void(std::uint64_t)>;
@@ -51,6 +55,7 @@ template <class T>
 concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOptions& o,
                                 Key k, Value v, Visitor vis, BlockVisitorFn bv, std::ostream& os) {
   { T::kKind } -> std::convertible_to<std::string_view>;          // registry name
+  { T::kMaxKeySize } -> std::convertible_to<std::size_t>;         // longest key it stores
   { T::create(pool, o) } -> std::same_as<Result<std::unique_ptr<T>>>;  // new index in an empty pool
   { T::open(pool) } -> std::same_as<Result<std::unique_ptr<T>>>;       // recovery happens here
   { t.insert(k, v) } -> std::same_as<Status>;    // exists if present
@@ -85,7 +90,10 @@ struct OpenOptions {
 class Index {
  public:
   virtual ~Index();
-  //! Creates an index of `kind` in a fresh pool whose header names the same kind.
+  //! Creates an index of `kind` in a fresh pool whose header names the same kind. A volatile
+  //! kind (`art`: its tree lives in DRAM, nothing in the pool) is refused with
+  //! invalid_argument in a file pool, whose data would be gone at the next open; it runs in
+  //! a Pool::create_in_memory pool.
   static Result<std::unique_ptr<Index>> create(Pool& pool, std::string_view kind,
                                                const IndexOptions& opts = {});
   //! Opens the index the pool holds (its kind comes from the header); runs recovery (all of
@@ -93,12 +101,21 @@ class Index {
   //! One handle per Pool at a time: while a handle from create() or open() lives, another
   //! open() or create() on the same Pool fails with invalid_argument (two handles would
   //! each keep their own DRAM state of one tree, and the second's recovery would run
-  //! under the first's writers).
+  //! under the first's writers). The handle keeps its Pool alive: deleting the Pool first
+  //! leaves it open until the handle goes (see Pool's operator delete).
   static Result<std::unique_ptr<Index>> open(Pool& pool, const OpenOptions& o = {});
   //! Names of every registered kind, sorted.
   static std::vector<std::string> kinds();
 
   virtual std::string_view kind() const noexcept = 0;
+  //! The longest key this kind stores (bytes): insert and upsert refuse a longer one with
+  //! invalid_argument (lookup finds nothing, update and remove answer not_found). At least
+  //! kMaxKeyLength for every kind; registry::Entry::max_key_size and `wort list` say the same.
+  virtual std::size_t max_key_size() const noexcept = 0;
+  //! True if threads may call this handle's operations at once without a lock of their own
+  //! (the kind's own protocol: lock-free readers, node locks). A handle of any other kind is
+  //! safe to share too: it serialises its callers itself (readers together, a writer alone).
+  virtual bool concurrent() const noexcept = 0;
   virtual Status insert(Key k, Value v) = 0;
   virtual Status upsert(Key k, Value v) = 0;
   virtual Status update(Key k, Value v) = 0;
@@ -121,28 +138,60 @@ class Index {
  private:
   friend struct IndexClaim;  // create() and open(): the one-handle-per-Pool rule
   //! The Pool this handle holds, when create() or open() made it: released at destruction.
-  const Pool* claimed_ = nullptr;
+  Pool* claimed_ = nullptr;
 };
 
-//! The adapter the registry instantiates for each concrete index.
+//! The adapter the registry instantiates for each concrete index. A kind without its own
+//! concurrency (no `T::kConcurrent`, or false) gets a reader/writer lock here, so that every
+//! handle is safe to share between threads.
 template <IndexConcept T>
 class IndexAdapter final : public Index {
+  static constexpr bool kOwnConcurrency = [] {
+    if constexpr (requires { T::kConcurrent; }) return bool(T::kConcurrent);
+    else return false;
+  }();
+  //! The lock a call takes: none for a concurrent kind, else shared or exclusive.
+  struct NoLock {
+    explicit NoLock(const IndexAdapter&) noexcept {}
+  };
+  struct Shared {
+    explicit Shared(const IndexAdapter& a) : g(a.serial_) {}
+    std::shared_lock<std::shared_mutex> g;
+  };
+  struct Exclusive {
+    explicit Exclusive(const IndexAdapter& a) : g(a.serial_) {}
+    std::unique_lock<std::shared_mutex> g;
+  };
+  using ReadLock = std::conditional_t<kOwnConcurrency, NoLock, Shared>;
+  using WriteLock = std::conditional_t<kOwnConcurrency, NoLock, Exclusive>;
+
  public:
   explicit IndexAdapter(std::unique_ptr<T> impl) : impl_(std::move(impl)) {}
   T& impl() noexcept { return *impl_; }
   const T& impl() const noexcept { return *impl_; }
   std::string_view kind() const noexcept override { return T::kKind; }
-  Status insert(Key k, Value v) override { return impl_->insert(k, v); }
-  Status upsert(Key k, Value v) override { return impl_->upsert(k, v); }
-  Status update(Key k, Value v) override { return impl_->update(k, v); }
-  std::optional<Value> lookup(Key k) const override { return impl_->lookup(k); }
-  Status remove(Key k) override { return impl_->remove(k); }
-  std::size_t scan(Key f, std::size_t n, Visitor v) const override { return impl_->scan(f, n, v); }
-  std::size_t range(Key lo, Key hi, Visitor v) const override { return impl_->range(lo, hi, v); }
-  IndexStats stats() const override { return impl_->stats(); }
-  Result<void> verify() const override { return impl_->verify(); }
-  void dump(std::ostream& os) const override { impl_->dump(os); }
-  Result<void> visit_blocks(BlockVisitorFn v) const override { return impl_->visit_blocks(v); }
+  std::size_t max_key_size() const noexcept override { return T::kMaxKeySize; }
+  bool concurrent() const noexcept override { return kOwnConcurrency; }
+  Status insert(Key k, Value v) override { WriteLock l(*this); return impl_->insert(k, v); }
+  Status upsert(Key k, Value v) override { WriteLock l(*this); return impl_->upsert(k, v); }
+  Status update(Key k, Value v) override { WriteLock l(*this); return impl_->update(k, v); }
+  std::optional<Value> lookup(Key k) const override { ReadLock l(*this); return impl_->lookup(k); }
+  Status remove(Key k) override { WriteLock l(*this); return impl_->remove(k); }
+  std::size_t scan(Key f, std::size_t n, Visitor v) const override {
+    ReadLock l(*this);
+    return impl_->scan(f, n, v);
+  }
+  std::size_t range(Key lo, Key hi, Visitor v) const override {
+    ReadLock l(*this);
+    return impl_->range(lo, hi, v);
+  }
+  IndexStats stats() const override { ReadLock l(*this); return impl_->stats(); }
+  Result<void> verify() const override { ReadLock l(*this); return impl_->verify(); }
+  void dump(std::ostream& os) const override { ReadLock l(*this); impl_->dump(os); }
+  Result<void> visit_blocks(BlockVisitorFn v) const override {
+    ReadLock l(*this);
+    return impl_->visit_blocks(v);
+  }
   Result<void> wait_recovery() override {
     if constexpr (requires(T& t) { { t.wait_trace() } -> std::same_as<Result<void>>; })
       return impl_->wait_trace();
@@ -152,6 +201,8 @@ class IndexAdapter final : public Index {
 
  private:
   std::unique_ptr<T> impl_;
+  //! Serialises the callers of a kind without its own concurrency (unused otherwise).
+  mutable std::shared_mutex serial_;
 };
 
 //! Wraps a concrete index (or its error) in the type-erased handle: what the registry and

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,6 +72,15 @@ class Pool {
   ~Pool();  //!< records a clean shutdown and unmaps
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
+  //! Deleting a Pool (its unique_ptr let go) while an Index handle made on it by
+  //! Index::create / Index::open still lives only marks it: the pool stays mapped, locked
+  //! and usable through that handle, and is closed when the handle is destroyed. So an
+  //! index can never outlive the memory it points into, whatever order the two go in.
+  static void operator delete(Pool* p, std::destroying_delete_t);
+  //! The allocation the operator delete above frees (the global one), and its plain
+  //! counterpart (a new-expression whose constructor throws frees with it).
+  static void* operator new(std::size_t n) { return ::operator new(n); }
+  static void operator delete(void* p) noexcept { ::operator delete(p); }
 
   std::byte* base() const noexcept { return base_; }
   std::uint64_t size() const noexcept { return size_; }
@@ -108,6 +118,14 @@ class Pool {
   struct Impl;  // mapping handles (libpmem2 objects, fd, anonymous buffer)
 
  private:
+  friend struct IndexClaim;  // Index::create / Index::open: one handle per Pool
+  //! Takes the one index-handle claim; false if a handle holds it already.
+  bool claim_for_index() noexcept;
+  //! Gives the claim back, and destroys the Pool if its owner deleted it meanwhile.
+  static void release_index_claim(Pool* p) noexcept;
+  //! Runs the destructor and frees the memory (what `delete` does without a live handle).
+  static void destroy(Pool* p) noexcept;
+
   Pool();
   std::byte* base_ = nullptr;
   std::uint64_t size_ = 0;

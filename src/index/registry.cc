@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
-#include <set>
 
 namespace wort::registry {
 namespace {
@@ -34,42 +32,27 @@ std::vector<const Entry*> all() {
 
 namespace wort {
 
-namespace {
-//! The Pools an Index handle from Index::create / Index::open holds now.
-std::mutex g_claims_lock;
-std::set<const Pool*>& claims() {
-  static std::set<const Pool*> s;
-  return s;
-}
-void unclaim(const Pool* pool) {
-  std::lock_guard g(g_claims_lock);
-  claims().erase(pool);
-}
-}  // namespace
-
 //! One handle per Pool: claims `pool`, makes the handle, and gives the claim to it (to
-//! ~Index), or back if making it failed.
+//! ~Index, which gives it back to the Pool), or back at once if making it failed.
 struct IndexClaim {
   template <class Make>
   static Result<std::unique_ptr<Index>> hold(Pool& pool, Make&& make) {
-    {
-      std::lock_guard g(g_claims_lock);
-      if (!claims().insert(&pool).second)
-        return Error{Status::invalid_argument,
-                     "an index handle of this pool is open already (one at a time)"};
-    }
+    if (!pool.claim_for_index())
+      return Error{Status::invalid_argument,
+                   "an index handle of this pool is open already (one at a time)"};
     Result<std::unique_ptr<Index>> r = make();
     if (!r) {
-      unclaim(&pool);
+      Pool::release_index_claim(&pool);
       return r;
     }
     (*r)->claimed_ = &pool;
     return r;
   }
+  static void release(Pool* pool) noexcept { Pool::release_index_claim(pool); }
 };
 
 Index::~Index() {
-  if (claimed_ != nullptr) unclaim(claimed_);
+  if (claimed_ != nullptr) IndexClaim::release(claimed_);
 }
 
 Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
@@ -82,6 +65,11 @@ Result<std::unique_ptr<Index>> Index::create(Pool& pool, std::string_view kind,
                                          std::string(kind) + "'"};
   if (pool.root() != 0)
     return Error{Status::invalid_argument, "pool already holds an index; use Index::open"};
+  if (!e->persistent && !pool.mapping().in_memory)
+    return Error{Status::invalid_argument,
+                 "index kind '" + std::string(kind) +
+                     "' is volatile (its tree lives in DRAM, nothing in the pool): a file pool "
+                     "would lose it at close; use Pool::create_in_memory, or a persistent kind"};
   return IndexClaim::hold(pool, [&] { return e->create(pool, opts); });
 }
 

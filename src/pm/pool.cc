@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 
 #include "pm/allocator.h"
@@ -22,6 +23,12 @@
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
 #include "pm/size_classes.h"
+
+// GCC 12 takes the destroying operator delete (pool.h) that a unique_ptr<Pool> calls for a
+// mismatch with the class's operator new, in the functions here that make a Pool with `new`
+// and may destroy it on an error path. They pair: the destroying delete frees with the
+// global operator delete, which the class's operator new allocates with.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 namespace wort {
 
@@ -36,6 +43,10 @@ struct Pool::Impl {
   void* anon = nullptr;  // create_in_memory
   std::size_t anon_size = 0;
   bool prev_clean = false;  // clean_shutdown as found at open
+  // One Index handle at a time, and a Pool deleted under a live handle (see pool.h).
+  std::mutex claim_lock;
+  bool index_claimed = false;
+  bool owner_deleted = false;
 
   ~Impl() {
     if (map) pmem2_map_delete(&map);
@@ -58,8 +69,7 @@ std::string pmem2_text() {
 PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(base); }
 
 //! Most chunks a pool may have: the allocator keeps ~40 bytes of DRAM per chunk while the
-//! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, died of bad_alloc in the
-//! allocator's constructor before session 20).
+//! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, would need 80 GiB of it).
 constexpr std::uint64_t kMaxChunkCount = 1ull << 24;
 
 //! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB, and larger chunks
@@ -187,13 +197,10 @@ Result<void> check_mutable(const PoolHeader& h, const std::string& name) {
   return {};
 }
 
-//! Every check open() and attach() make, in the order that gives the most useful answer.
-Result<void> check_header(const std::byte* base, std::uint64_t avail, const std::string& name,
-                          std::string_view expected_kind) {
-  if (avail < pm::kHeaderSize)
-    return bad(Status::truncated, name,
-               "only " + std::to_string(avail) + " bytes, shorter than the 4096-byte header");
-  const auto& h = *reinterpret_cast<const PoolHeader*>(base);
+//! The checks of the header page alone, in the order that gives the most useful answer;
+//! `avail` is the size of the whole file or image.
+Result<void> check_header_page(const PoolHeader& h, std::uint64_t avail, const std::string& name,
+                               std::string_view expected_kind) {
   if (h.magic != pm::kPoolMagic)
     return bad(Status::not_a_pool, name,
                h.magic == 0 ? "no pool magic (not a pool, or its creation did not finish)"
@@ -219,6 +226,28 @@ Result<void> check_header(const std::byte* base, std::uint64_t avail, const std:
     return bad(Status::wrong_kind, name,
                "holds index kind '" + std::string(kind) + "', not '" + std::string(expected_kind) +
                    "'");
+  return {};
+}
+
+//! A file or image shorter than the header: truncated if it starts as a pool does (with
+//! the magic, or as much of it as there is), else not a pool at all, whatever its size.
+Error short_header(const std::byte* bytes, std::uint64_t avail, const std::string& name) {
+  const std::uint64_t magic = pm::kPoolMagic;
+  const std::size_t n = std::min<std::size_t>(avail, sizeof magic);
+  if (avail == 0) return bad(Status::not_a_pool, name, "an empty file (0 bytes), not a pool");
+  if (std::memcmp(bytes, &magic, n) != 0)
+    return bad(Status::not_a_pool, name, "no pool magic: not a wort pool (" +
+                                             std::to_string(avail) + " bytes)");
+  return bad(Status::truncated, name,
+             "only " + std::to_string(avail) + " bytes, shorter than the 4096-byte header");
+}
+
+//! Every check open() and attach() make: the header page, then the chunk table.
+Result<void> check_header(const std::byte* base, std::uint64_t avail, const std::string& name,
+                          std::string_view expected_kind) {
+  if (avail < pm::kHeaderSize) return short_header(base, avail, name);
+  const auto& h = *reinterpret_cast<const PoolHeader*>(base);
+  if (auto r = check_header_page(h, avail, name, expected_kind); !r) return r;
   std::string why;
   if (!pm::validate_chunk_table(base, h, why)) return bad(Status::corrupt, name, why);
   return {};
@@ -295,23 +324,27 @@ Pool::~Pool() {
 //! Creates a pool the way a crash cannot leave half made: the file is built without a name
 //! (O_TMPFILE in the pool's directory: sized, its space reserved, the header persisted) and
 //! only then linked at `path`, with a link that refuses to replace an existing file. A crash
-//! before that leaves no file at all: the unnamed file goes with the last descriptor. Before
-//! session 18 a crash left a half-made file at `path` that open() refused ("creation did not
-//! finish") and create() refused too ("File exists"); sessions 18 and 19 built the file
-//! under a temporary name, which a crash left behind, its whole size reserved, once per
-//! crash. On a filesystem without O_TMPFILE the temporary name (`NAME.creating.XXXXXX`) is
-//! still the fallback. The space is reserved with posix_fallocate: a sparse file on a
-//! filesystem without room for it (a small tmpfs) would otherwise fail later, as a SIGBUS at
-//! the first store to a page that cannot be allocated.
+//! before that leaves no file at all: the unnamed file goes with the last descriptor. On a
+//! filesystem without O_TMPFILE the file is built under a temporary name
+//! (`NAME.creating.XXXXXX`), which a crash leaves behind. The space is reserved with
+//! posix_fallocate: a sparse file on a filesystem without room for it (a small tmpfs) would
+//! otherwise fail later, as a SIGBUS at the first store to a page that cannot be allocated.
 Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOptions& options) {
   PoolOptions opts = options;
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
+  if (path.empty()) return Error{Status::invalid_argument, "cannot create a pool: the path is empty"};
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
   std::string dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
+  struct stat dir_st {};
+  if (const bool found = ::stat(dir.c_str(), &dir_st) == 0; !found || !S_ISDIR(dir_st.st_mode)) {
+    const int e = found ? ENOTDIR : errno;
+    return Error{e == ENOENT ? Status::no_such_file : Status::io_error,
+                 "cannot create pool '" + path + "': its directory '" + dir + "': " + errno_text(e)};
+  }
   std::string tmp;  // the temporary name, when O_TMPFILE was not available
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
@@ -321,31 +354,41 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
   }
   if (fd < 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(errno)};
-  std::unique_ptr<Pool> p(new Pool());
-  p->impl_ = std::make_unique<Impl>();
-  p->impl_->name = path;
-  p->impl_->fd = fd;
-  auto fail = [&](Error e) -> Result<std::unique_ptr<Pool>> {
+  // The Pool object is made only when the file is whole and named: until then the mapping
+  // lives in `im` alone, and every failure below unmaps, closes and removes what it made
+  // (a Pool's destructor writes the clean-shutdown flag, which a half-made file must not
+  // get, and which would fault on a mapping already gone).
+  auto im = std::make_unique<Impl>();
+  im->name = path;
+  im->fd = fd;
+  auto fail = [&](Status s, const std::string& what) -> Result<std::unique_ptr<Pool>> {
     if (!tmp.empty()) ::unlink(tmp.c_str());
-    p->impl_.reset();
-    return e;
+    return Error{s, what};
   };
-  if (auto r = lock_file(fd, path); !r) return fail(r.error());
+  if (auto r = lock_file(fd, path); !r) return fail(r.error().code, r.error().message);
   const auto bytes = static_cast<off_t>(geom->pool_size);
-  if (::ftruncate(fd, bytes) != 0)
-    return fail(Error{Status::io_error, "cannot size pool '" + path + "' to " +
-                                            std::to_string(geom->pool_size) +
-                                            " bytes: " + errno_text(errno)});
+  if (::ftruncate(fd, bytes) != 0) {
+    const int e = errno;
+    return fail(e == EFBIG || e == ENOSPC ? Status::out_of_space : Status::io_error,
+                "cannot size pool '" + path + "' to " + std::to_string(geom->pool_size) +
+                    " bytes: " + errno_text(e));
+  }
   if (const int e = ::posix_fallocate(fd, 0, bytes); e != 0 && e != EOPNOTSUPP && e != EINVAL)
-    return fail(Error{e == ENOSPC ? Status::out_of_space : Status::io_error,
-                      "cannot reserve " + std::to_string(geom->pool_size) + " bytes for pool '" +
-                          path + "': " + errno_text(e)});
-  if (auto r = map_file(*p->impl_, &p->base_, p->mapping_); !r) return fail(r.error());
-  write_new_header(p->base_, *geom, opts);
+    return fail(e == ENOSPC || e == EFBIG ? Status::out_of_space : Status::io_error,
+                "cannot reserve " + std::to_string(geom->pool_size) + " bytes for pool '" + path +
+                    "': " + errno_text(e));
+  std::byte* base = nullptr;
+  MappingInfo mapping;
+  if (auto r = map_file(*im, &base, mapping); !r) return fail(r.error().code, r.error().message);
+  write_new_header(base, *geom, opts);
   if (!name_new_file(fd, tmp, path)) {
     const int e = errno;
-    return fail(Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(e)});
+    return fail(Status::io_error, "cannot create pool '" + path + "': " + errno_text(e));
   }
+  std::unique_ptr<Pool> p(new Pool());
+  p->impl_ = std::move(im);
+  p->base_ = base;
+  p->mapping_ = mapping;
   p->size_ = geom->pool_size;
   p->impl_->prev_clean = false;
   p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/true);
@@ -370,12 +413,21 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
   if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
     return Error{Status::not_a_pool, "pool '" + path + "': not a regular file or device"};
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
-  if (S_ISREG(st.st_mode) && file_size < pm::kHeaderSize)
-    return bad(Status::truncated, path,
-               "only " + std::to_string(file_size) + " bytes, shorter than the 4096-byte header");
-  // A pool made sparse (by a build before session 18, or copied so) gets its space now,
-  // not as a SIGBUS at the first store to a page its filesystem has no room for.
   if (S_ISREG(st.st_mode)) {
+    // The header is read and checked before anything is reserved or mapped: a file that is
+    // not a valid pool is never written to (its holes, its mtime), whatever its size.
+    alignas(PoolHeader) std::byte page[pm::kHeaderSize] = {};
+    const std::size_t want = std::min<std::uint64_t>(file_size, sizeof page);
+    const ssize_t got = ::pread(fd, page, want, 0);
+    if (got < 0) return bad(Status::io_error, path, "cannot read its header: " + errno_text(errno));
+    if (static_cast<std::size_t>(got) < sizeof page)
+      return short_header(page, static_cast<std::uint64_t>(got), path);
+    if (auto r = check_header_page(*reinterpret_cast<const PoolHeader*>(page), file_size, path,
+                                   expected_kind);
+        !r)
+      return r.error();
+    // A pool made sparse (copied so, or by an older build) gets its space now, not as a
+    // SIGBUS at the first store to a page its filesystem has no room for.
     if (const int e = ::posix_fallocate(fd, 0, st.st_size); e != 0 && e != EOPNOTSUPP && e != EINVAL)
       return bad(e == ENOSPC ? Status::out_of_space : Status::io_error, path,
                  "cannot reserve its " + std::to_string(file_size) + " bytes: " + errno_text(e));
@@ -440,6 +492,39 @@ Result<std::unique_ptr<Pool>> Pool::attach(std::span<std::byte> image,
   start_session(header_of(p->base_));
   p->alloc_ = std::make_unique<pm::Allocator>(*p, /*fresh=*/false);
   return p;
+}
+
+void Pool::operator delete(Pool* p, std::destroying_delete_t) {
+  if (p->impl_) {
+    std::lock_guard g(p->impl_->claim_lock);
+    if (p->impl_->index_claimed) {
+      p->impl_->owner_deleted = true;  // the handle's release_index_claim destroys it
+      return;
+    }
+  }
+  destroy(p);
+}
+
+void Pool::destroy(Pool* p) noexcept {
+  p->~Pool();
+  ::operator delete(p);
+}
+
+bool Pool::claim_for_index() noexcept {
+  std::lock_guard g(impl_->claim_lock);
+  if (impl_->index_claimed) return false;
+  impl_->index_claimed = true;
+  return true;
+}
+
+void Pool::release_index_claim(Pool* p) noexcept {
+  bool destroy_now = false;
+  {
+    std::lock_guard g(p->impl_->claim_lock);
+    p->impl_->index_claimed = false;
+    destroy_now = p->impl_->owner_deleted;
+  }
+  if (destroy_now) destroy(p);
 }
 
 bool Pool::contains(std::uint64_t off, std::uint64_t len) const noexcept {
