@@ -12,8 +12,10 @@ namespace wort::cli {
 int list_main(const Args&) {
   std::puts("indexes:");
   for (const registry::Entry* e : registry::all())
-    std::printf("  %-10s %s%s\n", e->name.c_str(), e->persistent ? "persistent" : "volatile",
-                e->concurrent ? ", concurrent (threads call it at once)" : "");
+    std::printf("  %-10s %s, keys up to %zu bytes, %s\n", e->name.c_str(),
+                e->persistent ? "persistent" : "volatile (file pools refuse it)", e->max_key_size,
+                e->concurrent ? "concurrent (threads call it at once)"
+                              : "serialised (threads share a handle, one writer at a time)");
   std::puts("key distributions (--dist):");
   for (auto d : {bench::KeyDist::dense, bench::KeyDist::sparse, bench::KeyDist::clustered,
                  bench::KeyDist::varbytes, bench::KeyDist::words, bench::KeyDist::email,

@@ -44,6 +44,8 @@ struct Entry {
   //! True for an index whose operations may be called from many threads at once
   //! (T::kConcurrent): `wort bench --threads N` then calls it without its serialising lock.
   bool concurrent = false;
+  //! T::kMaxKeySize: the longest key the kind stores (Index::max_key_size).
+  std::size_t max_key_size = kMaxKeyLength;
   std::function<Result<std::unique_ptr<Index>>(Pool&, const IndexOptions&)> create;
   std::function<Result<std::unique_ptr<Index>>(Pool&)> open;
   //! T::open_instant(pool) if the class has one (serves before the recovery trace ends:
@@ -147,7 +149,7 @@ std::function<Result<std::unique_ptr<Index>>(Pool&)> open_instant_of() {
 template <IndexConcept T>
 struct Registrar {
   Registrar() {
-    add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(),
+    add(Entry{std::string(T::kKind), is_persistent<T>(), is_concurrent<T>(), T::kMaxKeySize,
               [](Pool& p, const IndexOptions& o) { return adapt<T>(T::create(p, o)); },
               [](Pool& p) { return adapt<T>(T::open(p)); }, open_instant_of<T>(),
               &on_concrete<T, &lookup_each<T>>, &on_concrete<T, &lookup_chained<T>>});

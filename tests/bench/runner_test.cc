@@ -27,6 +27,7 @@ namespace {
 class BenchLogIndex {
  public:
   static constexpr std::string_view kKind = "benchlog";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   struct Root {
     std::uint64_t head;
   };

@@ -106,6 +106,7 @@ constexpr auto kSlowInsert = std::chrono::microseconds(20);
 class Slow64Index {
  public:
   static constexpr std::string_view kKind = "slow64";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   static Result<std::unique_ptr<Slow64Index>> create(Pool&, const IndexOptions&) {
     return std::make_unique<Slow64Index>();
   }

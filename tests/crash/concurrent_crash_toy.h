@@ -56,6 +56,7 @@ template <LogBug B>
 class ToyLog {
  public:
   static constexpr std::string_view kKind = log_kind(B);
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   static constexpr std::uint64_t kMagic = 0x746f796c6f673031ull;
   static constexpr std::uint64_t kSlots = 96;
   static constexpr Value kRemoved = ~Value{0};

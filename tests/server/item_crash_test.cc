@@ -49,6 +49,7 @@ template <class Inner, server::ItemWriteBack WB>
 class ItemIndex {
  public:
   static constexpr std::string_view kKind = Inner::kKind;
+  static constexpr std::size_t kMaxKeySize = Inner::kMaxKeySize;
 
   static Result<std::unique_ptr<ItemIndex>> create(Pool& pool, const IndexOptions& o) {
     auto in = Inner::create(pool, o);

@@ -93,6 +93,7 @@ template <ToyBug B>
 class ToyHash {
  public:
   static constexpr std::string_view kKind = toy_kind(B);
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
 
   static Result<std::unique_ptr<ToyHash>> create(Pool& pool, const IndexOptions& opts);
   static Result<std::unique_ptr<ToyHash>> open(Pool& pool);

@@ -55,6 +55,7 @@ Status ArtTree::insert(Key k, Value v) { return put(k, v, PutMode::insert); }
 Status ArtTree::upsert(Key k, Value v) { return put(k, v, PutMode::upsert); }
 
 Status ArtTree::put(Key k, Value v, PutMode mode) {
+  if (k.size() > kMaxKeySize) return Status::invalid_argument;
   if (root_.empty()) {
     root_ = Ref::of(Leaf::make(arena_, k, v));
     ++count_;

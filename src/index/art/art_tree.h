@@ -24,6 +24,7 @@ struct Leaf;
 class ArtTree {
  public:
   static constexpr std::string_view kKind = "art";
+  static constexpr std::size_t kMaxKeySize = 65000;  //!< as the persistent ART family
   static constexpr bool kPersistent = false;  //!< nothing survives the process
 
   //! A new empty tree; the pool only has to be an "art" pool (nothing is stored in it).

@@ -103,6 +103,7 @@ template <ArtFlavor Flavor>
 class ArtTree {
  public:
   static constexpr std::string_view kKind = Flavor::kKind;
+  static constexpr std::size_t kMaxKeySize = kMaxArtKey;
   //! Every entry point may be called from many threads at once (see the top of this file).
   static constexpr bool kConcurrent = true;
 

@@ -36,6 +36,7 @@ namespace wort {
 class FastFairTree {
  public:
   static constexpr std::string_view kKind = "fastfair";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   //! Lock-free readers (§5: switch counter, B-link); writers lock the leaf they change, a
   //! split, merge or borrow takes the structure lock too (README "Concurrency").
   //! verify/stats/dump/visit_blocks want a quiescent tree.

@@ -37,6 +37,7 @@ namespace wort {
 class FPTree {
  public:
   static constexpr std::string_view kKind = "fptree";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   //! Every entry point may be called from many threads at once (`wort bench --threads N`).
   static constexpr bool kConcurrent = true;
 

@@ -21,6 +21,7 @@ namespace wort {
 class NvTree {
  public:
   static constexpr std::string_view kKind = "nvtree";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
 
   //! A new, empty tree. opts.words: [0] entries per leaf (4..4096, default 32), [1] leaves
   //! per PLN (default 128), [2] IN fanout (default 128), [3] leaves per PLN after a rebuild

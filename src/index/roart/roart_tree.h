@@ -73,6 +73,7 @@ extern std::atomic<bool> g_broken_scan_reports_twice;
 class Roart {
  public:
   static constexpr std::string_view kKind = "roart";
+  static constexpr std::size_t kMaxKeySize = kMaxRoartKey;
   static constexpr bool kConcurrent = true;  //!< ROWEX: readers lock-free, writers lock nodes
 
   //! A new, empty tree. opts.words[0]: mechanisms to turn off (kNoLeafCompaction, ...).

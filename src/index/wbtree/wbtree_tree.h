@@ -21,6 +21,7 @@ namespace wort {
 class WbTree {
  public:
   static constexpr std::string_view kKind = "wbtree";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
 
   //! A new, empty tree. opts.words[0] = entries per leaf, words[1] = entries per inner node
   //! (0: the defaults, 63 and 32; each 4..63).

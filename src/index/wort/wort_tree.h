@@ -70,6 +70,7 @@ extern std::atomic<bool> g_broken_new_node_unlocked;
 class WortTree {
  public:
   static constexpr std::string_view kKind = "wort";
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   //! Every entry point may be called from many threads at once (see the top of this file).
   static constexpr bool kConcurrent = true;
 
