@@ -2,7 +2,8 @@
 // pool found after an incident. Both are read-only: the file is mapped privately
 // (copy-on-write), so the session bump, recovery's repairs and the allocator's trace happen
 // in this process's copy and never reach the file; a shared lock keeps a writer out (and is
-// refused while one has the pool open).
+// refused while one has the pool open). Both run the same checks (check_pool) and share one
+// exit table; a pool `wort serve` wrote is checked by the server's own Store.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -21,12 +23,22 @@
 #include "cli/commands.h"
 #include "pm/allocator.h"
 #include "pm/pool_layout.h"
+#include "server/store.h"
 #include "wort/index.h"
 #include "wort/key.h"
 #include "wort/pool.h"
 
 namespace wort::cli {
 namespace {
+
+// The exit status both commands give (their --help and README.md's `wort check` section).
+#define WORT_CHECK_EXIT_TABLE                                                                 \
+  "exit status (the same for check and dump):\n"                                              \
+  "  0  the pool is sound (dump: the index or KEY's value printed)\n"                         \
+  "  1  the pool is damaged (the first problem is printed); dump prints nothing of it\n"      \
+  "  2  it could not be checked: no such file, not a pool (no pool magic), in use by\n"       \
+  "     another process, a newer layout, bad usage\n"                                         \
+  "  3  dump KEY: the pool is sound and KEY is not in it\n"
 
 constexpr const char* kCheckHelp = R"(usage: wort check POOL [--quiet]
 
@@ -35,34 +47,37 @@ incident. Prints the pool header (kind, layout version, size, chunks, root, gene
 whether the last close was clean), then opens the index as recovery would (in a private
 copy-on-write mapping: nothing is written to the file), runs verify() and the allocator's
 audit (every block reached once, no block leaked), and prints the index's statistics.
-
-exit status: 0 the pool is sound, 1 it is damaged (the first problem is printed),
-             2 it could not be checked (no such file, not a pool, in use, bad usage)
+A pool written by `wort serve` (values are item blocks) is opened and checked as
+`wort serve --check` does it: every item well formed, the items' blocks in the audit.
 
   --quiet   print only the verdict line
-)";
+)" WORT_CHECK_EXIT_TABLE;
 
 constexpr const char* kDumpHelp = R"(usage: wort dump POOL [KEY] [--hex] [--u64]
 
 Prints the index a pool holds, node by node (each index draws itself), or with KEY the
-value stored under KEY. Read-only, as `wort check`: the file is never written.
+value stored under KEY (in a `wort serve` pool: the offset of the key's item block).
+Read-only, as `wort check`, and it runs the same checks first: a pool `wort check` calls
+damaged is not drawn. Messages (damage, not found) go to stderr.
 
   KEY     the key as text; with --hex, as hexadecimal bytes ("00ff10"); with --u64, a
           decimal integer stored as an 8-byte big-endian key (wort::u64_key)
-exit status: 0 printed (or KEY found), 1 KEY not found or the pool is damaged,
-             2 it could not be opened
-)";
+)" WORT_CHECK_EXIT_TABLE;
+
+constexpr int kSound = 0, kDamaged = 1, kCannot = 2, kAbsent = 3;
 
 //! A pool file mapped privately, with a shared lock held while it is mapped.
 class ReadOnlyPool {
  public:
   ~ReadOnlyPool() {
+    store.reset();
     index.reset();
     pool.reset();
-    if (map_ && map_ != MAP_FAILED) ::munmap(map_, size_);
+    unmap();
     if (fd_ >= 0) ::close(fd_);
   }
-  //! Maps and locks `path`; on failure sets `error` and returns false.
+  //! Maps and locks `path`; on failure sets `error` and returns false. A file that does not
+  //! begin with the pool magic is not a pool, whatever its size.
   bool map(const std::string& path, std::string* error) {
     // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever.
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -74,17 +89,38 @@ class ReadOnlyPool {
     if (::flock(fd_, LOCK_SH | LOCK_NB) != 0)
       return fail(error, "pool '" + path + "' is in use: another process has it open");
     size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ == 0) return fail(error, "pool '" + path + "' is empty (0 bytes): not a pool");
-    map_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
-    if (map_ == MAP_FAILED) return fail(error, std::string("cannot map: ") + std::strerror(errno));
+    if (size_ == 0) return fail(error, "'" + path + "' is empty (0 bytes): not a pool");
+    if (!remap()) return fail(error, std::string("cannot map: ") + std::strerror(errno));
+    std::uint64_t magic = 0;
+    if (size_ >= sizeof magic) std::memcpy(&magic, map_, sizeof magic);
+    if (magic != pm::kPoolMagic)
+      return fail(error, "'" + path + "' is not a pool: " +
+                             (size_ < sizeof magic ? "shorter than the pool magic"
+                              : magic == 0 ? "no pool magic (or its creation did not finish)"
+                                           : "it does not begin with the pool magic"));
     return true;
   }
+  //! A fresh private mapping of the file, as it is on disk (what an earlier attach changed
+  //! in the old mapping is gone). Only with no Pool attached.
+  bool remap() {
+    unmap();
+    map_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
+    return map_ != MAP_FAILED;
+  }
   std::span<std::byte> bytes() const { return {static_cast<std::byte*>(map_), size_}; }
+  //! The index checked (the store's, for a server pool); null if the pool holds none.
+  const Index* checked_index() const { return store ? &store->index() : index.get(); }
+  const Pool& checked_pool() const { return store ? store->pool() : *pool; }
 
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Index> index;
+  std::unique_ptr<server::Store> store;  //!< a wort serve pool, opened as the server does
 
  private:
+  void unmap() {
+    if (map_ && map_ != MAP_FAILED) ::munmap(map_, size_);
+    map_ = nullptr;
+  }
   static bool fail(std::string* error, std::string why) {
     *error = std::move(why);
     return false;
@@ -112,40 +148,73 @@ void print_header(const Pool& p) {
   std::printf("  values are blocks %s\n", p.values_are_blocks() ? "yes (a wort serve pool)" : "no");
 }
 
-//! Opens pool and index read-only; prints what fails, naming the command (`verb`: "check"
-//! or "dump"). Returns the exit status on failure.
-int open_read_only(const std::string& path, ReadOnlyPool& ro, bool header, bool quiet,
-                   const char* verb) {
+bool damage_status(Status s) { return s == Status::corrupt || s == Status::truncated; }
+
+//! Prints a failed open's verdict to `out`; returns the exit status.
+int open_failed(FILE* out, const std::string& cannot, const std::string& what, const Error& e) {
+  const bool damaged = damage_status(e.code);
+  std::fprintf(out, "%s: %s%s [%s]\n", damaged ? "DAMAGED" : cannot.c_str(), what.c_str(),
+               e.message.c_str(), std::string(to_string(e.code)).c_str());
+  return damaged ? kDamaged : kCannot;
+}
+
+int audit_failed(FILE* out, const pm::AuditReport& a) {
+  std::fprintf(out, "DAMAGED: allocator audit:\n%s",
+               a.walk_error.empty() ? a.describe().c_str() : (a.walk_error + "\n").c_str());
+  return kDamaged;
+}
+
+//! What check and dump both run (`verb` names the command in messages): the pool attached
+//! in a private mapping and opened as recovery would, then verify() and the allocator's
+//! audit. A pool whose values are item blocks (written by `wort serve`) is opened as the
+//! server's Store and checked by the Store's own verify() and audit(), the code
+//! `wort serve --check` runs: every item well formed, its block counted as reached.
+//! Prints the header when `header`, the first problem to `out`. Returns the exit status;
+//! on 0, ro holds the index (or none: the pool holds no index).
+int check_pool(const std::string& path, ReadOnlyPool& ro, bool header, FILE* out, const char* verb) {
   const std::string cannot = std::string("cannot ") + verb;
   std::string why;
   if (!ro.map(path, &why)) {
-    std::printf("%s: %s\n", cannot.c_str(), why.c_str());
-    return 2;
+    std::fprintf(out, "%s: %s\n", cannot.c_str(), why.c_str());
+    return kCannot;
   }
   auto pool = Pool::attach(ro.bytes(), {}, path);  // messages name the file, not the copy
-  if (!pool) {
-    const Status s = pool.status();
-    const bool damaged = s == Status::corrupt || s == Status::truncated;
-    std::printf("%s: %s [%s]\n", damaged ? "DAMAGED" : cannot.c_str(),
-                pool.error().message.c_str(), std::string(to_string(s)).c_str());
-    return damaged ? 1 : 2;
+  if (!pool) return open_failed(out, cannot, "", pool.error());
+  if (header) print_header(**pool);
+  if ((*pool)->values_are_blocks()) {
+    pool->reset();  // the Store attaches the file's own bytes, as the server opens them
+    if (!ro.remap()) {
+      std::fprintf(out, "%s: cannot map: %s\n", cannot.c_str(), std::strerror(errno));
+      return kCannot;
+    }
+    server::StoreOptions so;
+    so.pool_path = path;
+    so.image = ro.bytes();
+    so.open_only = true;
+    auto st = server::Store::open(so);
+    if (!st) return open_failed(out, cannot, "wort serve pool open (recovery) failed: ", st.error());
+    ro.store = std::move(*st);
+    if (auto v = ro.store->verify(); !v) {
+      std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
+      return kDamaged;
+    }
+    if (const pm::AuditReport a = ro.store->audit(); !a.ok()) return audit_failed(out, a);
+    return kSound;
   }
   ro.pool = std::move(*pool);
-  if (header && !quiet) print_header(*ro.pool);
-  if (ro.pool->root() == 0) {
-    std::printf("the pool holds no index (created, but no index was created in it)\n");
-    return 0;
-  }
+  if (ro.pool->root() == 0) return kSound;  // no index: nothing more to check
   auto index = Index::open(*ro.pool);
-  if (!index) {
-    const Status s = index.status();
-    std::printf("%s: index open (recovery) failed: %s [%s]\n",
-                s == Status::corrupt ? "DAMAGED" : cannot.c_str(), index.error().message.c_str(),
-                std::string(to_string(s)).c_str());
-    return s == Status::corrupt ? 1 : 2;
-  }
+  if (!index) return open_failed(out, cannot, "index open (recovery) failed: ", index.error());
   ro.index = std::move(*index);
-  return 0;
+  const Index& ix = *ro.index;
+  if (auto v = ix.verify(); !v) {
+    std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
+    return kDamaged;
+  }
+  const pm::AuditReport a =
+      ro.pool->allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
+  if (!a.ok()) return audit_failed(out, a);
+  return kSound;
 }
 
 }  // namespace
@@ -168,37 +237,41 @@ int check_main(const Args& args) {
   }
   if (path.empty()) throw UsageError("which pool? wort check POOL");
   ReadOnlyPool ro;
-  if (int rc = open_read_only(path, ro, /*header=*/true, quiet, "check"); rc != 0 || !ro.index) return rc;
-  Index& ix = *ro.index;
-  if (!quiet) std::printf("index             %s, opened (recovery ran in a private copy)\n",
-                          std::string(ix.kind()).c_str());
-  if (auto v = ix.verify(); !v) {
-    std::printf("DAMAGED: verify: %s\n", v.error().message.c_str());
-    return 1;
+  if (int rc = check_pool(path, ro, /*header=*/!quiet, stdout, "check"); rc != kSound) return rc;
+  const Index* ix = ro.checked_index();
+  if (!ix) {
+    std::printf("the pool holds no index (created, but no index was created in it)\n");
+    return kSound;
   }
-  const pm::AuditReport a =
-      ro.pool->allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
-  if (!a.ok()) {
-    std::printf("DAMAGED: allocator audit:\n%s", a.walk_error.empty() ? a.describe().c_str()
-                                                                     : (a.walk_error + "\n").c_str());
-    return 1;
-  }
-  const IndexStats s = ix.stats();
-  const pm::AllocatorStats as = ro.pool->allocator().stats();
+  const IndexStats s = ix->stats();
+  const pm::AllocatorStats as = ro.checked_pool().allocator().stats();
   if (!quiet) {
-    std::printf("verify            ok\naudit             ok (%llu blocks, %llu bytes in use)\n",
+    std::printf("index             %s, opened (recovery ran in a private copy)\n",
+                std::string(ix->kind()).c_str());
+    std::printf("verify            ok%s\n", ro.store ? " (the index and every item)" : "");
+    std::printf("audit             ok (%llu blocks, %llu bytes in use%s)\n",
                 static_cast<unsigned long long>(as.blocks_allocated),
-                static_cast<unsigned long long>(as.bytes_allocated));
+                static_cast<unsigned long long>(as.bytes_allocated),
+                ro.store ? ", the items' blocks among them" : "");
     std::printf("keys              %llu\n", static_cast<unsigned long long>(s.keys));
+    if (ro.store)
+      std::printf("items             %llu (the other key names the server's meta block)\n",
+                  static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
     std::printf("leaf depth        %.2f average, %llu max\n", s.avg_leaf_depth,
                 static_cast<unsigned long long>(s.max_leaf_depth));
     std::printf("pool bytes        %llu in the index's blocks\n", static_cast<unsigned long long>(s.pm_bytes));
     for (const auto& [type, n] : s.nodes)
       std::printf("  %-15s %llu\n", type.c_str(), static_cast<unsigned long long>(n));
   }
-  std::printf("OK: %s pool %s, %llu keys, sound\n", std::string(ix.kind()).c_str(), path.c_str(),
-              static_cast<unsigned long long>(s.keys));
-  return 0;
+  if (ro.store)
+    std::printf("OK: %s pool %s, %llu keys (a wort serve pool: %llu items), sound\n",
+                std::string(ix->kind()).c_str(), path.c_str(),
+                static_cast<unsigned long long>(s.keys),
+                static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
+  else
+    std::printf("OK: %s pool %s, %llu keys, sound\n", std::string(ix->kind()).c_str(),
+                path.c_str(), static_cast<unsigned long long>(s.keys));
+  return kSound;
 }
 
 namespace {
@@ -240,26 +313,26 @@ int dump_main(const Args& args) {
   }
   if (path.empty()) throw UsageError("which pool? wort dump POOL [KEY]");
   if (hex && u64) throw UsageError("--hex and --u64 do not go together");
-  ReadOnlyPool ro;
-  if (int rc = open_read_only(path, ro, /*header=*/false, true, "dump"); rc != 0) return rc;
-  if (!ro.index) return have_key ? 1 : 0;  // no index: KEY is not found (dump --help: 1)
-  if (!have_key) {
-    ro.index->dump(std::cout);
-    return 0;
-  }
   std::string bytes = key;
   if (hex) bytes = parse_hex(key);
   if (u64) {
     const auto k = u64_key(parse_count(key, "KEY"));
     bytes.assign(reinterpret_cast<const char*>(k.data()), k.size());
   }
-  const auto v = ro.index->lookup(as_key(bytes));
+  ReadOnlyPool ro;
+  if (int rc = check_pool(path, ro, /*header=*/false, stderr, "dump"); rc != kSound) return rc;
+  const Index* ix = ro.checked_index();
+  if (!have_key) {
+    if (ix) ix->dump(std::cout);
+    return kSound;
+  }
+  const auto v = ix ? ix->lookup(as_key(bytes)) : std::nullopt;
   if (!v) {
-    std::printf("not found\n");
-    return 1;
+    std::fprintf(stderr, "not found%s\n", ix ? "" : " (the pool holds no index)");
+    return kAbsent;
   }
   std::printf("%llu\n", static_cast<unsigned long long>(*v));
-  return 0;
+  return kSound;
 }
 
 }  // namespace wort::cli

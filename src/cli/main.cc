@@ -32,10 +32,12 @@ commands:
   plot     draw the paper's figures from a bench JSON file (wort plot --help)
   list     list the registered indexes, key distributions and workload presets
   serve    a memcached-compatible cache that survives kill -9 (wort serve --help)
-  check    check a pool file without changing it: header, recovery, verify, allocator
-           audit, statistics; exit 0 sound, 1 damaged, 2 cannot check (wort check --help)
-  dump     print a pool's index (or one key's value) without changing the pool
-           (wort dump --help)
+  check    check a pool file (a wort serve pool too) without changing it: header,
+           recovery, verify, allocator audit, statistics (wort check --help)
+  dump     print a pool's index (or one key's value) without changing the pool, after
+           the same checks (wort dump --help)
+           check and dump exit 0 sound, 1 damaged, 2 cannot check (not a pool, no such
+           file, in use), 3 dump KEY: no such key
 
 options:
   -h, --help     this text

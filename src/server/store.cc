@@ -158,9 +158,10 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   std::unique_ptr<Store> s(new Store());
   s->opts_ = opts;
   bool fresh = false;
-  auto p = Pool::open(opts.pool_path);
+  auto p = opts.image.empty() ? Pool::open(opts.pool_path)
+                              : Pool::attach(opts.image, {}, opts.pool_path);
   if (!p && p.status() == Status::no_such_file) {
-    if (opts.open_only)
+    if (opts.open_only || !opts.image.empty())
       return Error{Status::no_such_file, "no pool at '" + opts.pool_path + "'"};
     PoolOptions po;
     po.size = opts.pool_bytes;

@@ -50,6 +50,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,10 @@ struct StoreOptions {
   bool no_evict = false;              //!< -M: answer out of memory instead of evicting
   //! Open an existing pool only (`--check`): a missing pool is an error, nothing created.
   bool open_only = false;
+  //! If not empty: a mapping of the pool file `pool_path` to attach instead of opening the
+  //! file (`wort check`'s private copy-on-write mapping: nothing reaches the file). Implies
+  //! open_only; the mapping must outlive the Store.
+  std::span<std::byte> image;
   //! Guard a concurrent index with the one reader/writer lock all the same (the path of the
   //! non-concurrent indexes): `wort serve --global-lock`, for A/B measurements.
   bool global_lock = false;
@@ -232,6 +237,9 @@ class Store {
   const StoreOptions& options() const noexcept { return opts_; }
   std::uint64_t pool_bytes() const noexcept { return pool_->size(); }
   std::string_view kind() const noexcept { return index_->kind(); }
+  //! The pool and the index the items live in (`wort check`'s statistics, `wort dump`).
+  const Pool& pool() const noexcept { return *pool_; }
+  const Index& index() const noexcept { return *index_; }
   bool recovered() const noexcept { return recovered_; }
   std::uint64_t next_cas_peek() const noexcept { return next_cas_.load(); }
   std::uint64_t evictions() const noexcept { return counters_.evictions.load(); }
