@@ -13,7 +13,8 @@
 #
 # Prints (and writes to $OUT) a markdown table: per server, mix and value size the median
 # over the rounds of throughput (with the min..max range) and of the p50/p99/p99.9
-# latencies; the raw lines go to $OUT.raw. On a shared machine the rounds spread widely:
+# latencies, and the gets that hit and missed over all rounds; the raw lines go to $OUT.raw.
+# Every key is preloaded, so a miss fails the run (serve_load --expect-hits: exit 3). On a shared machine the rounds spread widely:
 # compare medians, and only across servers of the same run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +48,7 @@ for v in $VALUES; do
       for s in $SERVERS; do
         line=$("$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$KEYS" --value-bytes "$v" \
           --get-ratio "${m%%:*}" --set-ratio "${m##*:}" --seconds "$SECONDS_PER_RUN" \
-          --max-ops "$MAX_OPS" --seed "$r")
+          --max-ops "$MAX_OPS" --seed "$r" --expect-hits)
         echo "server=$s mix=$m value=$v round=$r $line" | tee -a "$raw"
       done
     done
@@ -60,17 +61,19 @@ for l in open(sys.argv[1]):
     if l.startswith("#"): continue
     d = dict(kv.split("=", 1) for kv in l.split())
     rows.setdefault((d["value"], d["mix"], d["server"]), []).append(d)
-out = ["| value B | GET:SET | server | kops/s median (min..max) | p50 us | p99 us | p99.9 us | get p99 us | set p50 us | set p99 us |",
-       "|---|---|---|---|---|---|---|---|---|---|"]
+out = ["| value B | GET:SET | server | kops/s median (min..max) | p50 us | p99 us | p99.9 us | get p99 us | set p50 us | set p99 us | gets hit / missed |",
+       "|---|---|---|---|---|---|---|---|---|---|---|"]
 for (v, m, s), ds in rows.items():
     def med(k):
         xs = sorted(float(d[k]) for d in ds)
         n = len(xs)
         return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
     ks = [float(d["kops_s"]) for d in ds]
-    out.append("| %s | %s | %s | %.1f (%.0f..%.0f) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+    hits = sum(int(d["hits"]) for d in ds)
+    misses = sum(int(d["misses"]) for d in ds)
+    out.append("| %s | %s | %s | %.1f (%.0f..%.0f) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d / %d |" % (
         v, m, s, med("kops_s"), min(ks), max(ks), med("p50_us"), med("p99_us"), med("p999_us"),
-        med("get_p99_us"), med("set_p50_us"), med("set_p99_us")))
+        med("get_p99_us"), med("set_p50_us"), med("set_p99_us"), hits, misses))
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 EOF

@@ -3,13 +3,17 @@
 //
 //   serve_load HOST PORT [--conns N] [--seconds S] [--max-ops N] [--get-ratio G] [--set-ratio S]
 //              [--keys K] [--value-bytes B] [--key-bytes 20] [--preload] [--seed X]
+//              [--expect-hits]
 //
 // Each connection is its own thread with one request outstanding (no pipelining): it picks
 // get or set by the ratio, a key uniformly from K keys of --key-bytes bytes (the WORT
 // paper's 20-byte keys), sends it and waits for the whole reply; the time from send to the
 // end of the reply is one latency sample. --preload first sets every key once (untimed),
 // so gets hit. Bounded: stops after --seconds or --max-ops, whichever comes first.
-// Output: one line of key=value pairs (ops/s, p50/p99/p99.9 in microseconds, per op kind).
+// Output: one line of key=value pairs (ops/s, p50/p99/p99.9 in microseconds, per op kind,
+// gets that hit and missed). A get answered by a bare END is a miss; a miss fails the run
+// (exit 3, with a message) when no miss was expected: with --preload, or --expect-hits
+// (the keys were preloaded by an earlier run). Exit 1: a request failed.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -40,6 +44,7 @@ struct Opts {
   std::size_t value_bytes = 32;
   std::size_t key_bytes = 20;
   bool preload = false;
+  bool expect_hits = false;  // the keys were preloaded: a miss fails the run
   std::uint64_t seed = 1;
 };
 
@@ -78,29 +83,35 @@ bool send_all(int fd, const std::string& s) {
   return true;
 }
 
-//! Reads one reply: a line, and for VALUE the data block and END. False on error.
-bool read_reply(int fd, std::string& buf, bool is_get) {
+enum class Reply { hit, miss, error };
+
+//! Reads one reply: a line, and for VALUE the data block and END. A set is a hit when
+//! STORED; a get when a VALUE came, a miss on a bare END; anything else is an error.
+Reply read_reply(int fd, std::string& buf, bool is_get) {
   buf.clear();
   char tmp[65536];
   for (;;) {
     if (!is_get) {
-      if (buf.size() >= 2 && buf.compare(buf.size() - 2, 2, "\r\n") == 0) return buf == "STORED\r\n";
+      if (buf.size() >= 2 && buf.compare(buf.size() - 2, 2, "\r\n") == 0)
+        return buf == "STORED\r\n" ? Reply::hit : Reply::error;
+    } else if (buf.size() >= 2 && buf.rfind("VALUE ", 0) != 0 &&
+               buf.compare(buf.size() - 2, 2, "\r\n") == 0) {
+      return buf == "END\r\n" ? Reply::miss : Reply::error;  // a line that is no VALUE
     } else if (buf.size() >= 5 && buf.compare(buf.size() - 5, 5, "END\r\n") == 0) {
-      // "END\r\n" alone, or a VALUE block whose declared length has fully arrived
-      if (buf.rfind("VALUE ", 0) != 0) return buf == "END\r\n";
+      // a VALUE block whose declared length has fully arrived
       const std::size_t sp = buf.rfind(' ', buf.find("\r\n"));
       const std::size_t len = std::strtoull(buf.c_str() + sp + 1, nullptr, 10);
-      if (buf.size() >= buf.find("\r\n") + 2 + len + 2 + 5) return true;
+      if (buf.size() >= buf.find("\r\n") + 2 + len + 2 + 5) return Reply::hit;
     }
     const ssize_t n = recv(fd, tmp, sizeof tmp, 0);
-    if (n <= 0) return false;
+    if (n <= 0) return Reply::error;
     buf.append(tmp, static_cast<std::size_t>(n));
   }
 }
 
 struct Samples {
   std::vector<std::uint32_t> get_ns, set_ns;  // in units of 10 ns (fits 42 s)
-  std::uint64_t misses = 0, errors = 0;
+  std::uint64_t hits = 0, misses = 0, errors = 0;
 };
 
 double pct(std::vector<std::uint32_t>& v, double p) {
@@ -132,6 +143,7 @@ int main(int argc, char** argv) {
     else if (a == "--value-bytes") o.value_bytes = std::stoull(next());
     else if (a == "--key-bytes") o.key_bytes = std::stoull(next());
     else if (a == "--preload") o.preload = true;
+    else if (a == "--expect-hits") o.expect_hits = true;
     else if (a == "--seed") o.seed = std::stoull(next());
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -149,7 +161,7 @@ int main(int argc, char** argv) {
         const int fd = connect_to(o);
         std::string buf;
         for (std::uint64_t i = c; i < o.keys; i += o.conns) {
-          if (!send_all(fd, set_req(key_of(o, i))) || !read_reply(fd, buf, false)) {
+          if (!send_all(fd, set_req(key_of(o, i))) || read_reply(fd, buf, false) != Reply::hit) {
             std::fprintf(stderr, "preload failed at key %llu: %s\n",
                          static_cast<unsigned long long>(i), buf.c_str());
             std::exit(1);
@@ -180,12 +192,14 @@ int main(int argc, char** argv) {
         req = is_get ? "get " + k + "\r\n" : set_req(k);
         const auto a = std::chrono::steady_clock::now();
         if (!send_all(fd, req)) { ++s.errors; break; }
-        const bool ok = read_reply(fd, buf, is_get);
+        const Reply r = read_reply(fd, buf, is_get);
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now() - a).count();
-        if (!ok) {
-          if (is_get && buf == "END\r\n") ++s.misses;
-          else { ++s.errors; if (buf.empty()) break; }
+        if (r == Reply::error) {
+          ++s.errors;
+          if (buf.empty()) break;
+        } else if (is_get) {
+          ++(r == Reply::hit ? s.hits : s.misses);
         }
         (is_get ? s.get_ns : s.set_ns).push_back(static_cast<std::uint32_t>(ns / 10));
       }
@@ -207,6 +221,7 @@ int main(int argc, char** argv) {
   for (auto& s : samples) {
     all.get_ns.insert(all.get_ns.end(), s.get_ns.begin(), s.get_ns.end());
     all.set_ns.insert(all.set_ns.end(), s.set_ns.begin(), s.set_ns.end());
+    all.hits += s.hits;
     all.misses += s.misses;
     all.errors += s.errors;
   }
@@ -215,11 +230,22 @@ int main(int argc, char** argv) {
   const std::size_t n = both.size();
   std::printf("ops=%zu seconds=%.2f kops_s=%.1f p50_us=%.1f p99_us=%.1f p999_us=%.1f "
               "get_p50_us=%.1f get_p99_us=%.1f get_p999_us=%.1f "
-              "set_p50_us=%.1f set_p99_us=%.1f set_p999_us=%.1f gets=%zu sets=%zu misses=%llu errors=%llu\n",
+              "set_p50_us=%.1f set_p99_us=%.1f set_p999_us=%.1f gets=%zu sets=%zu hits=%llu "
+              "misses=%llu errors=%llu\n",
               n, secs, n / secs / 1000.0, pct(both, 0.5), pct(both, 0.99), pct(both, 0.999),
               pct(all.get_ns, 0.5), pct(all.get_ns, 0.99), pct(all.get_ns, 0.999),
               pct(all.set_ns, 0.5), pct(all.set_ns, 0.99), pct(all.set_ns, 0.999),
-              all.get_ns.size(), all.set_ns.size(), static_cast<unsigned long long>(all.misses),
+              all.get_ns.size(), all.set_ns.size(), static_cast<unsigned long long>(all.hits),
+              static_cast<unsigned long long>(all.misses),
               static_cast<unsigned long long>(all.errors));
-  return all.errors == 0 ? 0 : 1;
+  if (all.errors != 0) return 1;
+  if (all.misses != 0 && (o.preload || o.expect_hits)) {
+    std::fprintf(stderr,
+                 "serve_load: %llu of %zu gets missed, but every key was stored before (%s): "
+                 "the server lost or evicted keys\n",
+                 static_cast<unsigned long long>(all.misses), all.get_ns.size(),
+                 o.preload ? "--preload" : "--expect-hits");
+    return 3;
+  }
+  return 0;
 }

@@ -1,10 +1,18 @@
 // cli/serve_cmd.cc — `wort serve`: the memcached-compatible cache (src/server/).
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <string_view>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -31,6 +39,19 @@ answers.
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting
+  -F, --disable-flush-all   answer flush_all with CLIENT_ERROR flush_all not allowed
+  -b, --listen-backlog N    listen(2) backlog (default 1024)
+  -v, -vv, -vvv, --verbose  accepted for memcached unit files: sets the initial
+                     `verbosity` (stats settings shows it); nothing is logged
+  -U, --udp-port 0   accepted (UDP is off); any other port is refused
+  -B, --protocol ascii      accepted; binary and auto are refused (text protocol only;
+                     a binary request is answered ERROR and its connection closed)
+  -d, --daemon       detach once the pool is recovered and the port bound (exit 0 then;
+                     a failed start exits 1 with its message on stderr)
+  -P, --pidfile PATH write the server's pid here once it answers (removed at exit)
+  -u, --user USER    when started as root: run as USER (set before the pool is opened
+                     or created, so the pool file belongs to USER); ignored otherwise
+  -V, --version      print the version and exit
   --global-lock      guard the index with one reader/writer lock even if it is concurrent
                      (wort, woart, artcow, fastfair, fptree, roart run without it: readers
                      pin an epoch, writers lock their key's stripe); for A/B measurements
@@ -39,7 +60,90 @@ answers.
                      the allocator audit, print a summary and exit (0 = clean); no server,
                      and no pool is created (a missing one is an error, exit 1)
   -h, --help         this text
+
+The pool file takes the whole -m at creation (tmpfs or DAX pages are allocated as items
+arrive, but the file's size is -m). memcached's other options (-s, -a, -A, -r, -k, -L, -D,
+-R, -C, -S, -X, -W, -Y, -e, -Z, -o, -N, -f, -n) are refused by name.
 )";
+
+//! memcached 1.6's options that serve does not take, with what they do there.
+struct Refused {
+  const char* short_name;
+  const char* long_name;
+  const char* what;
+};
+constexpr Refused kRefused[] = {
+    {"-s", "--unix-socket", "a UNIX socket"},
+    {"-a", "--unix-mask", "the UNIX socket's access mask"},
+    {"-A", "--enable-shutdown", "the shutdown command"},
+    {"-r", "--enable-coredumps", "core dump limits"},
+    {"-k", "--lock-memory", "locking memory"},
+    {"-L", "--enable-largepages", "large pages"},
+    {"-D", "", "the stats prefix delimiter"},
+    {"-R", "--max-reqs-per-event", "requests per event"},
+    {"-C", "--disable-cas", "disabling cas"},
+    {"-S", "--enable-sasl", "SASL"},
+    {"-X", "--disable-dumping", "disabling cachedump (there is none)"},
+    {"-W", "--disable-watch", "disabling watch (there is none)"},
+    {"-Y", "--auth-file", "ASCII authentication"},
+    {"-e", "--memory-file", "a memory file (use --pool)"},
+    {"-Z", "--enable-ssl", "TLS"},
+    {"-o", "--extended", "extended options"},
+    {"-N", "--napi_ids", "NAPI ids"},
+    {"-f", "--slab-growth-factor", "the slab growth factor (the allocator's classes are fixed)"},
+    {"-n", "--slab-min-size", "the smallest slab chunk"},
+};
+
+//! -u: as memcached, only when started as root.
+void become_user(const std::string& user) {
+  if (getuid() != 0) {
+    std::fprintf(stderr, "wort serve: warning: -u ignored: not started as root\n");
+    return;
+  }
+  const passwd* pw = getpwnam(user.c_str());
+  if (pw == nullptr) throw UsageError("-u: no user '" + user + "'");
+  if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+      setuid(pw->pw_uid) != 0)
+    throw UsageError("-u: cannot become '" + user + "'");
+}
+
+//! -d: forks before anything else runs (no thread exists yet). The parent waits for the
+//! child to report that it answers (one byte on a pipe) and exits 0, or exits with the
+//! child's status if the start failed (the child printed why). Returns the pipe's write
+//! end in the child.
+int daemonize() {
+  int p[2];
+  if (pipe(p) != 0) throw UsageError("-d: pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw UsageError("-d: fork failed");
+  if (pid > 0) {
+    close(p[1]);
+    char b = 0;
+    const ssize_t n = read(p[0], &b, 1);
+    if (n == 1) _exit(0);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    _exit(WIFEXITED(st) && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1);
+  }
+  close(p[0]);
+  setsid();
+  return p[1];
+}
+
+//! The child of -d answers: tell the parent, and let go of its terminal.
+void detached(int report_fd) {
+  const char ok = 'k';
+  [[maybe_unused]] auto w = write(report_fd, &ok, 1);
+  close(report_fd);
+  const int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2) close(null);
+  }
+}
+
 
 extern "C" void on_stop_signal(int) { server::g_stop_requested.store(true); }
 
@@ -81,7 +185,8 @@ int check_pool(server::StoreOptions so, bool size_given, bool kind_given) {
 
 int serve_main(const Args& args) {
   server::ServerOptions o;
-  bool check = false, kind_given = false, size_given = false;
+  bool check = false, kind_given = false, size_given = false, daemon = false;
+  std::string pidfile, user;
   ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
@@ -105,7 +210,32 @@ int serve_main(const Args& args) {
     else if (r.is("--global-lock")) o.store.global_lock = true;
     else if (r.is("--port-file")) o.port_file = r.value();
     else if (r.is("--check")) check = true;
-    else throw UsageError("unknown option '" + r.peek() + "'");
+    else if (r.is("-F") || r.is("--disable-flush-all")) o.flush_enabled = false;
+    else if (r.is("-b") || r.is("--listen-backlog")) o.backlog = static_cast<int>(parse_count(r.value(), "-b"));
+    else if (r.is("-v") || r.is("--verbose")) o.verbosity = std::max(o.verbosity, 1);
+    else if (r.is("-vv")) o.verbosity = 2;
+    else if (r.is("-vvv")) o.verbosity = 2;  // memcached's cap for the command's level
+    else if (r.is("-U") || r.is("--udp-port")) {
+      if (parse_count(r.value(), "-U") != 0) throw UsageError("-U: UDP is not supported (only -U 0)");
+    } else if (r.is("-B") || r.is("--protocol")) {
+      if (r.value() != "ascii")
+        throw UsageError("-B: only 'ascii' (the binary protocol is not implemented)");
+    } else if (r.is("-d") || r.is("--daemon")) daemon = true;
+    else if (r.is("-P") || r.is("--pidfile")) pidfile = r.value();
+    else if (r.is("-u") || r.is("--user")) user = r.value();
+    else if (r.is("-V") || r.is("--version")) {
+      std::printf("wort serve %s\n", server::kVersion);
+      return 0;
+    } else {
+      const std::string a = r.peek();
+      const std::string name = a.substr(0, a.find('='));
+      for (const Refused& x : kRefused)
+        if (name == x.short_name || (*x.long_name != '\0' && name == x.long_name))
+          throw UsageError("memcached's " + std::string(x.short_name) +
+                           (*x.long_name ? std::string(" (") + x.long_name + ")" : "") + " (" +
+                           x.what + ") is not supported");
+      throw UsageError("unknown option '" + a + "'");
+    }
   }
   if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
   if (o.port < 0 || o.port > 65535) throw UsageError("-p: a port 0..65535");
@@ -121,7 +251,16 @@ int serve_main(const Args& args) {
   if (!std::filesystem::exists(o.store.pool_path) && o.store.max_item_size > o.store.pool_bytes / 2)
     throw UsageError("-I: at most half of -m for a new pool (" +
                      std::to_string(o.store.pool_bytes >> 20) + " MiB)");
+  if (!user.empty()) become_user(user);
   if (check) return check_pool(o.store, size_given, kind_given);
+  int report_fd = -1;
+  if (daemon) {
+    // Paths relative to the start directory keep meaning the same files.
+    o.store.pool_path = std::filesystem::absolute(o.store.pool_path).string();
+    if (!o.port_file.empty()) o.port_file = std::filesystem::absolute(o.port_file).string();
+    if (!pidfile.empty()) pidfile = std::filesystem::absolute(pidfile).string();
+    report_fd = daemonize();
+  }
   // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -147,7 +286,15 @@ int serve_main(const Args& args) {
                std::string((*s)->store().kind()).c_str(),
                (*s)->store().concurrent() ? "no global lock" : "one reader/writer lock",
                o.addr.c_str(), (*s)->port(), o.threads);
-  return (*s)->run();
+  if (!pidfile.empty()) {
+    const std::string tmp = pidfile + ".tmp";
+    { std::ofstream(tmp) << getpid() << "\n"; }
+    std::rename(tmp.c_str(), pidfile.c_str());
+  }
+  if (report_fd >= 0) detached(report_fd);
+  const int rc = (*s)->run();
+  if (!pidfile.empty()) std::remove(pidfile.c_str());
+  return rc;
 }
 
 }  // namespace wort::cli

@@ -36,6 +36,24 @@ bool is_get_line(std::string_view in) {
   return in.starts_with("get ") || in.starts_with("gets ");
 }
 
+// memcached's rule for a request line it does not know (proto_text.c): if its last token
+// starts with "HTTP/" the connection closes without a reply, so that a browser or an HTTP
+// client tricked into talking to the cache cannot drive it. "Does not know" is memcached's
+// dispatch: any command of 2 or more bytes that starts with g, s, a, c, i, d or t, a
+// 2-byte command starting with m, and the names below are known (a wrong form of them is
+// an ERROR). Its tokenizer keeps 23 tokens; the 23rd then counts as the last.
+bool looks_like_http(const std::vector<std::string_view>& t) {
+  const std::string_view c = t[0];
+  if (c.size() < 2) return false;
+  if (std::string_view("gsacidt").find(c[0]) != std::string_view::npos) return false;
+  if (c[0] == 'm' && c.size() == 2) return false;
+  for (std::string_view known : {"replace", "prepend", "bget", "flush_all", "version", "quit",
+                                 "lru_crawler", "watch", "verbosity", "lru", "extstore"})
+    if (c == known) return false;
+  const std::string_view last = t.size() > 23 ? t[22] : t.back();
+  return last.starts_with("HTTP/");
+}
+
 void append_u64(std::string& out, std::uint64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -135,15 +153,29 @@ std::size_t Session::step(std::string_view in, std::string& out) {
     swallow_ -= n;
     return n;
   }
-  const std::size_t nl = in.find('\n');
+  if (in[0] == '\x80') {
+    // The binary protocol's request magic. Only the text protocol is spoken here: answer
+    // as memcached answers a command it does not know, and close at once (a binary client
+    // sees the reply is not binary and fails instead of waiting for a newline).
+    out.append("ERROR\r\n");
+    closing_ = true;
+    return in.size();
+  }
+  const std::size_t nl = in.find('\n', scanned_);
   if (nl == std::string_view::npos) {
     // memcached: no newline in the first 2 KB is only allowed for a (large) multi-get;
-    // anything else closes the connection.
+    // anything else closes the connection. The scan resumes where it stopped: a long
+    // multi-get line arriving in pieces is read once.
+    scanned_ = in.size();
     if ((in.size() > kMaxLine && !is_get_line(in)) || in.size() > kMaxGetLine) closing_ = true;
     return 0;
   }
+  scanned_ = 0;
   std::string_view line = in.substr(0, nl);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // memcached reads the request line as a C string: it ends at the first NUL (a key with a
+  // NUL in it is cut there; `set a\0b 0 0 1` has too few tokens and is an ERROR).
+  line = line.substr(0, line.find('\0'));
   Tokens t;
   tokenize(line, t);
   noreply_ = false;
@@ -205,6 +237,10 @@ void Session::command(const Tokens& t, std::string& out) {
     closing_ = true;
     return;
   }
+  if (c == "bget") {  // memcached keeps this ancient alias of get
+    if (n < 2) return reply(out, "ERROR");
+    return get(t, 1, false, nullptr, out);
+  }
   if (c == "verbosity") {
     if (n < 2 || n > 3) return reply(out, "ERROR");
     noreply_ = t.back() == "noreply";
@@ -215,6 +251,10 @@ void Session::command(const Tokens& t, std::string& out) {
     if (!safe_strtoull(t[1], &level)) return reply(out, kBadFormat);
     info_.verbosity = static_cast<int>(std::min<std::uint64_t>(level, 2));
     return reply(out, "OK");
+  }
+  if (looks_like_http(t)) {  // memcached's defence against cross-protocol requests
+    closing_ = true;
+    return;
   }
   reply(out, "ERROR");
 }
@@ -282,6 +322,7 @@ std::size_t Session::storage(const Tokens& t, std::string_view rest, std::string
   const std::size_t total = static_cast<std::size_t>(vlen) + 2;
   if (!store_.fits(key.size(), static_cast<std::size_t>(vlen))) {
     reply(out, "SERVER_ERROR object too large for cache");
+    ++info_.store_too_large;
     if (t[0] == "set") store_.remove(key);  // memcached drops the stale value of a failed set
     noreply_ = false;
     swallow_ = total;
@@ -307,8 +348,14 @@ std::size_t Session::storage(const Tokens& t, std::string_view rest, std::string
     case StoreResult::not_stored: reply(out, "NOT_STORED"); break;
     case StoreResult::exists: reply(out, "EXISTS"); ++info_.cas_badval; break;
     case StoreResult::not_found: reply(out, "NOT_FOUND"); ++info_.cas_misses; break;
-    case StoreResult::too_large: reply(out, "SERVER_ERROR object too large for cache"); break;
-    case StoreResult::no_memory: reply(out, "SERVER_ERROR out of memory storing object"); break;
+    case StoreResult::too_large:
+      reply(out, "SERVER_ERROR object too large for cache");
+      ++info_.store_too_large;
+      break;
+    case StoreResult::no_memory:
+      reply(out, "SERVER_ERROR out of memory storing object");
+      ++info_.store_no_memory;
+      break;
   }
   noreply_ = false;
   return line + total;
@@ -374,10 +421,11 @@ void Session::touch(const Tokens& t, std::string& out) {
 
 void Session::flush_all(const Tokens& t, std::string& out) {
   noreply_ = t.back() == "noreply";
+  ++info_.cmd_flush;  // memcached counts a refused flush_all too
+  if (!info_.flush_enabled) return reply(out, "CLIENT_ERROR flush_all not allowed");
   std::int32_t delay = 0;
   if (t.size() != (noreply_ ? 2u : 1u) && !parse_exptime(t[1], &delay))
     return reply(out, "CLIENT_ERROR invalid exptime argument");
-  ++info_.cmd_flush;
   store_.flush_all(delay > 0 ? Store::absolute_exptime(delay) : 0);
   reply(out, "OK");
 }

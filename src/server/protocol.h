@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,17 +25,22 @@ struct ServerInfo {
   int maxconns = 1024;
   std::int64_t started = 0;  // unix time
   std::atomic<int> verbosity{0};
+  bool flush_enabled = true;  // -F clears it: flush_all answers CLIENT_ERROR
+  //! `stats conns`: appends the listener's and every connection's STAT lines (the server
+  //! sets it; empty in a Session without one).
+  std::function<void(std::string&)> list_conns;
   // counters
   std::atomic<std::uint64_t> curr_connections{0}, total_connections{0},
       rejected_connections{0}, cmd_get{0}, cmd_set{0}, cmd_flush{0}, get_hits{0},
       get_misses{0}, get_expired{0}, delete_hits{0}, delete_misses{0}, incr_hits{0},
       incr_misses{0}, decr_hits{0}, decr_misses{0}, cas_hits{0}, cas_misses{0},
       cas_badval{0}, touch_hits{0}, touch_misses{0}, cmd_touch{0}, bytes_read{0},
-      bytes_written{0}, meta_cmds{0};
+      bytes_written{0}, meta_cmds{0}, store_too_large{0}, store_no_memory{0};
 };
 
 inline constexpr std::size_t kMaxLine = 2048;        // memcached's limit for non-get lines
-inline constexpr std::size_t kMaxGetLine = 1u << 20; // a multi-get line, then the conn closes
+//! A multi-get line may be this long before the connection closes (memcached: no bound).
+inline constexpr std::size_t kMaxGetLine = 64u << 20;
 inline constexpr const char* kVersion = "1.6.18-wort";
 
 class Session {
@@ -75,6 +81,7 @@ class Session {
   bool noreply_ = false;
   bool closing_ = false;
   std::size_t swallow_ = 0;  // bytes of a refused value still to skip
+  std::size_t scanned_ = 0;  // bytes of the pending request known to hold no newline
 };
 
 // Number parsing as memcached's safe_strto* do it (util.c).

@@ -36,10 +36,29 @@ struct Conn {
   std::size_t out_off = 0;
   Session session;
   bool want_out = false;
+  std::string peer;                        // "tcp:ADDR:PORT" (stats conns)
+  std::atomic<std::int64_t> last_cmd{0};   // unix seconds of the last input (stats conns)
   Conn(int f, Store& s, ServerInfo& i) : fd(f), session(s, i) {}
 };
 
+std::string addr_string(const sockaddr_in& sa) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+  return std::string("tcp:") + ip + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
 void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+//! True if a socket listens on `sa` (0.0.0.0: on loopback): a connect succeeds. A port
+//! held only by a connected or merely bound socket refuses the connect.
+bool someone_listens(sockaddr_in sa) {
+  if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;  // cannot tell: do not wait
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  close(fd);
+  return ok;
+}
 
 }  // namespace
 
@@ -49,7 +68,8 @@ struct Server::Worker {
   int efd = -1;
   std::mutex qlock;
   std::vector<int> queue;
-  std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;  // changed by this worker only,
+  std::mutex reg;  // under this lock (stats conns reads it from another worker)
   std::vector<char> rbuf = std::vector<char>(kReadChunk);
   std::thread th;
 
@@ -91,13 +111,20 @@ struct Server::Worker {
         --srv.info_.curr_connections;
         continue;
       }
-      conns.emplace(fd, std::make_unique<Conn>(fd, *srv.store_, srv.info_));
+      auto c = std::make_unique<Conn>(fd, *srv.store_, srv.info_);
+      sockaddr_in sa{};
+      socklen_t len = sizeof sa;
+      if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) c->peer = addr_string(sa);
+      c->last_cmd.store(Store::now(), std::memory_order_relaxed);
+      std::lock_guard g(reg);
+      conns.emplace(fd, std::move(c));
     }
   }
   void drop(Conn& c) {
     epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     --srv.info_.curr_connections;
+    std::lock_guard g(reg);
     conns.erase(c.fd);  // destroys c
   }
   //! Sends what is pending; false if the connection failed.
@@ -129,6 +156,7 @@ struct Server::Worker {
   }
   //! Parses what is buffered. The replies are sent before the next read.
   void process(Conn& c) {
+    c.last_cmd.store(Store::now(), std::memory_order_relaxed);
     const std::string_view pending(c.in.data() + c.in_off, c.in.size() - c.in_off);
     c.in_off += c.session.feed(pending, c.out, kOutLimit);
     if (c.in_off == c.in.size()) {
@@ -201,13 +229,32 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
   sa.sin_port = htons(static_cast<std::uint16_t>(opts.port));
   if (inet_pton(AF_INET, opts.addr.c_str(), &sa.sin_addr) != 1)
     return Error{Status::invalid_argument, "-l: not an IPv4 address: " + opts.addr};
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-    return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
-                                       std::to_string(opts.port) + ": " + std::strerror(errno)};
+  // A port in the kernel's ephemeral range (32768-60999 by default) can be taken by an
+  // outgoing connection while the server is down, even by one that connected to itself
+  // (a client retrying the dead server's port from that very port). Such a holder is not a
+  // listener and goes away when its owner gives up: retry for a bounded time.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.bind_retry_ms);
+  bool warned = false;
+  while (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    const int err = errno;
+    if (err != EADDRINUSE || opts.port == 0 || std::chrono::steady_clock::now() >= deadline ||
+        someone_listens(sa))
+      return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
+                                         std::to_string(opts.port) + ": " + std::strerror(err)};
+    if (!warned) {
+      std::fprintf(stderr,
+                   "wort serve: %s:%d is held by a socket that is not listening (an outgoing "
+                   "connection?); retrying for up to %d ms\n",
+                   opts.addr.c_str(), opts.port, opts.bind_retry_ms);
+      warned = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   auto st = Store::open(opts.store);
   if (!st) return st.error();
   s->store_ = std::move(st).value();
-  if (listen(fd, 1024) != 0)
+  if (listen(fd, opts.backlog) != 0)
     return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
                                        std::to_string(opts.port) + ": " + std::strerror(errno)};
   socklen_t len = sizeof sa;
@@ -217,7 +264,31 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
   s->info_.port = s->port_;
   s->info_.threads = opts.threads;
   s->info_.maxconns = opts.maxconns;
+  s->info_.verbosity = opts.verbosity;
+  s->info_.flush_enabled = opts.flush_enabled;
   s->info_.started = Store::now();
+  Server* self = s.get();
+  s->info_.list_conns = [self](std::string& out) {
+    const std::int64_t now = Store::now();
+    auto line = [&](int fd, const char* name, const std::string& v) {
+      out += "STAT " + std::to_string(fd) + ":" + name + " " + v + "\r\n";
+    };
+    sockaddr_in la{};
+    socklen_t len = sizeof la;
+    getsockname(self->listen_fd_, reinterpret_cast<sockaddr*>(&la), &len);
+    const std::string listen_addr = addr_string(la);
+    line(self->listen_fd_, "addr", listen_addr);
+    line(self->listen_fd_, "state", "conn_listening");
+    for (auto& w : self->workers_) {
+      std::lock_guard g(w->reg);
+      for (auto& [fd, c] : w->conns) {
+        line(fd, "addr", c->peer);
+        line(fd, "listen_addr", listen_addr);
+        line(fd, "secs_since_last_cmd",
+             std::to_string(now - c->last_cmd.load(std::memory_order_relaxed)));
+      }
+    }
+  };
   return s;
 }
 

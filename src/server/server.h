@@ -23,6 +23,13 @@ struct ServerOptions {
   int threads = 4;
   int maxconns = 1024;
   std::string port_file;    //!< written with the bound port once the server answers
+  int backlog = 1024;       //!< listen(2) backlog (-b)
+  int verbosity = 0;        //!< -v: the initial `verbosity` (nothing logs)
+  bool flush_enabled = true;  //!< -F clears it
+  //! A port held by a socket that is not listening (an outgoing connection that took it
+  //! from the ephemeral range, e.g. a proxy's self-connect after the server was killed) is
+  //! retried this long; a port another listener holds fails at once.
+  int bind_retry_ms = 5000;
 };
 
 class Server {

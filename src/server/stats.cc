@@ -1,10 +1,13 @@
-// server/stats.cc — `stats`, `stats settings`, `stats items`, `stats slabs`, `stats reset`
-// in memcached's "STAT name value" form (the names memcached uses, where they mean the
-// same thing here).
+// server/stats.cc — `stats`, `stats settings`, `stats items`, `stats slabs`, `stats sizes`,
+// `stats conns`, `stats reset` in memcached's "STAT name value" form (the names memcached
+// uses, where they mean the same thing here; a counter wort does not keep is left out
+// rather than reported as 0).
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <vector>
 
 #include "server/protocol.h"
 
@@ -46,6 +49,7 @@ void Session::stats(const Tokens& t, std::string& out) {
     stat(out, "curr_connections", info_.curr_connections);
     stat(out, "total_connections", info_.total_connections);
     stat(out, "rejected_connections", info_.rejected_connections);
+    stat(out, "connection_structures", info_.curr_connections);
     stat(out, "cmd_get", info_.cmd_get);
     stat(out, "cmd_set", info_.cmd_set);
     stat(out, "cmd_flush", info_.cmd_flush);
@@ -65,9 +69,13 @@ void Session::stats(const Tokens& t, std::string& out) {
     stat(out, "cas_badval", info_.cas_badval);
     stat(out, "touch_hits", info_.touch_hits);
     stat(out, "touch_misses", info_.touch_misses);
+    stat(out, "store_too_large", info_.store_too_large);
+    stat(out, "store_no_memory", info_.store_no_memory);
     stat(out, "bytes_read", info_.bytes_read);
     stat(out, "bytes_written", info_.bytes_written);
     stat(out, "limit_maxbytes", store_.pool_bytes());
+    stat(out, "accepting_conns", 1);      // never paused: a connection over -c is refused
+    stat(out, "listen_disabled_num", 0);  // (rejected_connections counts those)
     stat(out, "threads", static_cast<std::uint64_t>(info_.threads));
     stat(out, "bytes", sc.bytes);
     stat(out, "curr_items", sc.curr_items);
@@ -87,7 +95,8 @@ void Session::stats(const Tokens& t, std::string& out) {
                     &info_.incr_hits, &info_.incr_misses, &info_.decr_hits, &info_.decr_misses,
                     &info_.cas_hits, &info_.cas_misses, &info_.cas_badval, &info_.touch_hits,
                     &info_.touch_misses, &info_.cmd_touch, &info_.bytes_read,
-                    &info_.bytes_written, &info_.total_connections, &info_.meta_cmds})
+                    &info_.bytes_written, &info_.total_connections, &info_.meta_cmds,
+                    &info_.store_too_large, &info_.store_no_memory})
       c->store(0);
     out.append("RESET\r\n");
     return;
@@ -103,24 +112,63 @@ void Session::stats(const Tokens& t, std::string& out) {
     stat(out, "cas_enabled", "yes");
     stat(out, "item_size_max", store_.options().max_item_size);
     stat(out, "binding_protocol", "ascii");
-    stat(out, "flush_enabled", "yes");
+    stat(out, "flush_enabled", info_.flush_enabled ? "yes" : "no");
     stat(out, "wort_pool", store_.options().pool_path);
     stat(out, "wort_index", store_.kind());
     out.append("END\r\n");
     return;
   }
-  if (sub == "items") {  // one "slab class" here: the allocator sizes blocks itself
-    if (sc.curr_items > 0) {
-      stat(out, "items:1:number", sc.curr_items);
-      stat(out, "items:1:evicted", sc.evictions);
-      stat(out, "items:1:reclaimed", sc.reclaimed);
+  if (sub == "items" || sub == "slabs" || sub == "sizes") {
+    // One walk of the index (O(items)): per allocator size class (memcached's slab class;
+    // numbered from 1, large spans of whole chunks after the last), or per 32-byte item
+    // size (memcached's `stats sizes` buckets).
+    const pm::SizeClasses& cl = store_.size_classes();
+    const std::size_t large = cl.count() + 1;
+    struct Class {
+      std::uint64_t items = 0, requested = 0, block = 0;
+    };
+    std::map<std::size_t, Class> classes;
+    std::map<std::uint32_t, std::uint64_t> sizes;
+    store_.for_each_item_size([&](std::uint32_t item, std::uint32_t block) {
+      if (sub == "sizes") {
+        ++sizes[(item + 31) / 32 * 32];
+        return;
+      }
+      Class& c = classes[block <= cl.max_small() ? cl.class_of(block) + 1 : large];
+      ++c.items;
+      c.requested += item;
+      c.block += block;
+    });
+    if (sub == "sizes") {
+      for (const auto& [size, n] : sizes) stat(out, std::to_string(size), n);
+    } else if (sub == "items") {
+      for (const auto& [id, c] : classes) {
+        const std::string p = "items:" + std::to_string(id) + ":";
+        stat(out, p + "number", c.items);
+        stat(out, p + "mem_requested", c.requested);
+      }
+    } else {
+      for (const auto& [id, c] : classes) {
+        const std::string p = std::to_string(id) + ":";
+        if (id == large) {  // spans of whole chunks, each its own size
+          stat(out, p + "chunk_size", c.block / c.items);
+          stat(out, p + "chunks_per_page", 1);
+        } else {
+          stat(out, p + "chunk_size", cl.size(id - 1));
+          stat(out, p + "chunks_per_page", cl.blocks_per_chunk(id - 1));
+        }
+        stat(out, p + "used_chunks", c.items);
+        stat(out, p + "mem_requested", c.requested);
+      }
+      const pm::AllocatorStats a = store_.allocator_stats();
+      stat(out, "active_slabs", classes.size());
+      stat(out, "total_malloced", a.bytes_allocated);
     }
     out.append("END\r\n");
     return;
   }
-  if (sub == "slabs") {
-    stat(out, "active_slabs", sc.curr_items > 0 ? 1 : 0);
-    stat(out, "total_malloced", store_.pool_bytes());
+  if (sub == "conns") {
+    if (info_.list_conns) info_.list_conns(out);
     out.append("END\r\n");
     return;
   }

@@ -1187,4 +1187,15 @@ Result<void> Store::verify() {
   return rebuild();
 }
 
+void Store::for_each_item_size(FunctionRef<void(std::uint32_t, std::uint32_t)> fn) {
+  ReadLock g(*this);
+  index_->scan(Key{}, SIZE_MAX, [&](Key k, Value off) {
+    if (as_string(k) == kMetaKey) return true;
+    const ItemHeader* h = item_at(off);
+    fn(static_cast<std::uint32_t>(item_bytes(h->key_len, h->value_len)),
+       pool_->allocator().block_size(off));
+    return true;
+  });
+}
+
 }  // namespace wort::server

@@ -387,6 +387,16 @@ class Store {
   kit::ZeroedArray<std::uint32_t> access_;
   std::int64_t epoch_ = 0;
   StoreCounters counters_;
+
+ public:
+  //! Read-only, for `stats slabs` / `stats items` / `stats sizes`: calls fn(item bytes,
+  //! block bytes) for every item, in one walk of the index as a read (pinned, or the
+  //! shared side of the global lock). O(items).
+  void for_each_item_size(FunctionRef<void(std::uint32_t item, std::uint32_t block)> fn);
+  //! The allocator's size classes (block size, blocks per chunk).
+  const pm::SizeClasses& size_classes() const noexcept { return *classes_; }
+  //! The allocator's totals (chunks in use, blocks and bytes handed out).
+  pm::AllocatorStats allocator_stats() const noexcept { return pool_->allocator().stats(); }
 };
 
 }  // namespace wort::server

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
 
 #include "server_harness.h"
 
@@ -63,8 +64,7 @@ TEST_F(Serve, EveryClassicCommandAnswersAsMemcached) {
   EXPECT_NE(c.cmd("stats\r\n", "END\r\n").find("STAT curr_items 1\r\n"), std::string::npos);
   EXPECT_NE(c.cmd("stats settings\r\n", "END\r\n").find("STAT item_size_max 1048576\r\n"),
             std::string::npos);
-  EXPECT_NE(c.cmd("stats items\r\n", "END\r\n").find("STAT items:1:number 1\r\n"),
-            std::string::npos);
+  EXPECT_NE(c.cmd("stats items\r\n", "END\r\n").find(":number 1\r\n"), std::string::npos);
   EXPECT_EQ(c.cmd("flush_all\r\n", "\r\n"), "OK\r\n");
   EXPECT_EQ(c.cmd("get n\r\n", "END\r\n"), "END\r\n");
   EXPECT_EQ(c.cmd("quit\r\n", "<never>"), "");  // the server closes the connection
@@ -265,6 +265,205 @@ TEST_F(Serve, Memccapable) {
                 " > " + pool_ + ".capable 2>&1"),
             0)
       << "see " << pool_ << ".capable";
+}
+
+// The binary protocol is not spoken: a request starting with its magic byte (0x80) is
+// answered as memcached answers an unknown command, and the connection closes at once (a
+// binary client fails fast instead of waiting for a newline that never comes).
+TEST_F(Serve, BinaryRequestIsAnsweredErrorAndClosed) {
+  Client c(srv_.port());
+  std::string get_k(24, '\0');  // a binary GET of key "k": magic, opcode 0, key length 1
+  get_k[0] = '\x80';
+  get_k[3] = 1;
+  get_k[11] = 1;
+  get_k += "k";
+  c.send(get_k);
+  EXPECT_EQ(c.drain(300), "ERROR\r\n<closed>");
+  Client d(srv_.port());  // a text client is unaffected
+  EXPECT_EQ(d.cmd("version\r\n", "\r\n").rfind("VERSION ", 0), 0u);
+}
+
+// memcached reads a request line as a C string: it ends at the first NUL. So a key with a
+// NUL inside is never stored (`set a\0b 0 0 1` has too few tokens: ERROR, then the data
+// line is an unknown command: ERROR), and a get of it looks up the part before the NUL.
+TEST_F(Serve, NulInARequestLineEndsItAsInMemcached) {
+  Client c(srv_.port());
+  c.send(std::string("set a\0b 0 0 1\r\nx\r\n", 18));
+  EXPECT_EQ(c.read_lines(2), "ERROR\r\nERROR\r\n");
+  EXPECT_EQ(c.cmd("set ab 0 0 1\r\ny\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd(std::string("get a\0b\r\n", 9), "END\r\n"), "END\r\n");
+  EXPECT_EQ(c.cmd(std::string("get ab\0zz\r\n", 11), "END\r\n"), "VALUE ab 0 1\r\ny\r\nEND\r\n");
+  EXPECT_EQ(c.cmd(std::string("version\0 junk\r\n", 15), "\r\n").rfind("VERSION ", 0), 0u);
+  EXPECT_NE(c.cmd("stats\r\n", "END\r\n").find("STAT curr_items 1\r\n"), std::string::npos);
+}
+
+// memcached closes the connection, without a reply, on a request line it does not know
+// whose last token starts with "HTTP/" (a browser or an HTTP client tricked into talking to
+// the cache). A known command keeps its usual reply; so does a line without "HTTP/".
+TEST_F(Serve, HttpRequestLinesCloseTheConnection) {
+  for (const char* req : {"GET / HTTP/1.0\r\n", "PUT /x HTTP/1.1\r\n", "DELETE HTTP/1.1\r\n",
+                          "POST /a/b HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD / HTTP/2\r\n",
+                          "HTTP/1.1\r\n"}) {
+    Client c(srv_.port());
+    c.send(req);
+    EXPECT_EQ(c.drain(300), "<closed>") << req;
+  }
+  Client c(srv_.port());
+  EXPECT_EQ(c.cmd("GET /\r\n", "\r\n"), "ERROR\r\n");  // no HTTP/ token
+  EXPECT_EQ(c.cmd("GET / http/1.0\r\n", "\r\n"), "ERROR\r\n");  // case matters
+  EXPECT_EQ(c.cmd("gxx / HTTP/1.0\r\n", "\r\n"), "ERROR\r\n");  // memcached's 'g' branch
+  EXPECT_EQ(c.cmd("delete HTTP/1.1\r\n", "\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.cmd("get HTTP/1.1\r\n", "END\r\n"), "END\r\n");
+  EXPECT_EQ(c.cmd("version\r\n", "\r\n").rfind("VERSION ", 0), 0u);
+}
+
+// A multi-get line may be long (memcached reads it whole, however long): 8,000 keys of 250
+// bytes, 2 MB, arriving in pieces, get every value; a key over 250 bytes in it is memcached's
+// CLIENT_ERROR, and the connection stays open.
+TEST_F(Serve, LongMultiGetLineIsServed) {
+  Client c(srv_.port());
+  const std::string k(250, 'a');
+  ASSERT_EQ(c.cmd("set " + k + " 3 0 2\r\nhi\r\n", "\r\n"), "STORED\r\n");
+  std::string line = "get";
+  for (int i = 0; i < 8000; ++i) line += " " + k;
+  for (std::size_t off = 0; off < line.size(); off += 100000)
+    ASSERT_TRUE(c.send(line.substr(off, 100000)));
+  c.send("\r\n");
+  const std::string one = "VALUE " + k + " 3 2\r\nhi\r\n";
+  const std::string r = c.read_until("END\r\n");
+  EXPECT_EQ(r.size(), one.size() * 8000 + 5);
+  EXPECT_EQ(r.substr(0, one.size()), one);
+  EXPECT_EQ(c.cmd("get b " + std::string(251, 'c') + "\r\n", "\r\n"),
+            "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.cmd("version\r\n", "\r\n").rfind("VERSION ", 0), 0u);
+}
+
+// stats slabs / items / sizes / conns with the fields monitoring tools read, from the
+// server's state: two items of 100 B values and one of 1000 B land in two size classes.
+TEST_F(Serve, StatsSlabsItemsSizesConns) {
+  Client c(srv_.port());
+  const std::string v100(100, 'x'), v1000(1000, 'y');
+  ASSERT_EQ(c.cmd("set a 0 0 100\r\n" + v100 + "\r\n", "\r\n"), "STORED\r\n");
+  ASSERT_EQ(c.cmd("set b 0 0 100\r\n" + v100 + "\r\n", "\r\n"), "STORED\r\n");
+  ASSERT_EQ(c.cmd("set c 0 0 1000\r\n" + v1000 + "\r\n", "\r\n"), "STORED\r\n");
+  auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t p = 0; (p = s.find(what, p)) != std::string::npos; ++p) ++n;
+    return n;
+  };
+  const std::string items = c.cmd("stats items\r\n", "END\r\n");
+  EXPECT_EQ(count(items, ":number 2\r\n"), 1u) << items;
+  EXPECT_EQ(count(items, ":number 1\r\n"), 1u) << items;
+  EXPECT_EQ(count(items, ":mem_requested 133\r\n"), 0u) << items;   // per class, summed:
+  EXPECT_EQ(count(items, ":mem_requested 266\r\n"), 1u) << items;   // 2 x (32 + 1 + 100)
+  EXPECT_EQ(count(items, ":mem_requested 1033\r\n"), 1u) << items;  // 32 + 1 + 1000
+  const std::string slabs = c.cmd("stats slabs\r\n", "END\r\n");
+  EXPECT_EQ(count(slabs, ":chunk_size "), 2u) << slabs;
+  EXPECT_EQ(count(slabs, ":used_chunks 2\r\n"), 1u) << slabs;
+  EXPECT_NE(slabs.find("STAT active_slabs 2\r\n"), std::string::npos) << slabs;
+  EXPECT_NE(slabs.find("STAT total_malloced "), std::string::npos) << slabs;
+  EXPECT_EQ(c.cmd("stats sizes\r\n", "END\r\n"), "STAT 160 2\r\nSTAT 1056 1\r\nEND\r\n");
+  Client d(srv_.port());
+  ASSERT_EQ(d.cmd("version\r\n", "\r\n").rfind("VERSION ", 0), 0u);
+  const std::string conns = c.cmd("stats conns\r\n", "END\r\n");
+  EXPECT_EQ(count(conns, ":state conn_listening\r\n"), 1u) << conns;
+  EXPECT_EQ(count(conns, ":listen_addr tcp:127.0.0.1:" + std::to_string(srv_.port()) + "\r\n"),
+            2u) << conns;
+  EXPECT_EQ(count(conns, ":secs_since_last_cmd "), 2u) << conns;
+  const std::string st = c.cmd("stats\r\n", "END\r\n");
+  for (const char* f : {"store_too_large", "store_no_memory", "accepting_conns",
+                        "listen_disabled_num", "connection_structures"})
+    EXPECT_NE(st.find(std::string("STAT ") + f + " "), std::string::npos) << f;
+}
+
+// -F: flush_all is refused as memcached refuses it (and still counted in cmd_flush); the
+// items stay.
+TEST(ServeFlags, DisableFlushAll) {
+  const std::string pool = temp_path("flagsF");
+  std::filesystem::remove(pool);
+  ServerProc s;
+  ASSERT_TRUE(s.start(pool, {"-t", "1", "-m", "8", "-F", "-U", "0", "-vv", "-c", "64",
+                             "-B", "ascii"}));
+  Client c(s.port());
+  ASSERT_EQ(c.cmd("set k 0 0 1\r\nx\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.cmd("flush_all\r\n", "\r\n"), "CLIENT_ERROR flush_all not allowed\r\n");
+  EXPECT_EQ(c.cmd("flush_all 10\r\n", "\r\n"), "CLIENT_ERROR flush_all not allowed\r\n");
+  c.send("flush_all noreply\r\n");
+  EXPECT_EQ(c.cmd("flush_all a b c\r\n", "\r\n"), "ERROR\r\n");
+  EXPECT_EQ(c.cmd("get k\r\n", "END\r\n"), "VALUE k 0 1\r\nx\r\nEND\r\n");
+  const std::string st = c.cmd("stats\r\n", "END\r\n");
+  EXPECT_NE(st.find("STAT cmd_flush 3\r\n"), std::string::npos) << st;
+  const std::string set = c.cmd("stats settings\r\n", "END\r\n");
+  EXPECT_NE(set.find("STAT flush_enabled no\r\n"), std::string::npos) << set;
+  EXPECT_NE(set.find("STAT verbosity 2\r\n"), std::string::npos) << set;
+  EXPECT_EQ(s.stop(), 0);
+  std::filesystem::remove(pool);
+  std::filesystem::remove(pool + ".port");
+}
+
+// memcached's options serve does not take are refused by name, and an unknown option as
+// unknown; neither creates a pool.
+TEST(ServeFlags, UnsupportedFlagsAreRefusedByName) {
+  const std::string pool = temp_path("flagsR");
+  const std::string out = pool + ".out";
+  std::filesystem::remove(pool);
+  const std::string serve = wort_binary() + " serve --pool " + pool + " -p 0 ";
+  auto slurp = [&] {
+    std::ifstream in(out);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_NE(run(serve + "-o modern >" + out + " 2>&1"), 0);
+  EXPECT_NE(slurp().find("-o (--extended)"), std::string::npos) << slurp();
+  EXPECT_NE(slurp().find("not supported"), std::string::npos) << slurp();
+  EXPECT_NE(run(serve + "-U 11211 >" + out + " 2>&1"), 0);
+  EXPECT_NE(slurp().find("UDP"), std::string::npos) << slurp();
+  EXPECT_NE(run(serve + "-B binary >" + out + " 2>&1"), 0);
+  EXPECT_NE(slurp().find("-B: only 'ascii'"), std::string::npos) << slurp();
+  EXPECT_NE(run(serve + "--bogus >" + out + " 2>&1"), 0);
+  EXPECT_NE(slurp().find("unknown option '--bogus'"), std::string::npos) << slurp();
+  EXPECT_FALSE(std::filesystem::exists(pool));
+  std::filesystem::remove(out);
+}
+
+// -d detaches once the server answers (the parent exits 0) and -P names the server's pid,
+// removed at a clean exit.
+TEST(ServeFlags, DaemonAndPidfile) {
+  const std::string pool = temp_path("flagsD");
+  const std::string pidfile = pool + ".pid", portfile = pool + ".port";
+  std::filesystem::remove(pool);
+  std::filesystem::remove(portfile);
+  ASSERT_EQ(run(wort_binary() + " serve --pool " + pool + " -p 0 -t 1 -m 8 -d -P " + pidfile +
+                " --port-file " + portfile + " 2>/dev/null"),
+            0);
+  std::ifstream pf(pidfile);
+  pid_t pid = 0;
+  ASSERT_TRUE(pf >> pid) << "no pid file";
+  struct Reap {  // never leave the detached server behind, whatever fails below
+    pid_t pid;
+    ~Reap() { ::kill(pid, SIGKILL); }
+  } reap{pid};
+  int port = 0;
+  for (int i = 0; i < 500 && port == 0; ++i) {  // the port file follows the pid file
+    std::ifstream in(portfile);
+    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(port, 0);
+  {
+    Client c(port);
+    EXPECT_EQ(c.cmd("set k 0 0 1\r\nx\r\n", "\r\n"), "STORED\r\n");
+  }
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  bool gone = false;
+  for (int i = 0; i < 1000 && !gone; ++i) {
+    gone = ::kill(pid, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_FALSE(std::filesystem::exists(pidfile));
+  // A detached start that fails says so with its exit status.
+  EXPECT_NE(run(wort_binary() + " serve --pool " + pool + " -p 0 -l 1.2.3.4 -d 2>/dev/null"), 0);
+  std::filesystem::remove(pool);
+  std::filesystem::remove(portfile);
 }
 
 }  // namespace
