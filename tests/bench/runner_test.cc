@@ -855,6 +855,33 @@ TEST(CliTest, HelpAndErrors) {
   EXPECT_EQ(rc, 2);
 }
 
+// `wort plot` of a file that is missing or not a bench JSON: one line saying so, exit 1.
+TEST(CliTest, PlotOfABadFileIsOneLine) {
+  if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
+  const std::string missing = ::testing::TempDir() + "/wort-plot-missing-" + std::to_string(::getpid()) + ".json";
+  int rc = 0;
+  std::string out = run(kWort + " plot " + missing, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out, "wort plot: " + missing + ": No such file or directory\n");
+  const std::string bad = missing + ".bad";
+  {
+    std::ofstream f(bad);
+    f << "{\"schema\": \"something else\"}";
+  }
+  out = run(kWort + " plot " + bad, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out, "wort plot: " + bad + ": not a wort bench JSON file\n");
+  {
+    std::ofstream f(bad);
+    f << "{ not json";
+  }
+  out = run(kWort + " plot " + bad, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("not JSON"), std::string::npos) << out;
+  std::remove(bad.c_str());
+}
+
 // A run whose every case fails says why on stderr, also with --quiet, and exits 1.
 TEST(CliTest, QuietFailureSaysWhy) {
   if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
@@ -932,6 +959,9 @@ TEST(CliTest, TinyRunWritesJson) {
   const std::string dir = stem + "-plots";
   const std::string plot = run(kWort + " plot " + json + " --out " + dir, &rc);
   ASSERT_EQ(rc, 0) << plot;
+  // plot.py checks each figure after drawing: no value labels over each other or over
+  // another bar, no legend over a bar.
+  EXPECT_EQ(plot.find("warning"), std::string::npos) << plot;
   for (const char* png : {"fig7_insert.png", "fig9_search.png", "fig10_range.png", "table1.png"}) {
     std::ifstream f(dir + "/" + png, std::ios::binary);
     ASSERT_TRUE(f.good()) << png << " not written; " << plot;
