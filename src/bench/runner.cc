@@ -40,6 +40,7 @@ struct WorkerStats {
   std::uint64_t ops = 0;
   std::uint64_t items = 0;
   pm::Counters counters;
+  pm::Counters counters_seen;  // a mix: this thread's counters at the end of its last step
   double cpu_seconds = 0;
   double wall_seconds = 0;  // from the phase start to this thread's last operation
 };
@@ -485,8 +486,8 @@ void run_step_op(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std:
 }
 
 // Runs one step and adds the persistence counters it moved to its operation type's: a mix's
-// report then gives lines written back per update, per insert, ... (two reads of this
-// thread's counters per operation; the paper workload's phases, one type each, skip them).
+// report then gives lines written back per update, per insert, ... (one read of this
+// thread's counters per operation; the paper workload's phases, one type each, skip it).
 void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
               std::size_t scan_len) {
   static constexpr OpType kType[] = {OpType::lookup, OpType::insert, OpType::update,
@@ -496,10 +497,18 @@ void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::ui
     timed(ctx, w, type, []() -> long { return -1; });
     return;
   }
-  const pm::Counters before = pm::counters();
   run_step_op(ctx, w, idx, st, i, scan_len);
+  // What moved since the previous step's end is this step's: nothing between steps writes
+  // to the pool, and the phase zeroed the counters before its first step.
+  const pm::Counters& now = pm::counters();
   pm::Counters& c = w.per_type[static_cast<std::size_t>(type)].counters;
-  c = c + (pm::counters() - before);
+  pm::Counters& seen = w.counters_seen;
+  c.flushes += now.flushes - seen.flushes;
+  c.lines_flushed += now.lines_flushed - seen.lines_flushed;
+  c.fences += now.fences - seen.fences;
+  c.nt_stores += now.nt_stores - seen.nt_stores;
+  c.commits += now.commits - seen.commits;
+  seen = now;
 }
 
 // A PiBench/YCSB-style mix: load the first `loaded` keys in order (one thread, so the load
