@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "bench/json.h"
 
@@ -95,6 +96,51 @@ Result<std::size_t> attach_callgrind(BenchReport& r,
       ++attached;
     }
   return attached;
+}
+
+Result<std::vector<std::string>> llc_fit_warnings(const std::string& child_json,
+                                                  std::uint64_t ll_bytes) {
+  auto parsed = parse_json(child_json);
+  if (!parsed) return parsed.error();
+  std::vector<std::string> out;
+  const JsonValue* cases = parsed.value().get("cases");
+  if (ll_bytes == 0 || cases == nullptr) return out;
+  const auto mib = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+    return std::string(buf);
+  };
+  for (const auto& c : cases->arr()) {
+    const JsonValue* idx = c.get("index");
+    const JsonValue* dist = c.get("dist");
+    const JsonValue* stats = c.get("stats");
+    if (!idx || !dist || !stats) continue;
+    const JsonValue* pm = stats->get("pm_bytes");
+    const JsonValue* dram = stats->get("dram_bytes");
+    const JsonValue* keys = stats->get("keys");
+    if (!pm || !dram || !keys || keys->num() <= 0) continue;  // a failed case: no tree
+    const double tree = pm->num() + dram->num();
+    if (tree >= static_cast<double>(ll_bytes)) continue;
+    char n[32];
+    std::snprintf(n, sizeof n, "%.0f", keys->num());
+    out.push_back("LLC: the callgrind pass's " + idx->str() + "/" + dist->str() + " tree (" +
+                  mib(tree) + " at " + n + " keys) fits in the simulated LL (" +
+                  mib(static_cast<double>(ll_bytes)) +
+                  "): its LLC misses say little about a large tree and may rank the indexes in "
+                  "reverse; raise --llc-keys or lower --llc-size");
+  }
+  return out;
+}
+
+std::vector<std::string> case_failures(const std::vector<CaseResult>& cases) {
+  std::vector<std::string> out;
+  for (const auto& c : cases) {
+    if (c.error.empty()) continue;
+    std::string name = c.index + "/" + std::string(to_string(c.dist));
+    if (c.flush_latency_ns) name += "/" + std::to_string(c.flush_latency_ns) + "ns";
+    out.push_back(name + ": " + c.error);
+  }
+  return out;
 }
 
 }  // namespace wort::bench

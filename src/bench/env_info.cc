@@ -140,8 +140,20 @@ EnvInfo gather_env(const std::string& source_dir, const std::vector<std::string>
   e.hw_counters = hw_counters_available(&why) ? "available" : "unavailable (" + why + ")";
   e.clock_read_ns = clock_read_ns();
   e.time_utc = now_utc();
+  e.load_start = read_loadavg();
   for (const auto& a : argv) e.command_line += (e.command_line.empty() ? "" : " ") + a;
   return e;
+}
+
+EnvInfo::LoadAvg read_loadavg(const std::string& path) {
+  EnvInfo::LoadAvg l{std::nan(""), std::nan(""), std::nan("")};
+  std::ifstream in(path);
+  for (double& v : l) {
+    double x = 0;
+    if (!(in >> x)) break;
+    v = x;
+  }
+  return l;
 }
 
 }  // namespace wort::bench

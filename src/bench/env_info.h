@@ -1,6 +1,8 @@
 // bench/env_info.h — the environment a result was measured in (goes into the JSON).
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,17 @@ struct EnvInfo {
   std::string hostname;
   std::string time_utc;       //!< when the run started (ISO 8601)
   std::string command_line;
+  //! The machine's load averages (1, 5, 15 min, /proc/loadavg) when the run started and when
+  //! its cases had run: wall times mean little on a machine whose load exceeds its CPUs.
+  //! NaN where /proc/loadavg cannot be read.
+  using LoadAvg = std::array<double, 3>;
+  LoadAvg load_start{std::nan(""), std::nan(""), std::nan("")};
+  LoadAvg load_end{std::nan(""), std::nan(""), std::nan("")};
 };
+
+//! The 1, 5 and 15 minute load averages from `path` (/proc/loadavg's format); NaN each
+//! where it cannot be read.
+EnvInfo::LoadAvg read_loadavg(const std::string& path = "/proc/loadavg");
 
 //! Gathers the environment. `source_dir` is the git tree (may be empty); `argv` the
 //! command line as given.

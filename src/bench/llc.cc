@@ -126,4 +126,20 @@ Result<std::map<std::string, CallgrindTotals>> parse_callgrind_dir(const std::st
   return out;
 }
 
+std::uint64_t simulated_ll_bytes(const std::string& valgrind_log) {
+  const std::size_t line = valgrind_log.find("simulated LL cache:");
+  if (line == std::string::npos) return 0;
+  const std::size_t at = valgrind_log.find("total_size ", line);
+  const std::size_t eol = valgrind_log.find('\n', line);
+  if (at == std::string::npos || at > eol) return 0;
+  std::uint64_t v = 0;
+  for (std::size_t i = at + 11; i < valgrind_log.size(); ++i) {
+    const char c = valgrind_log[i];
+    if (c == ',') continue;
+    if (c < '0' || c > '9') break;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
 }  // namespace wort::bench

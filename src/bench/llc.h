@@ -66,4 +66,8 @@ Result<std::pair<std::string, CallgrindTotals>> parse_callgrind_file(const std::
 Result<std::map<std::string, CallgrindTotals>> parse_callgrind_dir(const std::string& dir,
                                                                    const std::string& prefix);
 
+//! The simulated LL size valgrind logs when it picks one itself ("warning: simulated LL
+//! cache: line_size 64  assoc 1  total_size 268,435,456"), in bytes; 0 if the log has none.
+std::uint64_t simulated_ll_bytes(const std::string& valgrind_log);
+
 }  // namespace wort::bench

@@ -63,22 +63,40 @@ enum class OpType : std::uint8_t { insert, lookup, update, remove, scan, range }
 inline constexpr std::size_t kOpTypes = 6;
 std::string_view to_string(OpType t) noexcept;
 
+//! Sum of two counter snapshots.
+pm::Counters operator+(const pm::Counters& a, const pm::Counters& b) noexcept;
+//! Difference of two counter snapshots (after - before).
+pm::Counters operator-(const pm::Counters& a, const pm::Counters& b) noexcept;
+
+//! Cache lines written back to memory: lines flushed plus non-temporal 8-byte stores (a
+//! movnti sends its line to memory as a flush does). Every report calls this "lines
+//! written back" (Table 1 (b)) and shows its two parts beside it.
+inline std::uint64_t lines_written_back(const pm::Counters& c) noexcept {
+  return c.lines_flushed + c.nt_stores;
+}
+
 //! One operation kind within a phase.
 struct OpStats {
   std::uint64_t ops = 0;
   std::uint64_t misses = 0;  //!< not_found / exists / fewer keys than expected
   LatencyHistogram latency;  //!< sampled (every Nth operation)
+  //! Persistence counters of this kind's operations: in a phase of one kind, the phase's;
+  //! in a mix, summed around each operation.
+  pm::Counters counters;
   void merge(const OpStats& o) noexcept {
     ops += o.ops;
     misses += o.misses;
     latency.merge(o.latency);
+    counters = counters + o.counters;
   }
+  double written_back_per_op() const noexcept {
+    return per_op(static_cast<double>(lines_written_back(counters)), ops);
+  }
+  double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
+  double nt_stores_per_op() const noexcept { return per_op(static_cast<double>(counters.nt_stores), ops); }
+  double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
+  double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
 };
-
-//! Sum of two counter snapshots.
-pm::Counters operator+(const pm::Counters& a, const pm::Counters& b) noexcept;
-//! Difference of two counter snapshots (after - before).
-pm::Counters operator-(const pm::Counters& a, const pm::Counters& b) noexcept;
 
 //! Cache figures of a phase (hardware counters or callgrind's simulation).
 struct CacheStats {
@@ -110,7 +128,14 @@ struct PhaseResult {
   double throughput() const noexcept { return seconds > 0 ? static_cast<double>(ops) / seconds : std::nan(""); }
   double ns_per_op() const noexcept { return per_op(seconds * 1e9, ops); }
   double cpu_ns_per_op() const noexcept { return per_op(cpu_seconds * 1e9, ops); }
+  //! Lines written back per operation (lines_written_back: flushed + non-temporal stores).
+  double written_back_per_op() const noexcept {
+    return per_op(static_cast<double>(lines_written_back(counters)), ops);
+  }
+  //! Lines flushed per operation (one part of written_back_per_op).
   double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
+  //! Non-temporal stores per operation (the other part).
+  double nt_stores_per_op() const noexcept { return per_op(static_cast<double>(counters.nt_stores), ops); }
   double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
   double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
   std::uint64_t misses() const noexcept;

@@ -82,6 +82,12 @@ void write_env(JsonWriter& w, const EnvInfo& e) {
   w.field("clock_read_ns", e.clock_read_ns);
   w.field("time_utc", e.time_utc);
   w.field("command_line", e.command_line);
+  for (const auto& [name, l] : {std::pair{"load_start", &e.load_start}, std::pair{"load_end", &e.load_end}}) {
+    w.key(name);  // 1, 5 and 15 minute load averages (/proc/loadavg)
+    w.begin_array();
+    for (double v : *l) w.value(v);
+    w.end_array();
+  }
   w.end_object();
 }
 
@@ -132,10 +138,12 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
   w.field("lines_flushed", p.counters.lines_flushed);
   w.field("fences", p.counters.fences);
   w.field("nt_stores", p.counters.nt_stores);
+  w.field("lines_written_back", lines_written_back(p.counters));  // lines_flushed + nt_stores
   w.field("flush_calls_per_op", p.flushes_per_op());
-  w.field("lines_per_op", p.lines_per_op());
+  w.field("lines_written_back_per_op", p.written_back_per_op());
+  w.field("lines_per_op", p.lines_per_op());  // lines flushed per op
+  w.field("nt_stores_per_op", p.nt_stores_per_op());
   w.field("fences_per_op", p.fences_per_op());
-  w.field("nt_stores_per_op", per_op(static_cast<double>(p.counters.nt_stores), p.ops));
   w.field("commits", p.counters.commits);
   w.field("commits_per_op", per_op(static_cast<double>(p.counters.commits), p.ops));
   w.end_object();
@@ -157,6 +165,11 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
     w.begin_object();
     w.field("ops", s.ops);
     w.field("misses", s.misses);
+    w.field("lines_written_back_per_op", s.written_back_per_op());
+    w.field("lines_per_op", s.lines_per_op());
+    w.field("nt_stores_per_op", s.nt_stores_per_op());
+    w.field("flush_calls_per_op", s.flushes_per_op());
+    w.field("fences_per_op", s.fences_per_op());
     w.end_object();
   }
   w.end_object();

@@ -85,8 +85,16 @@ double phase_value(const CaseResult* c, const char* phase, double (*get)(const P
 }
 
 double llc_per_op(const PhaseResult& p) { return per_op(p.cache.llc_misses, p.cache.ops); }
-double lines_per_op(const PhaseResult& p) { return p.lines_per_op(); }
-double ns_per_op(const PhaseResult& p) { return p.ns_per_op(); }
+double cpu_ns_per_op(const PhaseResult& p) { return p.cpu_ns_per_op(); }
+
+// Lines written back per operation with its two parts: "4.29 (3.19+1.10)" is 3.19 lines
+// flushed plus 1.10 non-temporal stores.
+template <class Counted>
+std::string written_back(const Counted& s) {
+  if (!std::isfinite(s.written_back_per_op())) return "-";
+  return fmt(s.written_back_per_op(), "%.2f") + " (" + fmt(s.lines_per_op(), "%.2f") + "+" +
+         fmt(s.nt_stores_per_op(), "%.2f") + ")";
+}
 
 // A two-line header: each title spans one column per key distribution (D, S, C), then a rule.
 void grouped_header(Table& t, const std::vector<std::string>& titles,
@@ -102,17 +110,22 @@ void grouped_header(Table& t, const std::vector<std::string>& titles,
   t.rule();
 }
 
-// The WORT paper's Table 1: (a) LLC misses per insert, (b) flushed lines per insert,
-// (c) LLC misses per search, (d) average leaf depth, each for every key distribution.
+// The WORT paper's Table 1: (a) LLC misses per insert, (b) lines written back per insert
+// (flushed + non-temporal stores, both shown), (c) LLC misses per search, (d) average leaf
+// depth, each for every key distribution.
 void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   const auto dists = case_dists(r);
   Table t;
-  grouped_header(t, {"(a) LLC miss/insert", "(b) lines flushed/insert", "(c) LLC miss/search",
-                     "(d) avg leaf depth"}, dists);
+  grouped_header(t, {"(a) LLC miss/insert", "(b) lines written back/insert",
+                     "(c) LLC miss/search", "(d) avg leaf depth"}, dists);
   for (const auto& idx : case_indexes(r)) {
     std::vector<std::string> row{idx};
     for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "insert", llc_per_op)));
-    for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "insert", lines_per_op), "%.2f"));
+    for (auto d : dists) {
+      const CaseResult* c = find_case(r, idx, d, lat);
+      const PhaseResult* p = c ? c->phase("insert") : nullptr;
+      row.push_back(p ? written_back(*p) : "-");
+    }
     for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), "search", llc_per_op)));
     for (auto d : dists) {
       const CaseResult* c = find_case(r, idx, d, lat);
@@ -120,7 +133,8 @@ void write_table1(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
     }
     t.row(row);
   }
-  os << "Table 1 (layout of the WORT paper's Table 1; D=Dense S=Sparse C=Clustered):\n";
+  os << "Table 1 (layout of the WORT paper's Table 1; D=Dense S=Sparse C=Clustered; (b) lines\n"
+        "written back = lines flushed + non-temporal 8-byte stores, the two parts in brackets):\n";
   t.print(os);
   bool llc = false;
   for (const auto& c : r.cases)
@@ -147,19 +161,19 @@ void write_times(const BenchReport& r, std::uint32_t lat, std::ostream& os) {
   std::vector<std::string> phases{"insert", "search"};
   phases.insert(phases.end(), range_names.begin(), range_names.end());
   std::vector<std::string> titles;
-  for (const auto& ph : phases) titles.push_back(ph + " ns/op");
+  for (const auto& ph : phases) titles.push_back(ph + " cpu ns/op");
   grouped_header(t, titles, dists);
   for (const auto& idx : case_indexes(r)) {
     std::vector<std::string> row{idx};
     for (const auto& ph : phases)
-      for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), ph.c_str(), ns_per_op), "%.0f"));
+      for (auto d : dists) row.push_back(fmt(phase_value(find_case(r, idx, d, lat), ph.c_str(), cpu_ns_per_op), "%.0f"));
     t.row(row);
   }
-  os << "Time per operation (Fig. 7 insert, Fig. 9 search, Fig. 10 range):\n";
+  os << "CPU time per operation (Fig. 7 insert, Fig. 9 search, Fig. 10 range; the worker threads'\n"
+        "CPU time, which a busy machine does not inflate; wall time is in \"Phases\" below):\n";
   t.print(os);
 }
 
-double cpu_ns_per_op(const PhaseResult& p) { return p.cpu_ns_per_op(); }
 double instr_per_op(const PhaseResult& p) { return per_op(p.cache.instructions, p.cache.ops); }
 
 // The type-erased handle's cost: search-virtual (a tight loop through wort::Index) against
@@ -215,17 +229,17 @@ void write_latency_sweep(const BenchReport& r, std::ostream& os) {
   for (const auto& idx : case_indexes(r))
     for (auto d : case_dists(r)) {
       std::vector<std::string> row{idx + "/" + std::string(to_string(d))};
-      for (auto l : lats) row.push_back(fmt(phase_value(find_case(r, idx, d, l), "insert", ns_per_op), "%.0f"));
+      for (auto l : lats) row.push_back(fmt(phase_value(find_case(r, idx, d, l), "insert", cpu_ns_per_op), "%.0f"));
       t.row(row);
     }
-  os << "Insert ns/op against emulated write latency per flushed line (Fig. 8):\n";
+  os << "Insert CPU ns/op against emulated write latency per flushed line (Fig. 8):\n";
   t.print(os);
 }
 
 void write_phases(const BenchReport& r, std::ostream& os) {
   Table t;
   t.row({"case", "phase", "op", "ops", "Mops/s", "ns/op", "cpu ns/op", "mean", "p50", "p90", "p99",
-         "p99.9", "lines/op", "flush/op", "fence/op", "misses"});
+         "p99.9", "written back/op", "flush/op", "fence/op", "misses"});
   t.rule();
   for (const auto& c : r.cases) {
     std::string name = c.index + "/" + std::string(to_string(c.dist));
@@ -242,20 +256,21 @@ void write_phases(const BenchReport& r, std::ostream& os) {
                whole ? fmt(p.cpu_ns_per_op(), "%.0f") : "", h.count() ? fmt(h.mean(), "%.0f") : "",
                fmt(h.percentile(50), "%.0f"), fmt(h.percentile(90), "%.0f"),
                fmt(h.percentile(99), "%.0f"), fmt(h.percentile(99.9), "%.0f"),
-               whole ? fmt(p.lines_per_op(), "%.2f") : "", whole ? fmt(p.flushes_per_op(), "%.2f") : "",
-               whole ? fmt(p.fences_per_op(), "%.2f") : "", std::to_string(s.misses)});
+               written_back(s), fmt(s.flushes_per_op(), "%.2f"), fmt(s.fences_per_op(), "%.2f"),
+               std::to_string(s.misses)});
       }
       if (p.ops > 0 &&
           std::count_if(p.per_type.begin(), p.per_type.end(), [&](const OpStats& s) { return s.ops == p.ops; }) == 0)
         t.row({name, p.name, "all", std::to_string(p.ops), fmt(p.throughput() / 1e6, "%.3f"),
                fmt(p.ns_per_op(), "%.0f"), fmt(p.cpu_ns_per_op(), "%.0f"), "", "", "", "", "",
-               fmt(p.lines_per_op(), "%.2f"),
-               fmt(p.flushes_per_op(), "%.2f"), fmt(p.fences_per_op(), "%.2f"), std::to_string(p.misses())});
+               written_back(p), fmt(p.flushes_per_op(), "%.2f"), fmt(p.fences_per_op(), "%.2f"),
+               std::to_string(p.misses())});
     }
   }
   os << "Phases (ns/op is wall time; cpu ns/op is the threads' CPU time, lower when the machine is\n"
         "shared; mean and percentiles in ns over the latency samples, taken at random gaps: the\n"
-        "sampled mean should agree with ns/op):\n";
+        "sampled mean should agree with ns/op; lines written back = lines flushed + non-temporal\n"
+        "stores, per operation of that type):\n";
   t.print(os);
 }
 
@@ -345,6 +360,9 @@ void write_table(const BenchReport& r, std::ostream& os) {
   os << "wort bench: " << o.keys << " keys, workload " << o.workload << ", PM mode "
      << r.env.pm_mode << " (" << r.env.flush_insn << "), threads " << o.threads << ", seed "
      << o.seed << ", git " << r.env.git_revision << "\n";
+  if (std::isfinite(r.env.load_start[0]) || std::isfinite(r.env.load_end[0]))
+    os << "load average (1 min): " << fmt(r.env.load_start[0], "%.2f") << " at the start, "
+       << fmt(r.env.load_end[0], "%.2f") << " at the end, on " << r.env.cpus << " CPUs\n";
   for (const auto& n : r.notes) os << "note: " << n << "\n";
   os << "\n";
   const std::uint32_t lat0 = o.flush_latencies.empty() ? 0 : o.flush_latencies.front();

@@ -40,6 +40,7 @@ struct WorkerStats {
   std::uint64_t ops = 0;
   std::uint64_t items = 0;
   pm::Counters counters;
+  pm::Counters counters_seen;  // a mix: this thread's counters at the end of its last step
   double cpu_seconds = 0;
   double wall_seconds = 0;  // from the phase start to this thread's last operation
 };
@@ -168,6 +169,10 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
     p.thread_ops.push_back(w.ops);
     p.thread_seconds.push_back(w.wall_seconds);
   }
+  // A phase of one operation type: its counters are the phase's (a mix counted per type).
+  if (std::count_if(p.per_type.begin(), p.per_type.end(), [](const OpStats& s) { return s.ops > 0; }) == 1)
+    for (auto& s : p.per_type)
+      if (s.ops > 0) s.counters = p.counters;
   p.timeline = std::move(ctx.timeline);
   if (o.llc == LlcMode::perf) {
     if (hw_error.empty()) {
@@ -303,11 +308,19 @@ PhaseResult insert_phase(const BenchOptions& o, const std::string& name, const s
 // The WORT paper's phases: insert all keys, search all keys (another random order), then
 // range queries covering each requested fraction of the keys.
 void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
-               const KeySet& keys, CaseResult& c, const ProgressFn& progress,
+               const KeySet& keys, CaseResult& c, const ProgressFn& progress_out,
                const std::string& label) {
   const std::uint64_t n = keys.size();
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
-  c.phases.push_back(insert_phase(o, "insert", tag("insert"), idx, keys, n, progress, label));
+  const bool direct = o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct;
+  // The phases below, weighted by their operations: insert, search, the adapter loops, ranges.
+  std::vector<double> plan{static_cast<double>(n), static_cast<double>(n)};
+  if (direct) plan.insert(plan.end(), entry->lookup_chained ? 3 : 2, static_cast<double>(n));
+  for (double frac : o.range_fractions)
+    if (std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5)) < n)
+      plan.push_back(static_cast<double>(o.range_queries));
+  CaseProgress cp(progress_out, plan);
+  c.phases.push_back(insert_phase(o, "insert", tag("insert"), idx, keys, n, cp.next_phase(), label));
   c.stats = idx.stats();
 
   std::vector<std::uint32_t> order(n);
@@ -319,7 +332,7 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
   KeySet search_keys;
   search_keys.reserve(n, keys.total_bytes());
   for (std::uint64_t i = 0; i < n; ++i) search_keys.push(as_string(keys[order[i]]));
-  c.phases.push_back(run_phase(o, "search", tag("search"), n, progress, label,
+  c.phases.push_back(run_phase(o, "search", tag("search"), n, cp.next_phase(), label,
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
     for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
       const std::uint32_t k = order[i];
@@ -332,19 +345,19 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
   // The adapter's cost: the same lookups in the same loop through wort::Index and on the
   // concrete class. Both run after `search`, so both find the caches it left. With threads
   // sharing the index every lookup takes a lock: no like-for-like loop then.
-  if (o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct) {
+  if (direct) {
     const Index& cidx = idx;
     c.phases.push_back(run_lookup_loop(
         o, "search-virtual", [&](const registry::PackedKeys& p) { return registry::lookup_each(cidx, p); },
-        search_keys, order, tag("search-virtual"), progress, label));
+        search_keys, order, tag("search-virtual"), cp.next_phase(), label));
     c.phases.push_back(run_lookup_loop(
         o, "search-direct", [&](const registry::PackedKeys& p) { return entry->lookup_direct(cidx, p); },
-        search_keys, order, tag("search-direct"), progress, label));
+        search_keys, order, tag("search-direct"), cp.next_phase(), label));
     // One lookup's latency: each lookup waits for the one before (registry::lookup_chained).
     if (entry->lookup_chained)
       c.phases.push_back(run_lookup_loop(
           o, "search-chained", [&](const registry::PackedKeys& p) { return entry->lookup_chained(cidx, p); },
-          search_keys, order, tag("search-chained"), progress, label));
+          search_keys, order, tag("search-chained"), cp.next_phase(), label));
   }
   search_keys = KeySet{};
 
@@ -358,7 +371,7 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
     char name[48];
     std::snprintf(name, sizeof name, "range%g%%", frac * 100);
     const std::uint64_t q = o.range_queries;
-    c.phases.push_back(run_phase(o, name, tag(name), q, progress, label,
+    c.phases.push_back(run_phase(o, name, tag(name), q, cp.next_phase(), label,
                                  [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
       for_my_share(ctx, t, q, w, [&](std::uint64_t i) {
         Rng r(Rng::derive(o.seed, 1000 + i));
@@ -444,15 +457,9 @@ class StepPlan {
 };
 
 // Runs one step, timed (sampled) by its operation type.
-void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
-              std::size_t scan_len) {
+void run_step_op(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
+                 std::size_t scan_len) {
   const Key k = st.key;
-  if (st.fresh == kExhausted) {  // no key left to draw (see Step): count a miss of its type
-    static constexpr OpType kType[] = {OpType::lookup, OpType::insert, OpType::update,
-                                       OpType::remove, OpType::scan};
-    timed(ctx, w, kType[static_cast<int>(st.op)], []() -> long { return -1; });
-    return;
-  }
   switch (st.op) {
     case MixOp::lookup:
       timed(ctx, w, OpType::lookup, [&]() -> long { return idx.lookup(k) ? 0 : -1; });
@@ -478,14 +485,43 @@ void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::ui
   }
 }
 
+// Runs one step and adds the persistence counters it moved to its operation type's: a mix's
+// report then gives lines written back per update, per insert, ... (one read of this
+// thread's counters per operation; the paper workload's phases, one type each, skip it).
+void run_step(PhaseCtx& ctx, WorkerStats& w, Index& idx, const Step& st, std::uint64_t i,
+              std::size_t scan_len) {
+  static constexpr OpType kType[] = {OpType::lookup, OpType::insert, OpType::update,
+                                     OpType::remove, OpType::scan};
+  const OpType type = kType[static_cast<int>(st.op)];
+  if (st.fresh == kExhausted) {  // no key left to draw (see Step): count a miss of its type
+    timed(ctx, w, type, []() -> long { return -1; });
+    return;
+  }
+  run_step_op(ctx, w, idx, st, i, scan_len);
+  // What moved since the previous step's end is this step's: nothing between steps writes
+  // to the pool, and the phase zeroed the counters before its first step.
+  const pm::Counters& now = pm::counters();
+  pm::Counters& c = w.per_type[static_cast<std::size_t>(type)].counters;
+  pm::Counters& seen = w.counters_seen;
+  c.flushes += now.flushes - seen.flushes;
+  c.lines_flushed += now.lines_flushed - seen.lines_flushed;
+  c.fences += now.fences - seen.fences;
+  c.nt_stores += now.nt_stores - seen.nt_stores;
+  c.commits += now.commits - seen.commits;
+  seen = now;
+}
+
 // A PiBench/YCSB-style mix: load the first `loaded` keys in order (one thread, so the load
 // is deterministic), then run the mix; inserts take the remaining keys in order.
 void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_t loaded,
-             CaseResult& c, const ProgressFn& progress, const std::string& label) {
+             CaseResult& c, const ProgressFn& progress_out, const std::string& label) {
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
+  // Load, then run (a duration run weighs as much as the load).
+  CaseProgress cp(progress_out, {static_cast<double>(loaded),
+                                 static_cast<double>(o.mix.ops ? o.mix.ops : loaded)});
   BenchOptions load_opts = o;
   load_opts.threads = 1;
-  c.phases.push_back(insert_phase(load_opts, "load", tag("load"), idx, keys, loaded, progress, label));
+  c.phases.push_back(insert_phase(load_opts, "load", tag("load"), idx, keys, loaded, cp.next_phase(), label));
   c.stats = idx.stats();
 
   const MixSpec& m = o.mix;
@@ -500,7 +536,7 @@ void run_mix(const BenchOptions& o, Index& idx, const KeySet& keys, std::uint64_
     StepDrawer draw(o, t, loaded, keys, next_fresh, next_once);
     for (std::uint64_t i = t; i < run_ops; i += threads) plans[t].add(draw.next());
   }
-  c.phases.push_back(run_phase(o, "run", tag("run"), run_ops, progress, label,
+  c.phases.push_back(run_phase(o, "run", tag("run"), run_ops, cp.next_phase(), label,
                                [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
     StepDrawer draw(o, t, loaded, keys, next_fresh, next_once);  // duration runs draw as they go
     std::uint64_t local = 0;
@@ -529,6 +565,31 @@ std::uint64_t fresh_keys_needed(const BenchOptions& o) {
 }
 
 }  // namespace
+
+CaseProgress::CaseProgress(const ProgressFn& out, std::vector<double> weights) : out_(out) {
+  if (weights.empty()) weights.push_back(1);
+  double total = 0;
+  for (double& w : weights) total += w = std::max(w, 0.0);
+  double at = 0;
+  for (double w : weights) {
+    start_.push_back(total > 0 ? at / total : 0);
+    share_.push_back(total > 0 ? w / total : 1.0 / static_cast<double>(weights.size()));
+    at += w;
+  }
+}
+
+void CaseProgress::report(std::size_t phase, const std::string& label, double f) {
+  if (!out_) return;
+  const std::size_t i = std::min(phase, start_.size() - 1);
+  const double at = start_[i] + std::clamp(f, 0.0, 1.0) * share_[i];
+  last_ = std::clamp(std::max(last_, at), 0.0, 1.0);
+  out_(label, last_);
+}
+
+ProgressFn CaseProgress::next_phase() {
+  const std::size_t i = next_++;
+  return [this, i](const std::string& label, double f) { report(i, label, f); };
+}
 
 const PhaseResult* CaseResult::phase(std::string_view name) const {
   for (const auto& p : phases)

@@ -107,6 +107,27 @@ Result<IndexSpec> parse_index_spec(std::string_view entry);
 //! Progress callback: (case label, fraction of the case done).
 using ProgressFn = std::function<void(const std::string&, double)>;
 
+//! Turns each phase's own progress (0 to 1, starting again at every phase) into the case's:
+//! phase i covers its share of the case, weighted by its planned operations, after the
+//! phases before it. What it reports never decreases, whatever it is fed (a phase outside
+//! the plan counts as the last one).
+class CaseProgress {
+ public:
+  CaseProgress(const ProgressFn& out, std::vector<double> weights);
+  //! Reports phase i at fraction f of itself.
+  void report(std::size_t phase, const std::string& label, double f);
+  //! The callback of the next phase in the plan (the first call gives phase 0's).
+  ProgressFn next_phase();
+  double last() const noexcept { return last_; }
+
+ private:
+  const ProgressFn& out_;
+  std::vector<double> start_;  // share of the case done before phase i
+  std::vector<double> share_;  // phase i's share
+  std::size_t next_ = 0;
+  double last_ = 0;
+};
+
 //! The name a phase is known by in callgrind dumps: "index/dist/latency/phase".
 std::string phase_tag(const std::string& index, KeyDist d, std::uint32_t lat,
                       const std::string& phase);

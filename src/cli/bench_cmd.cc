@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,9 +27,12 @@ using bench::BenchOptions;
 constexpr const char* kBenchHelp = R"(usage: wort bench [options]
 
 Runs every chosen index on every chosen key set and prints a table laid out like the WORT
-paper's Table 1, then per-phase figures. Every phase reports throughput, sampled latency
-percentiles per operation type (p50/p90/p99/p99.9), cache lines flushed, flush calls and
-fences per operation; every case reports leaf depth and PM/DRAM bytes per key.
+paper's Table 1, then per-phase figures. Every phase reports throughput, wall and CPU time
+per operation, sampled latency percentiles per operation type (p50/p90/p99/p99.9), cache
+lines written back (lines flushed + non-temporal stores, both parts shown), flush calls
+and fences per operation; every case reports leaf depth and PM/DRAM bytes per key. The
+paper's time tables use CPU time; the header gives the machine's load average. A failed
+case prints its reason on stderr (also with --quiet) and the run exits 1.
 
 what to run:
   --index LIST         index kinds, comma-separated (default: every registered one;
@@ -108,7 +112,8 @@ extra measurements:
                        gives instructions and L1 misses per op), auto (perf if available,
                        else callgrind)
   --llc-keys N         key count of the callgrind pass (default --keys; it runs ~50x
-                       slower, so a smaller N keeps it short)
+                       slower, so a smaller N keeps it short); warns when a case's tree
+                       at N keys fits in the simulated LL (its misses would mislead)
   --llc-size BYTES     size of the simulated last-level cache, a power of two such as 1M
                        (16-way, 64-byte lines;
                        default: callgrind's detection of this CPU's). A smaller cache
@@ -289,8 +294,10 @@ class ProgressBar {
 bool valgrind_present() { return std::system("valgrind --version >/dev/null 2>&1") == 0; }
 
 // Re-runs this command under callgrind with the cache simulation, collection confined to
-// the measured phases, and attaches the figures to `report`. Returns a note for the reader.
-std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv) {
+// the measured phases, and attaches the figures to `report`. Returns a note for the reader;
+// adds to `warnings` a line per case whose tree fits in the simulated LL.
+std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv,
+                           std::vector<std::string>& warnings) {
   if (!valgrind_present()) return "LLC: valgrind not found; no callgrind figures";
   char tmpl[] = "/tmp/wort-callgrind-XXXXXX";
   if (!::mkdtemp(tmpl)) return "LLC: cannot create a temporary directory";
@@ -331,13 +338,22 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv) {
   auto n = bench::attach_callgrind(report, dumps.value(), ss.str());
   if (!n) return "LLC: " + n.error().message;
   std::string ll = "this CPU's cache sizes";
+  std::uint64_t ll_bytes = o.llc_size;
   {
     std::ifstream log(dir + "/valgrind.log");
+    std::stringstream text;
+    text << log.rdbuf();
     // valgrind logs e.g. "--123-- warning: simulated LL cache: line_size 64  assoc 1  total_size 268,435,456"
-    for (std::string line; std::getline(log, line);)
+    std::istringstream lines(text.str());
+    for (std::string line; std::getline(lines, line);)
       if (auto at = line.find("simulated LL cache: "); at != std::string::npos)
         ll = "callgrind's own choice of LL: " + line.substr(at + 20);
+    if (!o.llc_size) ll_bytes = bench::simulated_ll_bytes(text.str());
+    // Without that warning callgrind simulates this CPU's own last level.
+    if (ll_bytes == 0) ll_bytes = static_cast<std::uint64_t>(std::max(0L, ::sysconf(_SC_LEVEL3_CACHE_SIZE)));
   }
+  if (auto w = bench::llc_fit_warnings(ss.str(), ll_bytes); w)
+    warnings.insert(warnings.end(), w.value().begin(), w.value().end());
   std::filesystem::remove_all(dir);
   return "LLC misses per op from callgrind's cache simulation (" + std::to_string(o.llc_keys) +
          " keys, " + std::to_string(n.value()) + " phases; " +
@@ -377,11 +393,25 @@ int bench_main(const Args& args, const Args& full_argv) {
   ProgressBar bar(out.progress);
   const std::string pass = o.llc == bench::LlcMode::callgrind_child ? "callgrind pass: " : "";
   report.cases = bench::run_all(o, [&](const std::string& l, double f) { bar.update(pass + l, f); });
+  report.env.load_end = bench::read_loadavg();
   bar.finish();
-  for (const auto& c : report.cases)
-    if (!c.error.empty()) report.notes.push_back(c.index + "/" + std::string(bench::to_string(c.dist)) + ": " + c.error);
+  // A failed case says why on stderr too: with --quiet (or only a JSON) nothing else would.
+  const std::vector<std::string> failures = bench::case_failures(report.cases);
+  for (const auto& f : failures) {
+    report.notes.push_back(f);
+    std::fprintf(stderr, "wort bench: %s\n", f.c_str());
+  }
+  if (!failures.empty() && failures.size() == report.cases.size())
+    std::fprintf(stderr, "wort bench: every case failed\n");
 
-  if (o.llc == bench::LlcMode::callgrind) report.notes.push_back(callgrind_pass(report, full_argv));
+  if (o.llc == bench::LlcMode::callgrind) {
+    std::vector<std::string> warnings;
+    report.notes.push_back(callgrind_pass(report, full_argv, warnings));
+    for (const auto& w : warnings) {
+      std::fprintf(stderr, "wort bench: warning: %s\n", w.c_str());
+      report.notes.push_back("warning: " + w);
+    }
+  }
 
   if (!out.quiet) bench::write_table(report, std::cout);
   if (!out.json.empty() && !write_file(out.json, bench::to_json(report)))

@@ -18,7 +18,10 @@ int plot_main(const Args& args) {
         "the JSON's folder): insertion and search time per distribution (Fig. 7, 9),\n"
         "insertion time against PM write latency (Fig. 8, when the run swept\n"
         "--write-latency), range query time (Fig. 10), flushes and leaf depth (Table 1),\n"
-        "latency percentiles and throughput over time of mixes. Runs %s.\n",
+        "latency percentiles and throughput over time of mixes. Times are CPU time per\n"
+        "operation; the subtitles give the machine's load average at the start and end of\n"
+        "the run; lines written back are drawn as lines flushed + non-temporal stores. Each\n"
+        "index keeps one colour in every figure. Runs %s.\n",
         script.c_str());
     return args.empty() ? 2 : 0;
   }

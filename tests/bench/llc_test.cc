@@ -118,5 +118,17 @@ TEST(JsonTest, RoundTripAndEscapes) {
   EXPECT_FALSE(parse_json("{} extra").ok());
 }
 
+// The LL size valgrind picked itself (its log's warning), for the tree-fits-the-cache check.
+TEST(CallgrindTest, SimulatedLlBytesFromTheLog) {
+  EXPECT_EQ(simulated_ll_bytes("==1== Callgrind\n--123-- warning: simulated LL cache: line_size 64  "
+                               "assoc 1  total_size 268,435,456\n--123-- more\n"),
+            268435456u);
+  EXPECT_EQ(simulated_ll_bytes("--9-- warning: simulated LL cache: line_size 64  assoc 16  total_size 1048576\n"),
+            1048576u);
+  EXPECT_EQ(simulated_ll_bytes("==1== nothing about caches\n"), 0u);
+  EXPECT_EQ(simulated_ll_bytes("--1-- warning: simulated LL cache: line_size 64\ntotal_size 5\n"), 0u)
+      << "a total_size on another line is not this one's";
+}
+
 }  // namespace
 }  // namespace wort::bench

@@ -70,9 +70,14 @@ class BenchLogIndex {
     return append(k, v, 0);
   }
   Status upsert(Key k, Value v) { return append(k, v, 0); }
+  // In place: the key's newest record takes the value with one non-temporal 8-byte commit
+  // (no flush), as WORT's and ROART's updates do; the reports count it as a line written back.
   Status update(Key k, Value v) {
-    if (!map_.count(std::string(as_string(k)))) return Status::not_found;
-    return append(k, v, 0);
+    auto it = map_.find(std::string(as_string(k)));
+    if (it == map_.end()) return Status::not_found;
+    pm::commit_nt(&rec(it->second.off)->value, v);
+    it->second.value = v;
+    return Status::ok;
   }
   std::optional<Value> lookup(Key k) const {
     auto it = map_.find(std::string(as_string(k)));
@@ -304,6 +309,252 @@ TEST(RunnerTest, MixRunsTheRatios) {
   EXPECT_NEAR(share(OpType::scan), 0.1, 0.05);
   EXPECT_EQ(run->per_type[static_cast<int>(OpType::insert)].misses, 0u) << "fresh keys are new";
   EXPECT_GT(run->items, 0u);
+}
+
+// Lines written back = lines flushed + non-temporal stores, in the result, the table, the
+// JSON and the CSV. The log index's updates write their value with one movnti and no flush
+// (as WORT's do): a YCSB-A-like mix must show one line written back per update, not 0.
+TEST(RunnerTest, LinesWrittenBackCountNonTemporalStores) {
+  BenchReport r;
+  r.options = small_options();
+  r.options.dists = {KeyDist::sparse};
+  r.options.workload = "mix";
+  ASSERT_TRUE(parse_ratios("lookup=50,update=50", r.options.mix).ok());
+  r.options.mix.ops = scaled(4000);
+  ASSERT_TRUE(validate(r.options).ok());
+  r.cases = run_all(r.options, nullptr);
+  ASSERT_EQ(r.cases.size(), 1u);
+  const PhaseResult* run = r.cases[0].phase("run");
+  ASSERT_NE(run, nullptr);
+  const OpStats& up = run->per_type[static_cast<int>(OpType::update)];
+  const OpStats& look = run->per_type[static_cast<int>(OpType::lookup)];
+  ASSERT_GT(up.ops, 0u);
+  EXPECT_EQ(up.misses, 0u);
+  EXPECT_EQ(up.counters.nt_stores, up.ops) << "one movnti per update";
+  EXPECT_EQ(up.counters.lines_flushed, 0u);
+  EXPECT_DOUBLE_EQ(up.written_back_per_op(), 1.0);
+  EXPECT_DOUBLE_EQ(up.written_back_per_op(), up.lines_per_op() + up.nt_stores_per_op());
+  EXPECT_EQ(lines_written_back(look.counters), 0u) << "lookups write nothing back";
+  // The phase: the same counters as the sum of its types.
+  EXPECT_EQ(run->counters.nt_stores, up.counters.nt_stores + look.counters.nt_stores);
+  EXPECT_DOUBLE_EQ(run->written_back_per_op(), static_cast<double>(up.ops) / static_cast<double>(run->ops));
+  EXPECT_GT(run->written_back_per_op(), 0.0);
+
+  std::ostringstream t;
+  write_table(r, t);
+  const std::string table = t.str();
+  std::istringstream lines(table);
+  bool update_row = false, all_row = false;
+  char all_cell[64];
+  std::snprintf(all_cell, sizeof all_cell, "%.2f (0.00+%.2f)", run->written_back_per_op(), run->nt_stores_per_op());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" run ") == std::string::npos) continue;
+    if (line.find(" update ") != std::string::npos) update_row = line.find("1.00 (0.00+1.00)") != std::string::npos;
+    if (line.find(" all ") != std::string::npos) all_row = line.find(all_cell) != std::string::npos;
+  }
+  EXPECT_TRUE(update_row) << "the update row shows 1.00 written back (0.00 flushed + 1.00 nt)\n" << table;
+  EXPECT_TRUE(all_row) << "the phase row shows " << all_cell << "\n" << table;
+
+  auto parsed = parse_json(to_json(r));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const JsonValue& ph = parsed.value().get("cases")->arr()[0].get("phases")->arr()[1];
+  ASSERT_EQ(ph.get("name")->str(), "run");
+  const JsonValue* k = ph.get("counters");
+  EXPECT_EQ(k->get("lines_written_back")->num(), k->get("lines_flushed")->num() + k->get("nt_stores")->num());
+  EXPECT_DOUBLE_EQ(k->get("lines_written_back_per_op")->num(),
+                   k->get("lines_per_op")->num() + k->get("nt_stores_per_op")->num());
+  EXPECT_GT(k->get("lines_written_back_per_op")->num(), 0);
+  const JsonValue* ju = ph.get("per_type")->get("update");
+  ASSERT_NE(ju, nullptr);
+  EXPECT_EQ(ju->get("lines_written_back_per_op")->num(), 1);
+  EXPECT_EQ(ju->get("nt_stores_per_op")->num(), 1);
+  EXPECT_EQ(ju->get("lines_per_op")->num(), 0);
+
+  // CSV: lines_written_back_per_op = lines_per_op + nt_stores_per_op on every row.
+  std::istringstream csv(to_csv(r));
+  std::string header;
+  std::getline(csv, header);
+  auto split = [](const std::string& line) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    if (!line.empty() && line.back() == ',') f.emplace_back();
+    return f;
+  };
+  const auto cols = split(header);
+  auto col = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  const std::size_t wb = col("lines_written_back_per_op"), fl = col("lines_per_op"),
+                    nt = col("nt_stores_per_op"), op = col("op"), phase = col("phase");
+  ASSERT_LT(wb, cols.size());
+  ASSERT_LT(nt, cols.size());
+  bool saw_update = false;
+  for (std::string line; std::getline(csv, line);) {
+    const auto f = split(line);
+    ASSERT_EQ(f.size(), cols.size()) << line;
+    EXPECT_NEAR(std::stod(f[wb]), std::stod(f[fl]) + std::stod(f[nt]), 1e-5) << line;
+    if (f[phase] == "run" && f[op] == "update") {
+      saw_update = true;
+      EXPECT_EQ(f[wb], "1") << line;
+    }
+  }
+  EXPECT_TRUE(saw_update);
+}
+
+// The same on a real index whose inserts commit with non-temporal stores (FAST&FAIR: its
+// slot commits): Table 1 (b) is lines flushed + nt stores, both parts shown.
+TEST(RunnerTest, TableOneWrittenBackAddsNonTemporalStores) {
+  const auto kinds = Index::kinds();
+  if (std::find(kinds.begin(), kinds.end(), "fastfair") == kinds.end()) GTEST_SKIP() << "no fastfair";
+  BenchReport r;
+  r.options = small_options();
+  r.options.indexes = {"fastfair"};
+  r.options.dists = {KeyDist::sparse};
+  r.options.keys = scaled(2000);
+  r.options.range_fractions.clear();
+  r.options.search_direct = false;
+  ASSERT_TRUE(validate(r.options).ok());
+  r.cases = run_all(r.options, nullptr);
+  ASSERT_EQ(r.cases.size(), 1u);
+  ASSERT_EQ(r.cases[0].error, "");
+  const PhaseResult* ins = r.cases[0].phase("insert");
+  ASSERT_NE(ins, nullptr);
+  ASSERT_GT(ins->counters.nt_stores, 0u) << "FAST&FAIR commits with movnti";
+  ASSERT_GT(ins->counters.lines_flushed, 0u);
+  EXPECT_EQ(lines_written_back(ins->counters), ins->counters.lines_flushed + ins->counters.nt_stores);
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%.2f (%.2f+%.2f)", ins->written_back_per_op(), ins->lines_per_op(),
+                ins->nt_stores_per_op());
+  EXPECT_GT(ins->written_back_per_op(), ins->lines_per_op());
+  std::ostringstream t;
+  write_table(r, t);
+  const std::string table = t.str();
+  const std::size_t t1 = table.find("Table 1");
+  ASSERT_NE(t1, std::string::npos);
+  const std::size_t row = table.find("\nfastfair ", t1);
+  ASSERT_NE(row, std::string::npos) << table;
+  const std::string line = table.substr(row + 1, table.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find(cell), std::string::npos) << "Table 1 (b) is " << cell << ":\n" << table;
+}
+
+// The progress reported over a whole run never goes back: each case's phases share the
+// case's span instead of each running from 0 to 100% of it again.
+TEST(RunnerTest, ProgressNeverGoesBack) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::dense, KeyDist::sparse};
+  ASSERT_TRUE(validate(o).ok());
+  std::vector<double> seen;
+  const auto cases = run_all(o, [&](const std::string&, double f) { seen.push_back(f); });
+  ASSERT_EQ(cases.size(), 2u);
+  ASSERT_GT(seen.size(), 10u);
+  for (std::size_t i = 1; i < seen.size(); ++i)
+    ASSERT_GE(seen[i], seen[i - 1]) << "step " << i << " of " << seen.size();
+  EXPECT_GE(seen.front(), 0.0);
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+  // A mix too (load, then run).
+  o.workload = "mix";
+  ASSERT_TRUE(parse_ratios("lookup=50,update=50", o.mix).ok());
+  o.mix.ops = o.keys;
+  seen.clear();
+  run_all(o, [&](const std::string&, double f) { seen.push_back(f); });
+  for (std::size_t i = 1; i < seen.size(); ++i) ASSERT_GE(seen[i], seen[i - 1]) << "mix step " << i;
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+}
+
+TEST(RunnerTest, CaseProgressWeighsPhasesAndNeverGoesBack) {
+  std::vector<double> seen;
+  const ProgressFn out = [&](const std::string&, double f) { seen.push_back(f); };
+  CaseProgress cp(out, {3, 1});
+  const ProgressFn a = cp.next_phase();
+  const ProgressFn b = cp.next_phase();
+  a("x", 0.5);
+  EXPECT_DOUBLE_EQ(seen.back(), 0.375);
+  a("x", 1.0);
+  EXPECT_DOUBLE_EQ(seen.back(), 0.75);
+  b("x", 0.0);
+  EXPECT_DOUBLE_EQ(seen.back(), 0.75);
+  b("x", 0.5);
+  EXPECT_DOUBLE_EQ(seen.back(), 0.875);
+  a("x", 0.1);  // a late report of an earlier phase does not move it back
+  EXPECT_DOUBLE_EQ(seen.back(), 0.875);
+  cp.report(7, "x", 2.0);  // beyond the plan: the last phase, clamped
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+  const ProgressFn none;
+  CaseProgress quiet(none, {});
+  quiet.report(0, "x", 0.5);  // no callback: nothing to call
+  EXPECT_DOUBLE_EQ(quiet.last(), 0.0);
+}
+
+// Every failed case gives its reason (what `wort bench` prints on stderr).
+TEST(RunnerTest, CaseFailuresNameTheCaseAndTheReason) {
+  BenchOptions o = small_options();
+  o.dists = {KeyDist::dense};
+  o.pool_dir = "/nonexistent-wort-bench-dir";
+  ASSERT_TRUE(validate(o).ok());
+  const auto cases = run_all(o, nullptr);
+  ASSERT_EQ(cases.size(), 1u);
+  ASSERT_NE(cases[0].error, "");
+  const auto f = case_failures(cases);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0], "benchlog/dense: " + cases[0].error);
+  EXPECT_TRUE(case_failures(run_all(small_options(), nullptr)).empty());
+}
+
+// A callgrind pass whose tree fits in the simulated LL is flagged, case by case.
+TEST(RunnerTest, LlcFitWarningsFlagTreesSmallerThanTheCache) {
+  BenchReport r;
+  r.options = small_options();
+  r.options.dists = {KeyDist::dense, KeyDist::sparse};
+  r.options.range_fractions.clear();
+  ASSERT_TRUE(validate(r.options).ok());
+  r.cases = run_all(r.options, nullptr);
+  const std::string json = to_json(r);
+  std::uint64_t largest = 0;
+  for (const auto& c : r.cases) largest = std::max(largest, c.stats.pm_bytes + c.stats.dram_bytes);
+  ASSERT_GT(largest, 0u);
+  auto big = llc_fit_warnings(json, 1ull << 30);
+  ASSERT_TRUE(big.ok());
+  ASSERT_EQ(big.value().size(), 2u) << "both trees fit in 1 GiB";
+  EXPECT_NE(big.value()[0].find("benchlog/dense"), std::string::npos) << big.value()[0];
+  EXPECT_NE(big.value()[1].find("benchlog/sparse"), std::string::npos) << big.value()[1];
+  EXPECT_NE(big.value()[0].find("--llc-keys"), std::string::npos) << big.value()[0];
+  auto small = llc_fit_warnings(json, 1024);
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(small.value().empty()) << "neither tree fits in 1 KiB";
+  auto none = llc_fit_warnings(json, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none.value().empty()) << "unknown LL size: no claim";
+  EXPECT_FALSE(llc_fit_warnings("not json", 1024).ok());
+}
+
+// The machine's load, recorded at the start and end of a run.
+TEST(ReportTest, LoadAverageIsRecorded) {
+  const std::string path = ::testing::TempDir() + "/wort-loadavg-" + std::to_string(::getpid());
+  {
+    std::ofstream f(path);
+    f << "0.52 1.25 2.00 3/456 7890\n";
+  }
+  const auto l = read_loadavg(path);
+  EXPECT_DOUBLE_EQ(l[0], 0.52);
+  EXPECT_DOUBLE_EQ(l[1], 1.25);
+  EXPECT_DOUBLE_EQ(l[2], 2.00);
+  std::remove(path.c_str());
+  EXPECT_TRUE(std::isnan(read_loadavg(path)[0])) << "unreadable: NaN";
+  BenchReport r;
+  r.options = small_options();
+  r.env.load_start = l;
+  r.env.cpus = 2;
+  auto parsed = parse_json(to_json(r));
+  ASSERT_TRUE(parsed.ok());
+  const JsonValue* env = parsed.value().get("env");
+  ASSERT_EQ(env->get("load_start")->arr().size(), 3u);
+  EXPECT_DOUBLE_EQ(env->get("load_start")->arr()[1].num(), 1.25);
+  EXPECT_TRUE(env->get("load_end")->arr()[0].is_null());
+  std::ostringstream t;
+  write_table(r, t);
+  EXPECT_NE(t.str().find("load average (1 min): 0.52 at the start, - at the end, on 2 CPUs"), std::string::npos)
+      << t.str();
 }
 
 // The FPTree paper's back-to-back deletes: shuffled touches each loaded key once, so every
@@ -559,8 +810,9 @@ TEST(ReportTest, CsvAndTable) {
   const std::string s = t.str();
   EXPECT_NE(s.find("Table 1"), std::string::npos);
   EXPECT_NE(s.find("benchlog"), std::string::npos);
-  EXPECT_NE(s.find("(b) lines flushed/insert"), std::string::npos);
-  EXPECT_NE(s.find("2.00"), std::string::npos) << "the log index flushes 2 lines per 8-byte insert";
+  EXPECT_NE(s.find("(b) lines written back/insert"), std::string::npos);
+  EXPECT_NE(s.find("2.00 (2.00+0.00)"), std::string::npos)
+      << "the log index flushes 2 lines per 8-byte insert, no non-temporal store";
   EXPECT_NE(s.find("Adapter overhead"), std::string::npos);
   EXPECT_NE(s.find("virtual/direct"), std::string::npos);
 }
@@ -602,6 +854,44 @@ TEST(CliTest, HelpAndErrors) {
   EXPECT_NE(out.find("no-such-option"), std::string::npos);
   out = run(kWort + " frobnicate", &rc);
   EXPECT_EQ(rc, 2);
+}
+
+// `wort plot` of a file that is missing or not a bench JSON: one line saying so, exit 1.
+TEST(CliTest, PlotOfABadFileIsOneLine) {
+  if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
+  const std::string missing = ::testing::TempDir() + "/wort-plot-missing-" + std::to_string(::getpid()) + ".json";
+  int rc = 0;
+  std::string out = run(kWort + " plot " + missing, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out, "wort plot: " + missing + ": No such file or directory\n");
+  const std::string bad = missing + ".bad";
+  {
+    std::ofstream f(bad);
+    f << "{\"schema\": \"something else\"}";
+  }
+  out = run(kWort + " plot " + bad, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out, "wort plot: " + bad + ": not a wort bench JSON file\n");
+  {
+    std::ofstream f(bad);
+    f << "{ not json";
+  }
+  out = run(kWort + " plot " + bad, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("not JSON"), std::string::npos) << out;
+  std::remove(bad.c_str());
+}
+
+// A run whose every case fails says why on stderr, also with --quiet, and exits 1.
+TEST(CliTest, QuietFailureSaysWhy) {
+  if (::access(kWort.c_str(), X_OK) != 0) GTEST_SKIP() << kWort << " not built";
+  int rc = 0;
+  const std::string out = run(kWort + " bench --index wort --dist dense --keys 1000 --quiet --no-progress"
+                                  " --pool-dir /nonexistent-wort-bench-dir", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("wort/dense: pool:"), std::string::npos) << out;
+  EXPECT_NE(out.find("every case failed"), std::string::npos) << out;
 }
 
 TEST(CliTest, TinyRunWritesJson) {
@@ -670,6 +960,9 @@ TEST(CliTest, TinyRunWritesJson) {
   const std::string dir = stem + "-plots";
   const std::string plot = run(kWort + " plot " + json + " --out " + dir, &rc);
   ASSERT_EQ(rc, 0) << plot;
+  // plot.py checks each figure after drawing: no value labels over each other or over
+  // another bar, no legend over a bar.
+  EXPECT_EQ(plot.find("warning"), std::string::npos) << plot;
   for (const char* png : {"fig7_insert.png", "fig9_search.png", "fig10_range.png", "table1.png"}) {
     std::ifstream f(dir + "/" + png, std::ios::binary);
     ASSERT_TRUE(f.good()) << png << " not written; " << plot;
