@@ -7,8 +7,15 @@
 // the child exits: a clean Status, a verify() finding or a working index are all fine; a
 // signal or a timeout is a failure that prints the seed and trial that replay it.
 //
-// WORT_FUZZ_TRIALS sets the trials per damage kind and index (default 40, so 240 per index);
-// WORT_FUZZ_SEED the seed (default 1). `WORT_FUZZ_TRIALS=1000 build/kit_damaged_pool` is the
+// The kinds with an instant restart (roart) are fuzzed again opened with
+// OpenOptions::instant_restart, requests first, while the background trace may still run.
+// DamagedPoolReplay holds the images the long run once hung on, each built from its seed and
+// trial.
+//
+// WORT_FUZZ_TRIALS sets the trials per damage kind and index (default 40, so 240 per index;
+// the instant-restart fuzz: WORT_FUZZ_INSTANT_TRIALS, else WORT_FUZZ_TRIALS, else 10);
+// WORT_FUZZ_SEED the seed (default 1); WORT_FUZZ_REPLAY=<damage index>:<trial> runs that
+// one trial in the test process. `WORT_FUZZ_TRIALS=1000 build/kit_damaged_pool_test` is the
 // long run made before an index change is called done.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
