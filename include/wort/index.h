@@ -77,12 +77,11 @@ concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOption
 //! How Index::open recovers a pool.
 struct OpenOptions {
   //! Serve before the allocator's recovery trace ends (ROART's instant restart, paper 001
-  //! §3.4.2): open returns once the anchor is checked and the trace runs on a background
-  //! thread (Index::wait_recovery waits for it); chunks carved before the crash hand out
-  //! nothing until it ends. Only indexes that implement it (Entry::open_instant: roart) do
-  //! so; the others open synchronously. The trace still checks every word it follows, but
-  //! requests served meanwhile trust the pool: a damaged pool is caught by the synchronous
-  //! open, not by this one.
+  //! §3.4.2): open returns once the anchor and the tree are checked (the checked walk of
+  //! the synchronous open: a damaged pool is refused alike) and the allocator's trace runs on
+  //! a background thread (Index::wait_recovery waits for it); chunks carved before the crash
+  //! hand out nothing until it ends. Only indexes that implement it (Entry::open_instant:
+  //! roart) do so; the others open synchronously.
   bool instant_restart = false;
 };
 

@@ -252,7 +252,10 @@ class ArtTree {
   //! Some leaf under r (the first each node finds cheapest, not the smallest), for a
   //! lock-free reader or writer that needs a witness of r's compressed path: every leaf
   //! under r shares it.
+  //! nullptr: a node below r names no entry, or was read again kWitnessRereads times in a
+  //! row (damage; see art_tree_read.h).
   const Leaf* witness_leaf(Ref r) const;
+  static constexpr unsigned kWitnessRereads = 1u << 16;
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
 

@@ -151,8 +151,12 @@ Result<void> ArtTree<F>::walk_checked(Visit&& visit) const {
     // Pushed last-first so that the walk pops them in key order (eok first).
     Entries e;
     collect(n, e);
-    if (e.n == 0 && n->eok == kNull) {  // readers take a node's smallest leaf (min_leaf)
-      w.fail("node at " + kit::CheckedWalk::hex(off) + " holds nothing");
+    // A node has two entries or more in every state a crash can leave (a remove merges a
+    // node away at one entry left, by one commit in its parent); readers take a leaf below
+    // any node (min_leaf, witness_leaf), and a remove from a node of one entry would merge
+    // a node with nothing.
+    if (e.n + (n->eok != kNull) < 2) {
+      w.fail("node at " + kit::CheckedWalk::hex(off) + " holds fewer than two entries");
       return;
     }
     visit(r, level);

@@ -78,7 +78,10 @@ unsigned ArtTree<F>::prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned
   for (unsigned i = 0; i < stored; ++i)
     if (depth + i >= k.size() || key_byte(k, depth + i) != hdr.prefix[i]) return i;
   if (plen <= kHeaderPrefix) return plen;
-  const Key w = leaf_key(witness_leaf(node_ref(pool_.offset_of(n))));
+  const Leaf* wl = witness_leaf(node_ref(pool_.offset_of(n)));
+  // Damage below n: split_prefix, which takes the witness again, answers corrupt.
+  if (wl == nullptr) [[unlikely]] return stored;
+  const Key w = leaf_key(wl);
   for (unsigned i = stored; i < plen; ++i)
     if (depth + i >= k.size() || k[depth + i] != w[depth + i]) return i;
   return plen;
@@ -356,7 +359,9 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   NodeBase* const n = node(r);
   const NodeHeader hdr = at.hdr;
   const unsigned depth = at.depth;
-  const Key w = leaf_key(witness_leaf(r));  // any key below n: they all share its path
+  const Leaf* wl = witness_leaf(r);  // any leaf below n: they all share its path
+  if (wl == nullptr) [[unlikely]] return Status::corrupt;  // damage below n
+  const Key w = leaf_key(wl);
   detail::before_locking();
   NodeLocks lk = locks();
   if (!lk.lock(owner) || !lk.lock(n)) return kRestart;

@@ -130,24 +130,36 @@ const Leaf* ArtTree<F>::min_leaf(Ref r) const {
 }
 
 //! Some leaf under r, the one each level finds cheapest (a witness of r's compressed path:
-//! every leaf under r shares it). Lock-free: a leaf under a node that reuses slots is
-//! re-checked (checked_leaf); a node whose entry was removed, or that emptied, under the
-//! walk is read again (a node in the tree always has a child).
+//! every leaf under r shares it), or nullptr if r's subtree is damaged. Lock-free: a leaf
+//! under a node that reuses slots is re-checked (checked_leaf), and an entry removed under
+//! the walk (the re-check found it gone) sends it back to read the node again. A node the
+//! walk reaches always has an entry, in the tree or unlinked (a remove never empties a node
+//! in place: it merges the node away at one entry left, and an unlinked node keeps its
+//! entries), so a node that names none is damage (a pool that opened, failed verify() and
+//! was written), and so is a node read again kWitnessRereads times in a row: each re-read
+//! needs a remove of the very entry chosen, committed in the few loads between the choice
+//! and its re-check, which a healthy run does not repeat thousands of times in a row.
 template <ArtFlavor F>
 const Leaf* ArtTree<F>::witness_leaf(Ref r) const {
+  unsigned rereads = 0;
   while (r != kNull && !is_leaf(r)) {
     const NodeBase* n = node(r);
     if (const Ref e = load(&n->eok); e != kNull) return leaf(e);
     Ref next = kNull;
+    Ref named = kNull;  // the child chosen, before its re-check
     if (type_of(n) == NodeType::node256) {  // most levels of a large tree: no call per child
       // (NODE256 entries change only by commits: no re-check, NodeOps::kReusesSlots)
       const Ref* c = reinterpret_cast<const Node256*>(n)->child;
       for (unsigned b = 0; b < 256 && next == kNull; ++b) next = load(&c[b]);
+      named = next;
     } else {
       std::uint8_t b = 0;
-      if (const Ref c = any_child(n, &b); c != kNull) next = checked_leaf(n, b, c);
+      if (named = any_child(n, &b); named != kNull) next = checked_leaf(n, b, named);
     }
-    if (next == kNull) [[unlikely]] continue;
+    if (next == kNull) [[unlikely]] {
+      if (named == kNull || ++rereads >= kWitnessRereads) return nullptr;  // damage
+      continue;
+    }
     r = next;
   }
   return r == kNull ? nullptr : leaf(r);
@@ -221,7 +233,12 @@ bool ArtTree<F>::scan_node(const NodeBase* n, unsigned depth, bool bounded, Scan
   int bound_byte = -1;  // the child that stays bounded
   if (bounded) {
     // Compare the lower bound with the node's compressed path (bytes from any leaf).
-    const Key w = pos > depth ? leaf_key(witness_leaf(node_ref(pool_.offset_of(n)))) : Key{};
+    Key w;
+    if (pos > depth) {
+      const Leaf* wl = witness_leaf(node_ref(pool_.offset_of(n)));
+      if (wl == nullptr) [[unlikely]] return true;  // damage: no leaf to visit below n
+      w = leaf_key(wl);
+    }
     for (unsigned i = depth; i < pos; ++i) {
       if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
       if (st.lo[i] != w[i]) {

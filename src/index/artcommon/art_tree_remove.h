@@ -169,8 +169,9 @@ Status ArtTree<F>::merge(NodeLocks& lk, Ref* slot, unsigned depth, Ref survivor)
   NodeBase* s = node(survivor);
   if (!lk.lock(s)) return kRestart;  // below the node: top-down
   const NodeHeader sh = load_word(&s->hdr);
-  const NodeHeader hdr =
-      make_header(depth, sh.branch_pos() - depth, leaf_key(witness_leaf(survivor)));
+  const Leaf* wl = witness_leaf(survivor);
+  if (wl == nullptr) [[unlikely]] return Status::corrupt;  // damage below the survivor
+  const NodeHeader hdr = make_header(depth, sh.branch_pos() - depth, leaf_key(wl));
   if constexpr (F::kDepthRepair) {
     // No new block to order first: either store alone leaves a survivor whose depth
     // disagrees with its place but whose branch position is unchanged, which recovery

@@ -1,5 +1,6 @@
-// roart/roart_restart.cc — instant restart (paper 001 §3.4.2, issue 12): open_instant checks
-// the anchor and returns; the allocator's recovery trace runs on a background thread while
+// roart/roart_restart.cc — instant restart (paper 001 §3.4.2): open_instant checks the anchor
+// and the tree (the checked walk open() runs) and returns; the allocator's recovery trace
+// runs on a background thread while
 // the tree serves requests. Node metadata is rebuilt on first touch (the generation check)
 // and interrupted splits/merges are repaired by the next writer, as after any open, so the
 // trace is the only recovery work left, and nothing waits for it: chunks carved before the
@@ -33,11 +34,11 @@
 // Blocks at or above the allocator's trace_boundary() are this session's: walked through (old
 // blocks hang below them after a move) but not reported.
 //
-// Trade-offs. open() runs the checked walk BEFORE serving, so a damaged pool fails there;
-// here requests are served on words not yet checked. The background walk still checks what
-// it follows (a bad word ends the trace with corrupt, wait_trace() says why, and the frozen
-// chunks stay frozen: nothing is reused, nothing lost), but a reader meanwhile trusts the
-// pool. That is why open() stays the synchronous one (kit_damaged_pool_test). While the
+// Trade-offs. Both opens run the checked walk (visit_reachable) BEFORE serving, so a damaged
+// pool fails there and no request follows a word it has not checked; open_instant saves the
+// allocator's side of the trace (the block map, the decision), not the walk. The background
+// walk checks what it follows again (a bad word ends the trace with corrupt, wait_trace()
+// says why, and the frozen chunks stay frozen: nothing is reused, nothing lost). While the
 // trace runs: blocks freed are not reused (they wait for it), unlinked blocks are not freed
 // (the walk's pin holds the epoch), and allocations come from chunks above the high-water
 // mark only, so a nearly full pool can report out_of_space until the trace ends.
@@ -63,6 +64,10 @@ Result<std::unique_ptr<Roart>> Roart::open_instant(Pool& pool, const std::atomic
   if (((*a)->flags & ~kAllFlags) != 0)
     return Error{Status::corrupt, "roart: anchor holds unknown option bits"};
   std::unique_ptr<Roart> t(new Roart(pool, *a));
+  // The checked walk open() runs, before the first request: a pool it refuses is refused
+  // here too (no request ever follows a word it has not checked), and what the background
+  // trace still decides is only which blocks of the old chunks are free.
+  if (auto r = t->visit_reachable([](std::uint64_t) {}); !r) return r.error();
   // Before the first request: from here on frees of the traced chunks' blocks are recorded.
   if (!pool.allocator().begin_concurrent_recovery()) {
     t->trace_state_.store(kTraceDone, std::memory_order_release);

@@ -99,8 +99,13 @@ Status WortTree::unlink_leaf(const RemovePath& path, std::uint64_t leaf) {
   }
   if (!l.lock(lock_of(path.parent)) || !l.lock(&path.holder->lock)) return kRestart;
   if ((load(path.holder_slot) != blocks_.word_of(path.holder) || load(path.slot) != leaf ||
-       child_count(path.holder) != 2) && changed())
+       child_count(path.holder) != 2) && changed()) {
+    // holder, locked and not obsolete, is a node of the tree, which has two children or
+    // more: fewer is damage the open's walk did not see (a pool that failed verify() and
+    // was written), and starting again would find it again, forever.
+    if (child_count(path.holder) < 2) return Status::corrupt;
     return kRestart;
+  }
   std::uint64_t survivor = 0;
   for (unsigned i = 0; i < kOrderedSlots && survivor == 0; ++i) {
     const std::uint64_t* s = ordered_slot(path.holder, i);
