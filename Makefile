@@ -43,6 +43,7 @@ run: build
 	@tools/run-main.sh $(BUILD)
 
 test-release: build
+	@python3 tools/lint-docs.py
 	@cd $(BUILD) && WORT_TEST_SCALE=small ctest -j $(JOBS) --output-on-failure --timeout 900
 
 # malloc_context_size=5 (ASan's default keeps 30 frames of every allocation's and free's

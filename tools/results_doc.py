@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Writes docs/RESULTS.md from the JSON files `tools/run-main.sh` leaves in results/.
+"""Writes docs/RESULTS.md, whole, from the JSON files `tools/run-main.sh` (`make run`) leaves
+in a results folder.
 
-usage: results_doc.py RESULTS_DIR [--doc docs/RESULTS.md]
+usage: results_doc.py RESULTS_DIR [--doc docs/RESULTS.md] [--experiments docs/experiments]
 
-Reads RESULTS_DIR/bench.json (the default benchmark), and if present latency.json (the
-write-latency sweep) and mix.json (a YCSB mix); copies the plots next to the document
-(docs/results/) and writes tables of what this machine measured, the commands, and a
-side-by-side with the WORT paper's Table 1 for the figures that do not depend on the
-hardware (cache lines flushed per insert, leaf depth).
+Reads RESULTS_DIR/bench.json (the default benchmark), and if present rounds.json
+(lookup_rounds), latency.json (the write-latency sweep), mix.json (a YCSB mix) and
+varkeys.json (variable-size keys); copies the plots next to the document (docs/results/).
+The page opens with a contents list and a headline table (each figure with its metric,
+revision and command), then lists the dated records of docs/experiments/ (measurements
+`make run` does not make: against the authors' code, threads, memcached, ...), then the
+generated sections. Nothing on the page is hand-written: rerun this script after `make run`.
 """
 import argparse
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 
@@ -231,9 +235,11 @@ def latency_section(doc):
                 rows.append([f"{c['index']}/{c['dist']}", p["name"], op, fmt(p["throughput_ops_s"] / 1e6 if p["throughput_ops_s"] else None, "{:.3f}"),
                              fmt(lat.get("samples"), "{:d}"), fmt(lat.get("mean"), "{:.0f}"), fmt(lat.get("phase_mean"), "{:.0f}"),
                              fmt(lat["p50"], "{:.0f}"), fmt(lat["p90"], "{:.0f}"), fmt(lat["p99"], "{:.0f}"), fmt(lat["p99_9"], "{:.0f}"),
-                             fmt(p["counters"]["lines_per_op"]), fmt(p["counters"]["fences_per_op"])])
+                             fmt(p["counters"]["lines_per_op"] + (p["counters"].get("nt_stores_per_op") or 0.0)),
+                             fmt(p["counters"]["lines_per_op"]), fmt(p["counters"].get("nt_stores_per_op")),
+                             fmt(p["counters"]["fences_per_op"])])
     return table(["case", "phase", "op", "Mops/s", "samples", "sampled mean ns", "phase mean ns", "p50 ns", "p90 ns", "p99 ns", "p99.9 ns",
-                  "lines flushed/op", "fences/op"], rows)
+                  "lines written back/op", "lines flushed/op", "nt stores/op", "fences/op"], rows)
 
 
 def chained_section(doc):
@@ -280,19 +286,93 @@ def instructions_section(doc):
     return table(head, rows)
 
 
-HAND_BEGIN = "<!-- hand-written: begin (kept by tools/results_doc.py) -->"
-HAND_END = "<!-- hand-written: end -->"
+def insert_counters(c):
+    return ((phase(c, "insert") or {}).get("counters") or {}) if c else {}
 
 
-def hand_written(path):
-    """The hand-written sections of the existing page (between the markers), kept as they are."""
-    if not os.path.exists(path):
-        return []
-    text = open(path).read()
-    if HAND_BEGIN not in text or HAND_END not in text:
-        return []
-    body = text[text.index(HAND_BEGIN):text.index(HAND_END) + len(HAND_END)]
-    return body.split("\n") + [""]
+def written_back_cell(c):
+    """Lines written back per insert: lines flushed plus non-temporal 8-byte stores (each
+    sends its line to memory too), with both parts beside it."""
+    k = insert_counters(c)
+    fl, nt = k.get("lines_per_op"), k.get("nt_stores_per_op")
+    if fl is None:
+        return "–"
+    nt = nt or 0.0
+    return f"{fl + nt:.2f} ({fl:.2f} + {nt:.2f})"
+
+
+HEADLINE_HEAD_NOTE = ("Each row is one metric on one key set (D = Dense, S = Sparse, C = Clustered: the "
+                      "WORT paper's 8-byte keys); each cell one index. `revision` is the commit that was "
+                      "measured, `command` the line of \"Reproduce\" that measured it.")
+
+
+def headline(bench, rounds):
+    """The figures a researcher quotes: (metric, key set) rows, one column per index, and the
+    revision and command of each row."""
+    by = cases_by(bench)
+    idxs = indexes(bench)
+    rev = (bench["env"].get("git_revision") or "?")[:7]
+    rr = {}
+    if rounds:
+        for r in rounds["rows"]:
+            rr[(r["index"], r["dist"])] = r
+
+    def cpu(name):
+        return lambda c: (phase(c, name) or {}).get("cpu_ns_per_op") if c else None
+
+    def instr(name):
+        return lambda c: (((phase(c, name) or {}).get("cache")) or {}).get("instructions_per_op") if c else None
+
+    llc_keys = (((phase(bench["cases"][0], "insert") or {}).get("cache") or {}).get("at_keys") or 0)
+    metrics = [
+        ("lines written back per insert (flushed + non-temporal)", "B", written_back_cell, None),
+        ("fences per insert", "B", lambda c: insert_counters(c).get("fences_per_op"), "{:.2f}"),
+        ("CPU ns per insert", "B", cpu("insert"), "{:.0f}"),
+        ("CPU ns per lookup (search-direct)", "B", cpu("search-direct"), "{:.0f}"),
+        (f"instructions per lookup (callgrind, {llc_keys:,} keys)", "B", instr("search-direct"), "{:.0f}"),
+        ("average leaf depth", "B", lambda c: c["stats"]["avg_leaf_depth"] if c else None, "{:.2f}"),
+        ("PM bytes per key", "B", lambda c: c["stats"]["pm_bytes_per_key"] if c else None, "{:.1f}"),
+    ]
+    rows = []
+    for name, cmd, get, f in metrics:
+        for d in DISTS:
+            r = [name, d[0].upper()]
+            for idx in idxs:
+                c = by.get((idx, d))
+                r.append(get(c) if f is None else fmt(get(c) if c else None, f))
+            if any(v != "–" for v in r[2:]):  # a metric this run did not measure is left out
+                rows.append(r + [f"`{rev}`", cmd])
+    if rounds:
+        for what in ("lookup", "insert"):
+            for d in DISTS:
+                r = [f"{what} CPU time / `{rounds['baseline']}`, interleaved (median of {rounds['rounds']} rounds)", d[0].upper()]
+                for idx in idxs:
+                    x = rr.get((idx, d))
+                    r.append(f"{statistics.median(x[what + '_ratio']):.2f}x" if x else "–")
+                rows.append(r + [f"`{rev}`", "R"])
+    return table(["metric", "keys"] + idxs + ["revision", "command"], rows)
+
+
+def experiments(exp_dir, doc_dir):
+    """The dated records under docs/experiments/, newest first: (date, title, link)."""
+    out = []
+    if not os.path.isdir(exp_dir):
+        return out
+    for name in sorted(os.listdir(exp_dir), reverse=True):
+        if not re.match(r"\d{4}-\d{2}-\d{2}-.*\.md$", name):
+            continue
+        with open(os.path.join(exp_dir, name)) as f:
+            first = f.readline().strip().lstrip("# ").strip()
+        title = first.split(": ", 1)[1] if ": " in first else first
+        out.append((name[:10], title, os.path.relpath(os.path.join(exp_dir, name), doc_dir)))
+    return out
+
+
+def anchor(title):
+    """GitHub's heading anchor."""
+    a = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+    return a
+
 
 
 def space_section(doc):
@@ -340,7 +420,9 @@ def mix_section(doc):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
-    ap.add_argument("--doc", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "RESULTS.md"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--doc", default=os.path.join(here, "..", "docs", "RESULTS.md"))
+    ap.add_argument("--experiments", default=os.path.join(here, "..", "docs", "experiments"))
     args = ap.parse_args()
     bench = load(os.path.join(args.results, "bench.json"))
     if not bench:
@@ -366,17 +448,6 @@ def main():
     cmd = command(bench)
     keys = bench["options"]["keys"]
     out = [
-        "# Results",
-        "",
-        "Measured on this project's development machine by `make run` (which runs",
-        "`tools/run-main.sh`), then written into this page by `tools/results_doc.py results`.",
-        "The machine is a shared 2-core VM with no persistent memory: pools live on `/dev/shm`,",
-        "the flush instruction really runs (PM mode `real`), and write latency is emulated where",
-        "a table says so. Absolute times are this VM's and are noisy (other jobs share the cores);",
-        "the counts (lines flushed, fences, depth, bytes, simulated cache misses) are exact and",
-        "repeat for a given seed.",
-        "",
-    ] + hand_written(args.doc) + [
         "## Environment",
         "",
         env_section(bench),
@@ -496,8 +567,46 @@ def main():
         for name in imgs:
             out.append(f"![{name}](results/{name})")
             out.append("")
+    rounds_cmd = (f"build/lookup_rounds --keys {rounds['keys']} --rounds {rounds['rounds']} "
+                  "--json results/rounds.json") if rounds else None
+    records = experiments(args.experiments, doc_dir)
+    sections = [l[3:] for l in out if l.startswith("## ")]
+    head = [
+        "# Results",
+        "",
+        "Measured on this project's development machine by `make run` (which runs",
+        "`tools/run-main.sh`), then written, whole, by `tools/results_doc.py results`.",
+        "The machine is a shared 2-core VM with no persistent memory: pools live on `/dev/shm`,",
+        "the flush instruction really runs (PM mode `real`), and write latency is emulated where",
+        "a table says so. Absolute times are this VM's and are noisy (other jobs share the cores);",
+        "the counts (lines written back, fences, depth, bytes, instructions, simulated cache",
+        "misses) are exact and repeat for a given seed. Compare within one run, not across runs;",
+        "for ratios between indexes prefer the interleaved rows (command R), since the bench's",
+        "cases run one after another while the machine's speed drifts.",
+        "",
+        "## Contents",
+        "",
+        "- [Headline figures](#headline-figures)",
+    ]
+    if records:
+        head.append("- [Other measurements (dated records)](#other-measurements-dated-records)")
+    head += [f"- [{t}](#{anchor(t)})" for t in sections]
+    head += ["", "## Headline figures", "",
+             f"{keys:,} keys, one thread, seed {bench['options']['seed']}. " + HEADLINE_HEAD_NOTE, "",
+             headline(bench, rounds), "",
+             f"- B: `{cmd}`"]
+    if rounds_cmd:
+        head.append(f"- R: `{rounds_cmd}`")
+    head.append("")
+    if records:
+        head += ["## Other measurements (dated records)", "",
+                 "Measurements `make run` does not make (against the authors' code, threads, memcached,",
+                 "mechanisms one at a time, the mutation score, design decisions): each is a dated",
+                 "record with its question, method (command and revision), result and decision.", ""]
+        head += [f"- {d}: [{t}]({link})" for d, t, link in records]
+        head.append("")
     with open(args.doc, "w") as f:
-        f.write("\n".join(out))
+        f.write("\n".join(head + out))
     print(args.doc)
 
 
