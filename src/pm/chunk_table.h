@@ -27,7 +27,7 @@
 // write-back on free) until the next open's trace decides it. Free spans next to each other
 // are merged in DRAM only; taking part of one writes heads in the order above (a merged
 // span's inner heads are ignored once its first head covers them), so every head walk stays
-// consistent. Tag 3 came in with session 18; a pool holding one is refused by older builds
+// consistent. Tag 3 is newer than the first layout-2 builds; a pool holding one is refused by those
 // (their table check reads it as never carved).
 #pragma once
 

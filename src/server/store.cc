@@ -1160,8 +1160,7 @@ pm::AuditReport Store::audit() {
         if (b != 0) v(b);
       // Items unlinked and retired, not yet freed: drain_retired() below frees only what no
       // pinned reader can hold, and a get that pins between its grace period and its
-      // reclaim keeps the newest ones waiting. Still the store's, no leak (CI at 02addad:
-      // 33 such items reported leaked by a live wort_audit under gets).
+      // reclaim keeps the newest ones waiting. Still the store's, no leak.
       if (concurrent_) items_->for_each_retired([&](std::uint64_t off) { v(off); });
       return {};
     });

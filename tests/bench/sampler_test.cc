@@ -1,5 +1,5 @@
 // The latency sampler (bench/sampler.h): random gaps, so a periodic effect in the measured
-// code cannot alias with the samples (issue 9: every 64th insert cost ~2 us and the bench
+// code cannot alias with the samples (every 64th insert cost ~2 us and the bench
 // timed every 64th insert, so its p50 was the slow path's).
 //
 // First with a synthetic operation whose latency is a deterministic function of its call

@@ -26,7 +26,7 @@ constexpr std::size_t kSampledCap = 16, kSampledRandom = 4;
 #if defined(__SANITIZE_ADDRESS__)
 // ASan: two of the four key sets (the Release build runs all four; ASan looks for memory
 // errors, which the same code paths show on fewer keys). The four took 105 s under ASan,
-// among the longest runs of `make test` (session 16); the two, 45 s.
+// among the longest runs of `make test`; the two, 45 s.
 constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::long_keys};
 #else
 constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains,

@@ -1,5 +1,5 @@
 // kill -9 of a process with several writer threads, for the concurrent WOART and ART+CoW,
-// and WORT (issue 13, Proof): a forked child creates a file pool and runs kWriters threads, each
+// and WORT: a forked child creates a file pool and runs kWriters threads, each
 // applying its own deterministic stream of upserts and removes over its own keys (key i
 // belongs to thread i % kWriters) while a reader thread looks up and scans, and
 // acknowledging every completed operation through one pipe as (thread, operation number)

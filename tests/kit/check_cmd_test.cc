@@ -89,7 +89,7 @@ TEST_P(CheckCmd, SoundDamagedMissingAndInUsePoolsGetTheirExitStatus) {
   EXPECT_NE(bad.out.find("DAMAGED"), std::string::npos) << bad.out;
 
   {  // damaged header (its chunk count): the message names the file, not check's mapping of
-     // it ("<image at 0x...>" until session 19)
+     // it (not "<image at 0x...>")
     std::fstream f(path.str(), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(offsetof(pm::PoolHeader, chunk_count)));
     f.write("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
@@ -120,7 +120,7 @@ TEST(CheckCmdNoIndex, CheckSaysSoDumpOfAKeyIsNotFound) {
 }
 
 // A FIFO (or anything not a file or device) cannot be checked: exit 2 at once. check and
-// dump blocked in open() forever before session 18, waiting for a writer.
+// dump must not block in open() waiting for a writer.
 TEST(CheckCmdNoIndex, AFifoCannotBeCheckedAndDoesNotHang) {
   kittest::TempPath path("fifo-check");
   ASSERT_EQ(::mkfifo(path.str().c_str(), 0600), 0);
@@ -129,7 +129,7 @@ TEST(CheckCmdNoIndex, AFifoCannotBeCheckedAndDoesNotHang) {
   EXPECT_NE(check.out.find("not a regular file"), std::string::npos) << check.out;
   CmdRun dump = run_wort("dump " + path.str() + " k");
   EXPECT_EQ(dump.status, 2) << dump.out;
-  // dump names itself (it said "cannot check" before session 20).
+  // dump names itself (not "cannot check").
   EXPECT_NE(dump.out.find("cannot dump: "), std::string::npos) << dump.out;
 }
 

@@ -178,7 +178,7 @@ void exercise(const std::string& path, const std::vector<std::string>& keys, boo
   (void)(*pool)->allocator().audit([&](pm::BlockVisitor v) { return index.visit_blocks(v); });
   // A pool that verifies is one readers and writers may trust; one that opened but fails
   // verify() may give wrong answers, but neither its readers nor its writers may crash or
-  // hang (session 18's audit: a ROART node level with one bit flipped opened, failed
+  // hang (a ROART node level with one bit flipped opened, failed
   // verify, and the first upsert crashed; open refuses it now).
   const auto verified = index.verify();
   if (tell) std::fprintf(stderr, "verify: %s\n", verified ? "ok" : verified.error().message.c_str());

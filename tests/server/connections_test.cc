@@ -1,4 +1,4 @@
-// Ten thousand idle connections (issue 14): memcached holds them at a few hundred bytes
+// Ten thousand idle connections: memcached holds them at a few hundred bytes
 // each and keeps serving; so must `wort serve`. The test opens them all, checks the server
 // counts every one and still answers an active client and a sample of the idle ones, and
 // prints the server's resident memory per idle connection (VmRSS before and after).

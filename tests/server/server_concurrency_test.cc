@@ -351,8 +351,8 @@ TEST_P(ServerConcurrency, ReadersNeverSeeAReplacedItemReused) {
 
 // The allocator audit while readers get and writers replace and delete hot keys (a live
 // `wort_audit`): every audit is clean. A get that pins after the audit's grace period keeps
-// the newest retired items from being freed; they are the store's, not leaked (CI's ASan
-// run at 02addad: 33 items reported leaked by the crash test's live audit).
+// the newest retired items from being freed; they are the store's, not leaked (a live audit that
+// forgot them reported them as leaked).
 TEST_P(ServerConcurrency, LiveAuditsUnderReadersAndWritersAreClean) {
   TempStore t(GetParam().kind, GetParam().global_lock, 64);
   ASSERT_TRUE(t.store);

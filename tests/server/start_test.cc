@@ -150,7 +150,7 @@ TEST(ServeStart, HelpShowsServeOptionsOnlyAndIgnoredOptionsWarn) {
 }
 
 // The DRAM side tables (CLOCK bits, tokens, access times: up to 1/8 + 1/64 of the pool) are
-// resident only where items have been. Before session 20 they were vectors of atomics, every
+// resident only where items have been. As vectors of atomics they were, every
 // element written when built: a 4 GiB pool's server held ~590 MB of anonymous memory before
 // its first request (9.4 GB at -m 65536). Skipped where the 4 GiB file cannot be reserved.
 TEST(ServeStart, AnEmptyLargePoolTakesLittleDram) {
@@ -172,7 +172,7 @@ TEST(ServeStart, AnEmptyLargePoolTakesLittleDram) {
 }
 
 // -I above half of -m for a new pool is refused, as memcached refuses it (it was accepted
-// before session 20, and stats reported an item_size_max no item could reach).
+// once, and stats reported an item_size_max no item could reach).
 TEST(ServeStart, AnItemLimitAboveHalfTheMemoryIsRefused) {
   const std::string pool = fresh_pool("big-items");
   std::string out;

@@ -229,7 +229,7 @@ TEST(AllocatorTest, FreedChunksServeOtherSizesAfterExhaustion) {
 }
 
 // A full pool answers out_of_space without rescanning its free lists at every attempt
-// (session 18: a full `wort serve --index artcow` spent its time in that scan, ~85 sets/s):
+// (a full `wort serve --index artcow` spent its time in that scan, ~85 sets/s):
 // a scan that found nothing is repeated only after blocks came back to the global lists.
 TEST(AllocatorTest, AFullPoolDoesNotRescanUntilSomethingIsFreed) {
   auto pool = make_pool();
@@ -546,7 +546,7 @@ TEST(AllocatorRecoveryTest, ReopenedFileRecovers) {
   std::filesystem::remove_all(tmpl);
 }
 
-//! Session 18 (an outside review's find): an instant restart hands out only unfrozen
+//! An outside review's find: an instant restart hands out only unfrozen
 //! chunks until its trace ends, and every carved chunk used to be frozen at every open, so
 //! a pool whose chunks had all been carved once served nothing before the trace, however
 //! little it held. A chunk or large span the trace finds empty is now durably free (chunk

@@ -948,7 +948,7 @@ TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue
           ++runs;
           if (got != before && got != after) ++wrong;
         }
-    std::printf("[fastfair issue 16] counter %s: %llu interleavings, %llu wrong children\n",
+    std::printf("[fastfair switch counter] counter %s: %llu interleavings, %llu wrong children\n",
                 odd ? "odd" : "even", static_cast<unsigned long long>(runs),
                 static_cast<unsigned long long>(wrong));
     EXPECT_EQ(wrong, 0u);

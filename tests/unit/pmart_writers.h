@@ -1,5 +1,5 @@
-// tests/unit/pmart_writers.h — the ART engine's per-node writer locks (ROWEX, issue 13 stage
-// 2; src/index/artcommon/README.md "Concurrency"), a typed test instantiated by
+// tests/unit/pmart_writers.h — the ART engine's per-node writer locks (ROWEX;
+// src/index/artcommon/README.md "Concurrency"), a typed test instantiated by
 // woart_concurrency_test.cc and artcow_concurrency_test.cc beside pmart_concurrency.h:
 //
 // - HotNodes: four writers insert, remove and upsert short keys that collide in a handful of

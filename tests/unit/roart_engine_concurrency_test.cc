@@ -10,7 +10,7 @@
 
 namespace wort::test {
 
-// What this instantiation found in ROART (issue 12), both mended: (1) a lock-free lookup in
+// What this instantiation found in ROART, both mended: (1) a lock-free lookup in
 // a leaf array re-read the slot after matching its leaf, so a writer that removed the key and
 // put another key's leaf in that slot meanwhile made the lookup return that key's value
 // (about 1 run of ChurnOfRemovedAndReinsertedKeys in 15; find_in_array now hands back the

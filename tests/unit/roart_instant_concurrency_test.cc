@@ -1,4 +1,4 @@
-// Instant restart of ROART (issue 12, paper 001 §3.4.2): Roart::open_instant returns before
+// Instant restart of ROART (paper 001 §3.4.2): Roart::open_instant returns before
 // the allocator's recovery trace, which runs on a background thread while the tree serves
 // requests (src/index/roart/roart_restart.cc, pm::Allocator::recover_concurrent). Shown here:
 // lookups answered and inserts, upserts and removes (moving and unlinking blocks of the
@@ -283,7 +283,7 @@ TEST(RoartInstantRestart, WritersRaceAFreeRunningTrace) {
   std::printf("[roart instant] %u of 6 rounds had a change before the trace ended\n", overlapped);
 }
 
-// Many instant restarts of a pool that holds little (an outside review's find, session 18):
+// Many instant restarts of a pool that holds little (an outside review's find):
 // each round reopens with the trace held, removes and re-inserts every key while it waits
 // (every allocation then comes from chunks the trace does not decide), lets it finish and
 // closes. The chunks emptied by the removes used to stay frozen at every later open, so

@@ -1,4 +1,4 @@
-// Instant restart of ROART across a kill -9 (issue 12, paper 001 §3.4.2): a process killed
+// Instant restart of ROART across a kill -9 (paper 001 §3.4.2): a process killed
 // while its background trace is held loses no acknowledged operation, and the time to the
 // first answered lookup after a kill -9 against the time to full reclamation
 // (MeasureTimeToFirstLookup; key counts from WORT_RESTART_KEYS). Forks, so it is not a

@@ -2,7 +2,7 @@
 // 256 and back, merge), leaf-array thresholds (64 leaves in one array, the 65th splits it;
 // emptied arrays go), the generation check (metadata rebuilt once per node after a reopen),
 // the prefix repair of an interrupted split, persistence counts per operation type (the
-// paper's Table 4), and the regression tests for the defects named in issue 12.
+// paper's Table 4), and the regression tests for the defects the ROART review named.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -290,7 +290,7 @@ TEST(RoartNodes, PersistenceCountsPerOperationType) {
   }
 }
 
-// --- regression tests for the defects issue 12 names ---------------------------------
+// --- regression tests for the defects the ROART review named------------------------------
 
 // The authors' release: after a restart the generation-check rebuild set a node's count
 // (our next_pos) to the index of the last occupied slot instead of one past it, so the next

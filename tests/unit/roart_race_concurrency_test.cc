@@ -1,4 +1,4 @@
-// The three races ROART's churn test found (issue 12; src/index/roart/README.md, "Instant
+// The three races ROART's churn test found (src/index/roart/README.md, "Instant
 // restart" → tests), each forced every run instead of ~1 run in 250: a test-only pause hook
 // (roart_tree.h: g_lookup_matched_hook, g_write_descended_hook, g_scan_slot_hook) stops the
 // operation at the race's window, another thread runs the conflicting operations to their

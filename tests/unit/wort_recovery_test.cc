@@ -125,7 +125,7 @@ TEST_F(WortRecovery, MergeCommitWithoutHeaderReadsCorrectly) {
 // Header word packing: every field round-trips at its limits.
 // The anchor's partial-key width: the other build's width (4 <-> 8) is a usage error
 // (invalid_argument), any other value a damaged anchor (corrupt: `wort check` exits 1). One
-// flipped bit of 4 opened as invalid_argument until session 19 (the session-18 audit).
+// flipped bit of 4 opened as invalid_argument once (an audit's find).
 TEST_F(WortRecovery, AnAnchorWidthNoBuildWritesIsCorrupt) {
   put(kA);
   tree_.reset();

@@ -16,7 +16,7 @@
 // node's header when the prefix is shorter than 7 bytes, which is every node of 8-byte
 // keys: the child slot's address follows from the reference, the depth and the key byte
 // (an N4's and N16's keys share the header's line anyway). The header line is no longer a
-// miss in front of the slot's miss (issue 9; lookups at 10M keys). Inserts skip the header
+// miss in front of the slot's miss (lookups at 10M keys). Inserts skip the header
 // when the prefix is empty. The tag is set by Ref::of(Node*) (node.h) from the node's type
 // and prefix_len when the reference is made: code that changes a linked node's type or
 // prefix must store a fresh Ref::of (growing and shrinking make a new node anyway;

@@ -12,7 +12,7 @@
 // Node ops with kInPlace add/remove a child in place with their own commit store; the
 // others (ART+CoW NODE4/NODE16) are copied, edited and published by a parent-pointer swap.
 //
-// Concurrency (issue 13): lookups and scans take no lock and never block; a write (insert,
+// Concurrency: lookups and scans take no lock and never block; a write (insert,
 // upsert, update, remove) descends lock-free, then locks only the nodes it stores into
 // (node_lock.h: DRAM lock stripes, a generation-tagged obsolete mark in the node), top-down,
 // re-checks what it saw, and

@@ -1,5 +1,5 @@
-// artcommon/node_lock.h — the writer locks of the ART engine (ROWEX, issue 13 stage 2;
-// README "Concurrency").
+// artcommon/node_lock.h — the writer locks of the ART engine (ROWEX; README
+// "Concurrency").
 //
 // A node is locked through a DRAM lock stripe chosen by hashing its address
 // (LockTable: 1024 spin locks, one cache line each, in the ArtTree object, outside the

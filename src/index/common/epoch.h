@@ -11,7 +11,7 @@
 //   retire:  alone in the process (or paced by the crash simulator): a full barrier (the
 //            unlinking commit before the epoch read: an RMW of the thread's list word);
 //            free at once if no slot is pinned, else remember (global, off) in the calling
-//            thread's own list. With other threads about (session 15): no barrier, no read
+//            thread's own list. With other threads about: no barrier, no read
 //            of their pin words — append (unstamped, off) to its own list (its own latch:
 //            two writers never share a line to retire)
 //   reclaim: when the thread's list holds kBatch blocks, or when it is alone and nobody is
@@ -33,7 +33,7 @@
 // without epochs and no list is kept. Used by every concurrent index (WORT, the ART engine,
 // ROART, the B+-trees).
 //
-// One thread alone pays no barrier (`solo`, session 11). The full barriers of pin and retire
+// One thread alone pays no barrier (`solo`). The full barriers of pin and retire
 // only order one thread's store before its load against ANOTHER thread doing the same; while
 // a single thread of the process holds an id, nobody else can pin or retire. So: a thread
 // that registers (takes an id) while another holds one first runs membarrier(2)
@@ -47,7 +47,7 @@
 //     visible once T's membarrier returns: T's scans see S's pin, T's reads see S's unlink.
 //   - S's count load after P: T's increment was made before T called membarrier, so the
 //     load sees two threads and S takes the barrier path.
-// A whole write may be solo too (SoloWrite, session 12: the ART engine then takes no lock
+// A whole write may be solo too (SoloWrite: the ART engine then takes no lock
 // and marks no leaf fresh): its thread sets its `busy` flag, then reads the count; the
 // newcomer, after its membarrier, waits until every busy flag is clear. The same two cases:
 // a count load before P puts the flag store before P too (the newcomer sees it and waits);

@@ -6,7 +6,7 @@
 // reached-bitmap (pool_size / 128 bytes; a 64 GiB pool's open took 535 MB of RSS for its
 // 512 MiB bitmap) and the server's per-granule side tables (CLOCK bits, recache tokens,
 // access times: up to 14% of the pool; `wort serve -m 65536` took 9.4 GB of RSS before it
-// served a request, session 20). Shared tables reach their elements through std::atomic_ref
+// served a request with them). Shared tables reach their elements through std::atomic_ref
 // (operator[]: an atomic object would need constructing, which is the write this avoids);
 // a single-threaded user reads and writes data() directly.
 #pragma once

@@ -32,7 +32,7 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
 // Writers index the caller's key at a node's level once its compressed path matched, which
 // is safe only if levels grow down the tree and every leaf below is that long: a node level
 // with one bit flipped (2^30 past its leaves) opened, and the first upsert read past the
-// caller's key (session 18's audit). Checked here, so open refuses it.
+// caller's key. Checked here, so open refuses it.
 Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
   kit::CheckedWalk w(pool_, "roart");
   return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t depth) {

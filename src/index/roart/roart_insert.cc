@@ -46,7 +46,7 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
     // Only the anchor's slot is ever empty: an empty slot in a node means the child this
     // write went down to was removed meanwhile. Restart: taken as an empty tree, the child
     // would be published into the node with no count update (and a Zentry without its key
-    // byte) — the churn race of issue 12 ("volatile count != entries").
+    // byte) — the first churn race ("volatile count != entries").
     // (The broken variant, g_broken_write_takes_empty_slot, goes on instead: in the hooked
     // copy only, so the production copy is the same code as before the hooks.)
     if (r == kNull && owner != nullptr &&
@@ -111,7 +111,7 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
         owner = n;
         slot = cs;
         depth = pos + 1;
-        // Tests only: the window of issue 12's second churn race (the child removed now).
+        // Tests only: the window of the second churn race (the child removed now).
         if constexpr (kHooked) call_race_hook(g_write_descended_hook, g_write_descended_ctx);
         continue;
       }

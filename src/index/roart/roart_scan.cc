@@ -77,7 +77,7 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
     const LeafSlot s = a->slot[i];
     if (s == 0) continue;
     const Leaf* l = slot_leaf_ptr(s);  // (an array's slots are read once, atomically)
-    // Tests only: the window of issue 12's third churn race (a key moved to a later slot).
+    // Tests only: the window of the third churn race (a key moved to a later slot).
     if constexpr (kHooked) call_race_hook(g_scan_slot_hook, g_scan_slot_ctx);
     if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
     it[n++] = {digest_at(l, depth), l};
@@ -94,7 +94,7 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
   }
   for (unsigned i = 0; i < n; ++i) {
     // A key removed from one slot and inserted again into another while the slots were read
-    // is in the snapshot twice (adjacent once sorted): report it once (issue 12's churn test
+    // is in the snapshot twice (adjacent once sorted): report it once (the churn test
     // saw it as a scan out of order, ~1 run in 300 on a quiet machine).
     if (i > 0 && compare_keys(leaf_key(it[i].leaf), leaf_key(it[i - 1].leaf)) == 0 &&
         !(kHooked && g_broken_scan_reports_twice.load(std::memory_order_relaxed)))

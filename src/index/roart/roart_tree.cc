@@ -178,7 +178,7 @@ const Leaf* Roart::find_leaf(Key k) const {
   return nullptr;
 }
 
-//! Tests only: the window of issue 12's first churn race, between a lookup's match in slot
+//! Tests only: the window of the first churn race, between a lookup's match in slot
 //! i of an array and its return. The hook may remove the key and put another key's leaf in
 //! slot i; the matched leaf stays valid (this thread's pin keeps it from being freed), and
 //! is the answer. The broken variant reads slot i again, as the old lookup did.

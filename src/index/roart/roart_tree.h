@@ -37,7 +37,7 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
 
 //! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
-//! three races issue 12's churn test found, so that a test forces each race every run. A
+//! three races the churn test found, so that a test forces each race every run. A
 //! hook is called with its context by the operation that reached the window; nullptr (the
 //! default) costs one relaxed load per operation (lookup: per hit in a leaf array; scan:
 //! per leaf array), where the path already branches. The hook may block while another thread runs

@@ -8,7 +8,7 @@
 // check (the full key is compared at the leaf) and the next writer that passes it repairs
 // the header from a leaf below (RecoverHeader). See README.md in this folder.
 //
-// Concurrency (issue 13, ROWEX): lookup, scan and range take no lock and never wait: they
+// Concurrency (ROWEX): lookup, scan and range take no lock and never wait: they
 // pin the tree's epoch and read every word a writer may change with one atomic load. A write
 // (insert, upsert, update, remove) descends the same way, then locks only the node(s) whose
 // words it stores (each node's lock word, kit::gen_lock: volatile, tagged with the pool's
