@@ -99,11 +99,13 @@ Tree build(const std::string& kind, const Keys& k) {
   po.size = bench::auto_pool_size(n, 8);  // what `wort bench` gives a case of 8-byte keys
   po.kind = kind;
   Tree t;
-  if (g_huge) {
+  const registry::Entry* e = registry::find(kind);
+  if (g_huge || (e != nullptr && !e->persistent)) {  // a volatile kind: no file pool
     auto pr = Pool::create_in_memory(po);
     if (!pr) fail(kind, "pool: " + pr.error().message);
     t.pool = std::move(pr).value();
-    if (::madvise(t.pool->base(), t.pool->size(), MADV_HUGEPAGE) != 0) fail(kind, "madvise(MADV_HUGEPAGE) failed");
+    if (g_huge && ::madvise(t.pool->base(), t.pool->size(), MADV_HUGEPAGE) != 0)
+      fail(kind, "madvise(MADV_HUGEPAGE) failed");
   } else {
     const std::string path = "/dev/shm/lookup-rounds-" + std::to_string(::getpid());
     ::unlink(path.c_str());

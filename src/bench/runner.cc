@@ -237,7 +237,9 @@ Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
   PoolOptions po;
   po.size = size;
   po.kind = index;
-  if (o.pool_dir.empty()) {
+  // A volatile kind (`art`) keeps nothing in the pool and is refused in a file pool.
+  const registry::Entry* e = registry::find(index);
+  if (o.pool_dir.empty() || (e != nullptr && !e->persistent)) {
     auto r = Pool::create_in_memory(po);
     if (!r) return r.error();
     cp.pool = std::move(r).value();

@@ -57,6 +57,9 @@ class ToyLog {
  public:
   static constexpr std::string_view kKind = log_kind(B);
   static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
+  //! Callers run at once (no lock in the Index handle): the crash simulator interleaves
+  //! writers, and lock-free readers with them, to catch the broken variants.
+  static constexpr bool kConcurrent = true;
   static constexpr std::uint64_t kMagic = 0x746f796c6f673031ull;
   static constexpr std::uint64_t kSlots = 96;
   static constexpr Value kRemoved = ~Value{0};

@@ -50,6 +50,10 @@ class ItemIndex {
  public:
   static constexpr std::string_view kKind = Inner::kKind;
   static constexpr std::size_t kMaxKeySize = Inner::kMaxKeySize;
+  static constexpr bool kConcurrent = [] {
+    if constexpr (requires { Inner::kConcurrent; }) return bool(Inner::kConcurrent);
+    else return false;
+  }();
 
   static Result<std::unique_ptr<ItemIndex>> create(Pool& pool, const IndexOptions& o) {
     auto in = Inner::create(pool, o);

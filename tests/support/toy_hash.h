@@ -94,6 +94,9 @@ class ToyHash {
  public:
   static constexpr std::string_view kKind = toy_kind(B);
   static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
+  //! Callers run at once (no lock in the Index handle): the crash simulator interleaves
+  //! writers, and lock-free readers with them, to catch the broken variants.
+  static constexpr bool kConcurrent = true;
 
   static Result<std::unique_ptr<ToyHash>> create(Pool& pool, const IndexOptions& opts);
   static Result<std::unique_ptr<ToyHash>> open(Pool& pool);
