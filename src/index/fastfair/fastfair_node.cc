@@ -88,8 +88,8 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
 }
 
 bool repair_dead(NodeRef nr) {
-  const unsigned end = nr.end();
-  return repair_dead(nr, end, nr.find_dead(end));
+  const auto [end, dead] = nr.end_and_dead();
+  return repair_dead(nr, end, dead);
 }
 
 bool repair_dead(NodeRef nr, unsigned end, int d) {

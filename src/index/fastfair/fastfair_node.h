@@ -111,10 +111,24 @@ struct NodeRef {
       if (n->rec[i].key == n->rec[i + 1].key) return static_cast<int>(i);
     return -1;
   }
+  //! end() and find_dead() in one pass.
+  std::pair<unsigned, int> end_and_dead() const noexcept {
+    const Record* r = n->rec;
+    int dead = -1;
+    std::uint64_t prev = kEmpty;  // never equal to a key before the end
+    unsigned i = 0;
+    for (; i < slots; ++i) {
+      const std::uint64_t k = r[i].key;
+      if (k == kEmpty) break;
+      if (k == prev) dead = static_cast<int>(i) - 1;
+      prev = k;
+    }
+    return {i, dead};
+  }
   //! Live records (slots before end, minus a dead one).
   unsigned live_count() const noexcept {
-    const unsigned e = end();
-    return e - (find_dead(e) >= 0 ? 1u : 0u);
+    const auto [e, d] = end_and_dead();
+    return e - (d >= 0 ? 1u : 0u);
   }
   //! Smallest live key word, kEmpty if none.
   //! (A dead slot 0 holds the same word as the live slot 1.) One atomic load: a writer reads
@@ -268,8 +282,15 @@ inline Found find_ltr(const Node* n, unsigned slots, const SearchKey& s, const K
                       Probe& probe) noexcept {
   for (unsigned i = 0; i < slots; ++i) {
     probe();
-    const std::uint64_t k = ld(&n->rec[i].key);
-    if (k < s.lt) continue;  // an inline key below s
+    std::uint64_t k = ld(&n->rec[i].key);
+    if (k < s.lt) {  // inline keys below s: one load and one comparison each
+      for (++i; i < slots; ++i) {
+        probe();
+        k = ld(&n->rec[i].key);
+        if (k >= s.lt) break;
+      }
+      if (i == slots) break;
+    }
     if (k == kEmpty) return {-2, 0};
     const int c = kr.compare(s, k);
     if (c < 0) return {-1, 0};
