@@ -15,6 +15,10 @@ namespace wort::fastfair {
 struct SearchKey {
   Key bytes;
   std::uint64_t word = 0;  // the inline word (valid if inl)
+  //! Every key word below `lt` is an inline key below this one (the word itself when
+  //! inline; 0 otherwise: a key block's word says nothing of its order). The search loops
+  //! pass such words with one comparison and call compare() only for the others.
+  std::uint64_t lt = 0;
   bool inl = false;
 
   static SearchKey of(Key k) noexcept {
@@ -24,6 +28,7 @@ struct SearchKey {
       const std::uint64_t w = key_u64(k);
       if (w < kTagBase) {
         s.word = w;
+        s.lt = w;
         s.inl = true;
       }
     }

@@ -88,8 +88,12 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos) {
 }
 
 bool repair_dead(NodeRef nr) {
-  const unsigned end = nr.end();
-  const int d = nr.find_dead(end);
+  const auto [end, dead] = nr.end_and_dead();
+  return repair_dead(nr, end, dead);
+}
+
+bool repair_dead(NodeRef nr, unsigned end, int d) {
+  WORT_DCHECK(end == nr.end() && d == nr.find_dead(end));
   if (d < 0) return false;
   // The left shift moves records left: lock-free readers must read this node right to
   // left. A delete left the counter odd already; a crashed insert's dead slot may sit

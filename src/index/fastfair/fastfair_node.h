@@ -111,10 +111,24 @@ struct NodeRef {
       if (n->rec[i].key == n->rec[i + 1].key) return static_cast<int>(i);
     return -1;
   }
+  //! end() and find_dead() in one pass.
+  std::pair<unsigned, int> end_and_dead() const noexcept {
+    const Record* r = n->rec;
+    int dead = -1;
+    std::uint64_t prev = kEmpty;  // never equal to a key before the end
+    unsigned i = 0;
+    for (; i < slots; ++i) {
+      const std::uint64_t k = r[i].key;
+      if (k == kEmpty) break;
+      if (k == prev) dead = static_cast<int>(i) - 1;
+      prev = k;
+    }
+    return {i, dead};
+  }
   //! Live records (slots before end, minus a dead one).
   unsigned live_count() const noexcept {
-    const unsigned e = end();
-    return e - (find_dead(e) >= 0 ? 1u : 0u);
+    const auto [e, d] = end_and_dead();
+    return e - (d >= 0 ? 1u : 0u);
   }
   //! Smallest live key word, kEmpty if none.
   //! (A dead slot 0 holds the same word as the live slot 1.) One atomic load: a writer reads
@@ -132,6 +146,7 @@ struct NodeRef {
   int find(const SearchKey& s, const KeyReader& kr) const noexcept {
     for (unsigned i = 0; i < slots; ++i) {
       const std::uint64_t k = n->rec[i].key;
+      if (k < s.lt) continue;  // an inline key below s
       if (k == kEmpty) return -2;
       const int c = kr.compare(s, k);
       if (c < 0) return -1;
@@ -143,6 +158,43 @@ struct NodeRef {
     return -2;
   }
 
+  //! What a writer that holds the node reads of it, in one pass left to right: the end, the
+  //! dead slot, find()'s answer and lower_bound()'s slot (each as those functions give it).
+  struct Scan {
+    unsigned end;  // first slot holding kEmpty (slots if none)
+    int dead;      // the dead slot, or -1
+    int at;        // the live slot holding s; -1 a larger key met; -2 beyond every key
+    unsigned pos;  // first slot (< end) whose key is >= s (end if none)
+  };
+  Scan scan(const SearchKey& s, const KeyReader& kr) const noexcept {
+    const Record* r = n->rec;
+    Scan sc{0, -1, -2, 0};
+    std::uint64_t prev = kEmpty;  // never equal to a key before the end
+    unsigned i = 0;
+    for (; i < slots; ++i) {  // keys below s
+      const std::uint64_t k = r[i].key;
+      if (k >= s.lt && (k == kEmpty || kr.compare(s, k) <= 0)) break;
+      if (k == prev) sc.dead = static_cast<int>(i) - 1;
+      prev = k;
+    }
+    sc.pos = i;
+    if (i < slots && r[i].key != kEmpty) {
+      const std::uint64_t k = r[i].key;  // the first key >= s (prev < s: not its copy)
+      if (kr.compare(s, k) == 0)
+        sc.at = static_cast<int>(i + 1 < slots && r[i + 1].key == k ? i + 1 : i);
+      else
+        sc.at = -1;
+      for (prev = k, ++i; i < slots; ++i) {  // the rest: the end and the dead slot only
+        const std::uint64_t kk = r[i].key;
+        if (kk == kEmpty) break;
+        if (kk == prev) sc.dead = static_cast<int>(i) - 1;
+        prev = kk;
+      }
+    }
+    sc.end = i;
+    return sc;
+  }
+
   //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
   //! set if s is at or past the last key (then it may belong to the sibling). One atomic
   //! load per word (the same mov on x86-64): a leaf-path writer routes with it while the
@@ -152,12 +204,14 @@ struct NodeRef {
     *beyond = true;
     for (unsigned i = 0; i < slots; ++i) {
       const std::uint64_t k = ld(&n->rec[i].key);
-      if (k == kEmpty) break;
       // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
       // it is <= s the live copy after it is taken instead.
-      if (kr.compare(s, k) < 0) {
-        *beyond = false;
-        break;
+      if (k >= s.lt) {  // (below: an inline key below s, one comparison)
+        if (k == kEmpty) break;
+        if (kr.compare(s, k) < 0) {
+          *beyond = false;
+          break;
+        }
       }
       child = ld(&n->rec[i].ptr);
     }
@@ -168,7 +222,10 @@ struct NodeRef {
   //! First slot (< end) whose key is >= s (end if none). No dead slot expected.
   unsigned lower_bound(const SearchKey& s, const KeyReader& kr, unsigned end) const noexcept {
     unsigned i = 0;
-    while (i < end && kr.compare(s, n->rec[i].key) > 0) ++i;
+    for (; i < end; ++i) {
+      const std::uint64_t k = n->rec[i].key;
+      if (k >= s.lt && kr.compare(s, k) <= 0) break;
+    }
     return i;
   }
 };
@@ -225,7 +282,15 @@ inline Found find_ltr(const Node* n, unsigned slots, const SearchKey& s, const K
                       Probe& probe) noexcept {
   for (unsigned i = 0; i < slots; ++i) {
     probe();
-    const std::uint64_t k = ld(&n->rec[i].key);
+    std::uint64_t k = ld(&n->rec[i].key);
+    if (k < s.lt) {  // inline keys below s: one load and one comparison each
+      for (++i; i < slots; ++i) {
+        probe();
+        k = ld(&n->rec[i].key);
+        if (k >= s.lt) break;
+      }
+      if (i == slots) break;
+    }
     if (k == kEmpty) return {-2, 0};
     const int c = kr.compare(s, k);
     if (c < 0) return {-1, 0};
@@ -350,10 +415,12 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
       for (unsigned i = 0; i < slots; ++i) {
         probe();
         const std::uint64_t k = ld(&n->rec[i].key);
-        if (k == kEmpty) break;
-        if (kr.compare(s, k) < 0) {
-          *beyond = false;
-          break;
+        if (k >= s.lt) {  // (below: an inline key below s, one comparison)
+          if (k == kEmpty) break;
+          if (kr.compare(s, k) < 0) {
+            *beyond = false;
+            break;
+          }
         }
         probe();
         child = ld(&n->rec[i].ptr);
@@ -548,6 +615,8 @@ void fast_remove(NodeRef nr, unsigned end, unsigned pos);
 //! it changes the node (so its stores precede that writer's commit). Returns whether
 //! there was one.
 bool repair_dead(NodeRef nr);
+//! repair_dead for a writer that has just read the node's end and dead slot (NodeRef::scan).
+bool repair_dead(NodeRef nr, unsigned end, int dead);
 //! The switch counter: even after inserts, odd after deletes (§5). Written (and written
 //! back, unfenced: the operation's next fence orders it) only when the parity changes;
 //! returns whether it did.

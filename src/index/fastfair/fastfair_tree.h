@@ -114,7 +114,7 @@ class FastFairTree {
   //! it is the root (a remove from it never rebalances).
   struct Locked {
     std::uint64_t off;
-    int at;
+    NodeRef::Scan sc;  // the leaf read once, locked
     bool root;
   };
   //! The structure sequence once no SMO is under way (even).
@@ -157,7 +157,11 @@ class FastFairTree {
   Descent descend(const SearchKey& s, unsigned target, Path& path, Status& err,
                   bool link = true);
   bool compact(NodeRef nr);
+  //! compact() for a writer that has just scanned the node (nothing to do without a dead slot).
+  bool compact(NodeRef nr, const NodeRef::Scan& sc);
   int uncut_at(NodeRef nr) const;
+  //! Whether the node holds an uncut split, its end known (reads the sibling's first key).
+  bool uncut(NodeRef nr, unsigned end) const;
   bool repair_cut(NodeRef nr);
   Status link_in_parent(unsigned level, std::uint64_t sib);
   Status plan(const Path& path, unsigned level, Reserve& res);

@@ -107,17 +107,30 @@ bool FastFairTree::compact(NodeRef nr) {
   return true;
 }
 
+bool FastFairTree::compact(NodeRef nr, const NodeRef::Scan& sc) {
+  if (sc.dead < 0) return false;  // the common case: nothing to repair, nothing read again
+  if (faults::active & faults::skip_dead_repair) [[unlikely]] return false;
+  repair_dead(nr, sc.end, sc.dead);
+  __atomic_fetch_add(&repairs_.dead_slots, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
 // An uncut split (crash between the sibling link and the cut: this node still holds
 // copies of its sibling's first records; also a merge or borrow between append and
 // unlink). Algorithm 1, line 2: a writer compares with its sibling's first key. Returns
 // the slot to cut at, or -1. Reads only.
-int FastFairTree::uncut_at(NodeRef nr) const {
+bool FastFairTree::uncut(NodeRef nr, unsigned end) const {
   const std::uint64_t sib = nr.n->h.sibling;
-  if (sib == 0) return -1;
+  if (sib == 0 || end == 0) return false;
   const std::uint64_t first = ref(sib).first_key();
-  const std::uint64_t last = nr.last_key();
-  if (first == kEmpty || last == kEmpty || kr_.compare_words(first, last) > 0) return -1;
+  const std::uint64_t last = nr.rec()[end - 1].key;  // (the slot before the end is live)
+  return first != kEmpty && kr_.compare_words(first, last) <= 0;
+}
+
+int FastFairTree::uncut_at(NodeRef nr) const {
   const unsigned end = nr.end();
+  if (!uncut(nr, end)) return -1;
+  const std::uint64_t first = ref(nr.n->h.sibling).first_key();
   unsigned p = 0;
   while (p < end && kr_.compare_words(nr.rec()[p].key, first) < 0) ++p;
   return static_cast<int>(p);
@@ -422,19 +435,19 @@ bool FastFairTree::lock_leaf(const SearchKey& s, Locked* lk) {
     }
     if (!kit::gen_lock(&node(off)->h.spare, gen_) && validate) continue;  // unlinked: again
     const NodeRef leaf = ref(off);
-    const bool uncut = uncut_at(leaf) >= 0;
-    const int at = leaf.find(s, kr_);
-    const bool right = at == -2 && sibling_to_follow(leaf, s) != 0;
+    const NodeRef::Scan sc = leaf.scan(s, kr_);  // the leaf's one read before the write
+    const bool uncut_split = uncut(leaf, sc.end);
+    const bool right = sc.at == -2 && sibling_to_follow(leaf, s) != 0;
     if (validate && smo_seq_.load(std::memory_order_acquire) != seq) [[unlikely]] {
       unlock_leaf(off);  // an SMO ran meanwhile: descend again
       continue;
     }
-    if (uncut || right) [[unlikely]] {
+    if (uncut_split || right) [[unlikely]] {
       unlock_leaf(off);
       return false;
     }
     if ((f & faults::writer_pause) && faults::pause_hook) [[unlikely]] faults::pause_hook(1);
-    *lk = Locked{off, at, root};
+    *lk = Locked{off, sc, root};
     return true;
   }
   return false;  // SMOs kept changing the tree under us: the structure path always succeeds
@@ -444,13 +457,14 @@ bool FastFairTree::put_leaf(Key k, const SearchKey& s, Value v, PutMode mode, St
   Locked lk;
   if (!lock_leaf(s, &lk)) return false;
   NodeRef leaf = ref(lk.off);
-  if (lk.at >= 0) {
+  NodeRef::Scan sc = lk.sc;
+  if (sc.at >= 0) {
     if (mode == PutMode::insert) {
       *out = Status::exists;
     } else {
       // Commit of upsert / update: the value word, non-temporal (no reader sees it before it
       // is durable); publish_nt in a values_are_blocks pool (the caller's block goes first).
-      kit::commit_value_nt(pool_, &leaf.rec()[lk.at].ptr, v);
+      kit::commit_value_nt(pool_, &leaf.rec()[sc.at].ptr, v);
       *out = Status::ok;
     }
     unlock_leaf(lk.off);
@@ -461,8 +475,10 @@ bool FastFairTree::put_leaf(Key k, const SearchKey& s, Value v, PutMode mode, St
     unlock_leaf(lk.off);
     return true;
   }
-  compact(leaf);  // at most one dead slot: the previous one goes before this commit
-  const unsigned end = leaf.end();
+  // At most one dead slot: the previous one goes before this commit (the scan found it;
+  // a node without one is not read again).
+  if (compact(leaf, sc)) sc = leaf.scan(s, kr_);
+  const unsigned end = sc.end;
   if (end >= slots_) {  // a split: the structure path redoes the write
     unlock_leaf(lk.off);
     return false;
@@ -475,7 +491,7 @@ bool FastFairTree::put_leaf(Key k, const SearchKey& s, Value v, PutMode mode, St
   }
   // In a values_are_blocks pool the value names a block the caller has just written back:
   // the commit's leading fence (fast_insert's, always there) orders it, like a key block's.
-  fast_insert(leaf, end, leaf.lower_bound(s, kr_, end), word, v,
+  fast_insert(leaf, end, sc.pos, word, v,
               is_indirect(word) || pool_.values_are_blocks());
   unlock_leaf(lk.off);
   *out = Status::ok;
@@ -486,22 +502,24 @@ bool FastFairTree::remove_leaf(const SearchKey& s, Status* out) {
   Locked lk;
   if (!lock_leaf(s, &lk)) return false;
   NodeRef leaf = ref(lk.off);
-  if (lk.at < 0) {
+  NodeRef::Scan sc = lk.sc;
+  if (sc.at < 0) {
     *out = Status::not_found;
     unlock_leaf(lk.off);
     return true;
   }
   // A leaf left below half (not the root) rebalances: the structure path redoes the write.
-  if (!lk.root && leaf.live_count() <= slots_ / 2) {
+  const unsigned live = sc.end - (sc.dead >= 0 ? 1u : 0u);
+  if (!lk.root && live <= slots_ / 2) {
     unlock_leaf(lk.off);
     return false;
   }
-  int i = lk.at;
   // At most one dead slot per node: the previous one (a delete's, or a crashed insert's:
   // Witcher bug 4, whose deleted key survived in it) is squeezed out before this commit.
-  if (compact(leaf)) i = leaf.find(s, kr_);
+  if (compact(leaf, sc)) sc = leaf.scan(s, kr_);
+  const unsigned i = static_cast<unsigned>(sc.at);
   const std::uint64_t word = leaf.rec()[i].key;
-  fast_remove(leaf, leaf.end(), static_cast<unsigned>(i));
+  fast_remove(leaf, sc.end, i);
   unlock_leaf(lk.off);
   if (is_indirect(word)) retire(word & kOffsetMask);  // its unlink is durable
   *out = Status::ok;
