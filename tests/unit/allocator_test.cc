@@ -63,7 +63,7 @@ TEST(SizeClassesTest, ClassesGrowByAQuarterAndCoverEveryRequest) {
     EXPECT_EQ(sc.size(2), 48u);
     EXPECT_EQ(sc.size(3), 64u);
     EXPECT_LE(sc.max_small(), chunk / 4);
-    for (std::size_t c = 4; c < sc.count(); ++c) {
+    for (std::size_t c = 4; c < sc.apart_first(); ++c) {
       EXPECT_EQ(sc.size(c) % 64, 0u);
       EXPECT_GT(sc.size(c), sc.size(c - 1));
       // ~25% growth, rounded up to 64
@@ -77,6 +77,24 @@ TEST(SizeClassesTest, ClassesGrowByAQuarterAndCoverEveryRequest) {
       ASSERT_GE(sc.size(c), b) << b;
       if (c > 0) {
         ASSERT_LT(sc.size(c - 1), b) << b;  // the smallest class that fits
+      }
+    }
+    // The apart classes: 16-byte steps from 48 to 512, then ~1/8 growth, the same top.
+    ASSERT_LT(sc.apart_first(), sc.count());
+    EXPECT_EQ(sc.size(sc.apart_first()), 48u);
+    EXPECT_EQ(sc.size(sc.count() - 1), sc.max_small());
+    for (std::size_t c = sc.apart_first() + 1; c < sc.count(); ++c) {
+      EXPECT_EQ(sc.size(c) % 16, 0u);
+      EXPECT_GT(sc.size(c), sc.size(c - 1));
+      EXPECT_LE(sc.size(c), std::max<std::uint32_t>(sc.size(c - 1) + 16,
+                                                    sc.size(c - 1) + sc.size(c - 1) / 8 + 16));
+    }
+    for (std::size_t b = 1; b <= sc.max_small(); ++b) {
+      const std::size_t c = sc.apart_class_of(b);
+      ASSERT_TRUE(sc.is_apart(c)) << b;
+      ASSERT_GE(sc.size(c), b) << b;
+      if (c > sc.apart_first()) {
+        ASSERT_LT(sc.size(c - 1), b) << b;
       }
     }
   }
