@@ -222,6 +222,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
                                                       &s->pool_->allocator());
   }
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
+  s->classes_chunk_size_ = s->pool_->header().chunk_size;
   s->ref_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
   s->token_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
   s->access_ = kit::ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
@@ -696,12 +697,16 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
     const pm::Allocator::ChunkUse u = a.chunk_use(c, &n, &live);
     n = std::max<std::uint64_t>(1, std::min(n, count - c));
     std::uint64_t k = kNo;
+    auto was_tried = [&] {
+      return tried && std::find(tried->begin(), tried->end(), c) != tried->end();
+    };
     switch (u) {
-      case pm::Allocator::ChunkUse::free: k = 0; break;
+      case pm::Allocator::ChunkUse::free:
+        if (!was_tried()) k = 0;  // (free since this caller looked: worth another attempt)
+        break;
       case pm::Allocator::ChunkUse::apart:
       case pm::Allocator::ChunkUse::evacuating:
-        if (a.block_size(first + c * cs) == want_block) break;
-        if (tried && std::find(tried->begin(), tried->end(), c) != tried->end()) break;
+        if (a.block_size(first + c * cs) == want_block || was_tried()) break;
         k = live;
         break;
       case pm::Allocator::ChunkUse::large: k = large_items[c] ? 1 : kNo; break;
@@ -715,27 +720,35 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
     c += n;
   }
   // The window of `span` chunks whose units cost the fewest evictions (ties: the lowest).
-  std::uint64_t best = kNo, best_cost = kNo;
+  // For the index (want_bytes 0) the `windows` cheapest chunks at once: the scan that finds
+  // their items costs as much as for one, and an index whose inserts keep needing nodes
+  // (roart allocates a leaf per key) would otherwise scan the index every few inserts.
+  const std::size_t windows = want == 0 ? std::max<std::uint64_t>(1, count / 64) : 1;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> picks;  // cost, first chunk
   for (std::uint64_t c = 0; c + span <= count; ++c) {
     std::uint64_t total = 0;
     for (std::uint64_t i = c; i < c + span && total != kNo; ++i) {
       if (cost[i] == kNo) total = kNo;
       else if (i == c || head[i] != head[i - 1]) total += cost[i];
     }
-    if (total < best_cost) {
-      best = c;
-      best_cost = total;
-    }
+    if (total != kNo) picks.emplace_back(total, c);
   }
-  if (best == kNo) return 0;
-  // Evacuate the window's apart chunks (nothing more is allocated from them; each becomes
+  if (picks.empty()) return 0;
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (picks.size() > windows) picks.resize(windows);  // (span 1 when windows > 1: disjoint)
+  // Evacuate the windows' apart chunks (nothing more is allocated from them; each becomes
   // a free chunk when its last block is freed), then evict every item the index names in
-  // the window's units.
+  // the windows' units.
   std::vector<bool> victim_unit(count, false);
-  for (std::uint64_t i = best; i < best + span; ++i) {
-    victim_unit[head[i]] = true;
-    if (tried) tried->push_back(i);
-    if (use[i] == pm::Allocator::ChunkUse::apart) (void)a.evacuate(first + i * cs);
+  std::uint64_t best_cost = 0;
+  for (const auto& [k, best] : picks) {
+    best_cost += k;
+    for (std::uint64_t i = best; i < best + span; ++i) {
+      victim_unit[head[i]] = true;
+      if (tried) tried->push_back(i);
+      if (use[i] == pm::Allocator::ChunkUse::apart) (void)a.evacuate(first + i * cs);
+    }
   }
   std::vector<std::pair<std::string, std::uint64_t>> victims;
   if (best_cost != 0) {
@@ -752,6 +765,7 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
     evicted += r == Victim::evicted;
   }
   if (concurrent_ && evicted != 0) drain_retired();  // the chunk comes free with the frees
+  // (Each call of one caller picks windows it did not pick before, so its loop ends.)
   return evicted + 1;
 }
 

@@ -231,6 +231,9 @@ class Store {
   const StoreCounters& counters() const noexcept { return counters_; }
   const StoreOptions& options() const noexcept { return opts_; }
   std::uint64_t pool_bytes() const noexcept { return pool_->size(); }
+  //! The allocator's counts (blocks and bytes live, chunks), for the memory report.
+  pm::AllocatorStats allocator_stats() const noexcept { return pool_->allocator().stats(); }
+  std::uint64_t chunk_size() const noexcept { return classes_chunk_size_; }
   std::string_view kind() const noexcept { return index_->kind(); }
   bool recovered() const noexcept { return recovered_; }
   std::uint64_t next_cas_peek() const noexcept { return next_cas_.load(); }
@@ -280,8 +283,8 @@ class Store {
   //! evacuated (pm::Allocator::evacuate) and each becomes a free chunk with its last free.
   //! Leaves out chunks of want_bytes' own class and the chunks in `tried` (evacuated by
   //! this caller before, not free yet), and adds the window's chunks to it.
-  //! Returns 0 if no window can be freed, else 1 + the items evicted. The caller holds what
-  //! evict_some's caller holds.
+  //! Returns 0 if no window can be freed (none but those in `tried`), else 1 + the items
+  //! evicted. The caller holds what evict_some's caller holds.
   std::size_t evict_chunk(std::size_t want_bytes, std::vector<std::uint64_t>* tried = nullptr);
   //! One victim of an eviction: evicts the item at `off` under key k if the index still
   //! names it (and, concurrent, its stripe is free and not the caller's own); stuck if the
@@ -342,6 +345,7 @@ class Store {
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<Index> index_;
   std::unique_ptr<pm::SizeClasses> classes_;
+  std::uint64_t classes_chunk_size_ = 0;  // the pool's chunk size
   MetaBlock* meta_ = nullptr;
   bool recovered_ = false;
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -133,6 +134,58 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return std::get<0>(info.param) + "_t" + std::to_string(std::get<1>(info.param));
     });
+
+}  // namespace
+}  // namespace wort::test
+
+namespace wort::test {
+namespace {
+
+//! Where a full pool's bytes go, per kind (a measurement, skipped unless
+//! WORT_SERVE_MEMORY_REPORT=1; src/server/README.md, "Items per megabyte"): a 64 MiB pool,
+//! 600,000 sets of 32-byte keys and 100 B values from one thread, then per item: its
+//! bytes, its block, and everything else the allocator holds (index nodes, the meta block,
+//! the ballast) divided by the items held.
+TEST(FullPoolMemory, PerItemOverhead) {
+  if (std::getenv("WORT_SERVE_MEMORY_REPORT") == nullptr) GTEST_SKIP() << "a measurement";
+  for (const char* kind : {"wort", "woart", "artcow", "fastfair", "fptree", "wbtree", "nvtree", "roart"}) {
+    const std::string path = "/tmp/wort_full_pool_mem_" + std::string(kind) + "_" +
+                             std::to_string(getpid()) + ".pool";
+    std::filesystem::remove(path);
+    StoreOptions o;
+    o.pool_path = path;
+    o.kind = kind;
+    o.pool_bytes = 64ull << 20;
+    auto opened = Store::open(o);
+    ASSERT_TRUE(bool(opened)) << opened.error().message;
+    std::unique_ptr<Store> s = std::move(opened).value();
+    const std::string v(100, 'v');
+    for (int i = 0; i < 600000; ++i) s->store(StoreMode::set, key32('f', i), 0, 0, v);
+    const pm::AllocatorStats a = s->allocator_stats();
+    const std::uint64_t items = s->counters().curr_items.load();
+    const std::uint64_t item_bytes = server::item_bytes(32, 100);
+    std::uint64_t block = 0;
+    s->get(key32('f', 599999), [&](const server::ItemView&) {});
+    s->meta_get(key32('f', 599999), server::MetaGetOptions{.block_info = true},
+                [&](const server::ItemView& iv) {
+                  block = iv.block_bytes;
+                  return false;
+                });
+    const std::uint64_t ballast = 4 * s->chunk_size();  // store.cc, kBallastBlocks
+    const std::uint64_t other = a.bytes_allocated - items * block - ballast;
+    const std::uint64_t chunks_bytes = a.chunks_total * s->chunk_size();
+    std::printf("%-8s items %7llu  per item: %llu B item, %llu B block, %5.1f B index (and "
+                "the meta block), %4.1f B ballast; %5.1f%% of the chunks not allocated\n",
+                kind, static_cast<unsigned long long>(items),
+                static_cast<unsigned long long>(item_bytes), static_cast<unsigned long long>(block),
+                static_cast<double>(other) / static_cast<double>(items),
+                static_cast<double>(ballast) / static_cast<double>(items),
+                100.0 * static_cast<double>(chunks_bytes - a.bytes_allocated) /
+                    static_cast<double>(chunks_bytes));
+    s.reset();
+    std::filesystem::remove(path);
+  }
+}
 
 }  // namespace
 }  // namespace wort::test
