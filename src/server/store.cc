@@ -518,6 +518,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
   std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated for this insert
+  int chunk_calls = 0;
   int i = 0;
   for (; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
     // The index needs a node to take this key: first the keys that follow it (they sit in
@@ -528,9 +529,10 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
     if (concurrent_) eg = std::unique_lock(evict_lock_);
     // (Not while the ballast is short: ART+CoW's removes would spend it.)
     const bool near = i < kEvictNear && !ballast_short_.load(std::memory_order_relaxed);
-    if ((!near || evict_near(key) == 0) && evict_chunk(0, &tried) == 0 &&
-        evict_some(0, true, 1) == 0)
-      break;
+    // (At most kEvictRounds chunk evictions for one insert: an index that needs something
+    // a free chunk does not give, e.g. a longer span, must not empty the cache.)
+    auto chunk = [&] { return chunk_calls++ < kEvictRounds && evict_chunk(0, &tried) != 0; };
+    if ((!near || evict_near(key) == 0) && !chunk() && evict_some(0, true, 1) == 0) break;
     if (ballast_short_.load(std::memory_order_relaxed)) take_ballast();
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it

@@ -22,7 +22,8 @@
 //   - The evictor (under `evict_lock_`, which guards the CLOCK hand) collects candidates
 //     while pinned, then try-locks each victim's stripe (never the stripe its caller holds;
 //     a busy stripe is skipped), re-checks under it that the key still names that block, and
-//     unlinks it. The sweeper (`sweep_lock_` guards its hand) does the same with a blocking
+//     unlinks it. The chunk eviction (evict_chunk, under evict_lock_ too) finds a chunk's
+//     items by an index scan and reads no item block. The sweeper (`sweep_lock_` guards its hand) does the same with a blocking
 //     stripe lock (it holds no other). flush_all and a due delayed flush commit the meta
 //     block's words under `flush_lock_`; readers and writers see a flush through the atomic
 //     flush_cas_ (an item with cas <= it is dead).
