@@ -35,7 +35,9 @@ answers.
   -l, --listen ADDR  IPv4 address to listen on (default 127.0.0.1)
   -t, --threads N    worker threads, each with its own epoll loop (default 4, at most 120)
   -m, --memory-limit MB  pool size in megabytes for a new pool (default 64; ignored, with
-                     a warning, for an existing pool)
+                     a warning, for an existing pool). The whole pool file is allocated
+                     when the pool is created (-m 4096 takes 4 GiB of the filesystem, e.g.
+                     /dev/shm, at once), as a persistent pool must be
   -c, --conn-limit N max simultaneous connections (default 1024)
   -I, --max-item-size SIZE  largest item, key + value + 32 bytes (default 1m)
   -M, --disable-evictions   answer SERVER_ERROR out of memory instead of evicting

@@ -9,6 +9,8 @@
 // Fast path (allocate/free of a small block): pop/push on this thread's cache and one
 // relaxed store to the DRAM per-block array. No pool store, no flush, no lock. The slow
 // path (cache empty / too full, carving a chunk, large spans) takes one std::mutex.
+// Apart blocks (allocate_apart) always take the mutex: no thread cache hides them, so a
+// chunk of them can be evacuated (its last free makes it a free chunk).
 #include "pm/allocator.h"
 
 #include <algorithm>
@@ -103,6 +105,12 @@ struct ChunkInfo {
   std::uint64_t span = 0;                                   // large_head: chunks
   std::unique_ptr<std::atomic<std::uint32_t>[]> requested;  // small: per block, 0 = free
   std::atomic<std::uint64_t> large_requested{0};            // large_head: 0 = free
+  // Small chunk of an apart class (set when carved, like cls). Under mu: evacuating (its
+  // blocks are on no free list; the last free makes it a free span) and, once traced, the
+  // number of live blocks.
+  bool apart = false;
+  bool evacuating = false;
+  std::uint32_t live = 0;
 };
 
 struct ThreadCache {
@@ -215,6 +223,7 @@ struct Allocator::Impl {
   Status allocate_small_locked(std::size_t cls, std::uint64_t* off);
   Status allocate_large(std::size_t bytes, std::uint64_t* off);
   void free_large(std::uint64_t c);
+  void free_apart(std::uint64_t c, std::uint64_t block, std::uint64_t off);
 };
 
 Allocator::Impl::Impl(Pool& p, bool fresh)
@@ -275,6 +284,9 @@ void Allocator::Impl::set_small(std::uint64_t c, std::uint32_t cls, bool frozen)
   ci.kind = ChunkKind::small;
   ci.cls = cls;
   ci.span = 1;
+  ci.apart = classes.is_apart(cls);
+  ci.evacuating = false;
+  ci.live = 0;
   ci.frozen.store(frozen, std::memory_order_relaxed);
   ci.requested.reset(new std::atomic<std::uint32_t>[classes.blocks_per_chunk(cls)]());
   ci.large_requested.store(0, std::memory_order_relaxed);
@@ -284,6 +296,7 @@ void Allocator::Impl::set_large(std::uint64_t c, std::uint64_t span, bool frozen
   ChunkInfo& ci = chunks[c];
   ci.kind = ChunkKind::large_head;
   ci.span = span;
+  ci.apart = ci.evacuating = false;
   ci.frozen.store(frozen, std::memory_order_relaxed);
   ci.requested.reset();
   ci.large_requested.store(0, std::memory_order_relaxed);
@@ -447,6 +460,23 @@ Status Allocator::Impl::allocate_large(std::size_t bytes, std::uint64_t* off) {
   return Status::ok;
 }
 
+//! free() of an apart block: onto the global list, or, in an evacuating chunk, nowhere
+//! (the chunk's last free makes it a free span, durably).
+void Allocator::Impl::free_apart(std::uint64_t c, std::uint64_t block, std::uint64_t off) {
+  std::lock_guard lock(mu);
+  ChunkInfo& ci = chunks[c];
+  ci.requested[block].store(0, std::memory_order_relaxed);
+  --ci.live;
+  ++returns;
+  if (!ci.evacuating) {
+    global_free[ci.cls].push_back(off);
+    return;
+  }
+  if (ci.live != 0) return;
+  make_free_span(c, 1);
+  fence();
+}
+
 void Allocator::Impl::free_large(std::uint64_t c) {
   std::lock_guard lock(mu);
   chunks[c].large_requested.store(0, std::memory_order_relaxed);
@@ -549,10 +579,15 @@ void Allocator::Impl::decide_frozen(Live live) {
       const std::uint32_t size = classes.size(ci.cls), n = classes.blocks_per_chunk(ci.cls);
       auto& list = global_free[ci.cls];
       const std::size_t listed = list.size();
+      ci.live = 0;
       for (std::uint32_t i = n; i-- > 0;) {
         const std::uint64_t off = chunk_offset(c) + std::uint64_t{i} * size;
-        if (live(c, i, off)) ci.requested[i].store(size, std::memory_order_relaxed);
-        else list.push_back(off);
+        if (live(c, i, off)) {
+          ci.requested[i].store(size, std::memory_order_relaxed);
+          ++ci.live;
+        } else {
+          list.push_back(off);
+        }
       }
       if (list.size() - listed == n) {  // nothing live: the whole chunk is free
         list.resize(listed);
@@ -629,6 +664,7 @@ void Allocator::free(std::uint64_t offset) noexcept {
   if (ci.kind == ChunkKind::large_head) return m.free_large(c);
   const std::uint32_t cls = ci.cls;
   const std::uint64_t i = m.block_index(offset - m.chunk_offset(c), cls);
+  if (ci.apart) [[unlikely]] return m.free_apart(c, i, offset);
   ci.requested[i].store(0, std::memory_order_relaxed);
   ThreadCache* tc = m.my_cache();
   if (!tc) [[unlikely]] {
@@ -648,6 +684,87 @@ void Allocator::free(std::uint64_t offset) noexcept {
     stack.erase(stack.begin(), stack.begin() + n);
     ++m.returns;
   }
+}
+
+Status Allocator::allocate_apart(std::size_t bytes, std::uint64_t* offset) noexcept {
+  Impl& m = *impl_;
+  if (bytes == 0 || bytes > m.classes.max_small()) return allocate(bytes, offset);
+  if (m.fail_countdown.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (m.fail_countdown.fetch_sub(1, std::memory_order_relaxed) == 1) return Status::out_of_space;
+  }
+  const std::size_t cls = m.classes.apart_class_of(bytes);
+  std::uint64_t off;
+  {
+    std::lock_guard lock(m.mu);
+    auto& list = m.global_free[cls];
+    if (list.empty()) {
+      std::uint64_t c;
+      const std::uint64_t entry = chunk_entry_small(static_cast<std::uint32_t>(cls));
+      if (Status s = m.take_chunks(1, entry, &c); s != Status::ok) {
+        m.drain_my_cache();  // ordinary classes may hold whole chunks' worth of free blocks
+        if (s = m.take_chunks(1, entry, &c); s != Status::ok) return s;
+      }
+      m.set_small(c, static_cast<std::uint32_t>(cls), false);
+      m.push_chunk_blocks(c);
+    }
+    off = list.back();
+    list.pop_back();
+    const std::uint64_t c = (off - m.first) >> m.chunk_shift;
+    ChunkInfo& ci = m.chunks[c];
+    ci.requested[m.block_index(off - m.chunk_offset(c), cls)].store(
+        static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
+    ++ci.live;
+  }
+  *offset = off;
+  if (Tracer* t = tracer()) [[unlikely]]
+    t->on_alloc(m.base + off, m.classes.size(cls));
+  return Status::ok;
+}
+
+bool Allocator::evacuate(std::uint64_t offset) noexcept {
+  Impl& m = *impl_;
+  if (offset < m.first) return false;
+  const std::uint64_t c = (offset - m.first) >> m.chunk_shift;
+  if (c >= m.count) return false;
+  std::lock_guard lock(m.mu);
+  ChunkInfo& ci = m.chunks[c];
+  if (ci.kind != ChunkKind::small || !ci.apart || ci.evacuating ||
+      ci.frozen.load(std::memory_order_relaxed))
+    return false;
+  ci.evacuating = true;
+  std::erase_if(m.global_free[ci.cls],
+                [&](std::uint64_t off) { return (off - m.first) >> m.chunk_shift == c; });
+  if (ci.live == 0) {
+    m.make_free_span(c, 1);
+    fence();
+    ++m.returns;
+  }
+  return true;
+}
+
+Allocator::ChunkUse Allocator::chunk_use(std::uint64_t c, std::uint64_t* span,
+                                         std::uint32_t* live) const noexcept {
+  Impl& m = *impl_;
+  *span = 1;
+  *live = 0;
+  if (c >= m.count) return ChunkUse::other;
+  std::lock_guard lock(m.mu);
+  const ChunkInfo& ci = m.chunks[c];
+  if (ci.frozen.load(std::memory_order_relaxed)) return ChunkUse::other;
+  switch (ci.kind) {
+    case ChunkKind::uncarved: return ChunkUse::free;
+    case ChunkKind::interior: return ChunkUse::interior;
+    case ChunkKind::large_head:
+      *span = ci.span;
+      if (ci.large_requested.load(std::memory_order_relaxed) == 0) return ChunkUse::free;
+      *live = 1;
+      return ChunkUse::large;
+    case ChunkKind::small:
+      if (!ci.apart) return ChunkUse::other;
+      *live = ci.live;
+      return ci.evacuating ? ChunkUse::evacuating : ChunkUse::apart;
+  }
+  return ChunkUse::other;
 }
 
 std::size_t Allocator::block_size(std::uint64_t offset) const noexcept {

@@ -66,6 +66,31 @@ class Allocator {
   //! are aligned to 16. The content is unspecified (not zeroed). out_of_space leaves
   //! everything as it was.
   Status allocate(std::size_t bytes, std::uint64_t* offset) noexcept;
+  //! Allocates `bytes` (> 0) from chunks that hold only blocks allocated this way (the
+  //! apart size classes: 16-byte steps, size_classes.h; large spans as allocate()). Such a
+  //! block is 16-byte aligned. Apart blocks bypass the thread caches (allocate and free take
+  //! the allocator's mutex), so every free apart block is on the global lists and a chunk
+  //! whose blocks are all freed can be given back (evacuate(), or near exhaustion). For
+  //! blocks whose owner can free any of them on demand (a cache's items): evacuate().
+  Status allocate_apart(std::size_t bytes, std::uint64_t* offset) noexcept;
+  //! Stops handing out the blocks of the apart chunk holding `offset` (its free blocks
+  //! leave the free lists); when its last live block is freed it becomes a free chunk
+  //! (durably, chunk_table.h tag 3) that any size class can carve: memcached's slab
+  //! rebalancing, where the caller frees the live blocks. False (nothing changes) if the
+  //! chunk is not an apart chunk, awaits a trace, or is evacuating already.
+  bool evacuate(std::uint64_t offset) noexcept;
+  //! What chunk `c` (0 .. chunk count - 1) is, for a caller that picks chunks to evacuate.
+  //! `*span`: chunks of a large block or a free span starting at c (1 otherwise); `*live`:
+  //! the blocks allocated in it (an apart chunk's live blocks, 1 for a large block, else 0).
+  enum class ChunkUse : std::uint8_t {
+    free,        //!< never carved, or a free span's head
+    apart,       //!< an apart chunk
+    evacuating,  //!< an apart chunk being evacuated
+    large,       //!< the head of a large block
+    interior,    //!< inside a large block or free span
+    other,       //!< ordinary small blocks, or awaiting a trace
+  };
+  ChunkUse chunk_use(std::uint64_t c, std::uint64_t* span, std::uint32_t* live) const noexcept;
   //! Failure injection (tests; rax's fail-the-Nth-allocation): the `nth` allocate() from now
   //! on (1 = the next) fails with out_of_space and changes nothing; 0 turns it off. One shot.
   void fail_nth_allocation(std::uint64_t nth) noexcept;

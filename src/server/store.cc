@@ -22,8 +22,7 @@ constexpr std::size_t kEvictBatch = 64;   // keys the CLOCK hand reads per index
 constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evicts
 constexpr int kEvictAheadI = static_cast<int>(kEvictAhead);
 constexpr std::size_t kEvictScanMax = 8192;  // keys one class-wanting eviction may visit
-constexpr std::size_t kChunkScan = 64;    // chunks evict_chunk looks at to pick a window
-constexpr int kChunkTries = 4;            // chunk windows one allocation may evict
+constexpr int kEvictRounds = 8;           // rounds of eviction one allocation may run
 constexpr int kEvictTries = 256;          // evictions one index insert may cause
 constexpr int kEvictNear = 16;            // of which neighbours of the key (evict_near)
 constexpr std::size_t kBallastBlocks = 4; // whole-chunk ballast blocks (see store.h)
@@ -224,6 +223,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
                                                       &s->pool_->allocator());
   }
   s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
+  s->classes_chunk_size_ = s->pool_->header().chunk_size;
   s->ref_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
   s->token_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
   s->access_ = kit::ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
@@ -358,7 +358,8 @@ ItemView Store::view_of(std::uint64_t off) const noexcept {
 void Store::add_block_info(std::uint64_t off, ItemView* iv) const noexcept {
   iv->block_bytes = pool_->allocator().block_size(off);
   iv->size_class = iv->block_bytes <= classes_->max_small()
-                       ? static_cast<std::uint32_t>(classes_->class_of(iv->block_bytes)) + 1
+                       ? static_cast<std::uint32_t>(classes_->apart_class_of(iv->block_bytes) -
+                                                    classes_->apart_first()) + 1
                        : 0;
 }
 
@@ -475,32 +476,29 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
   const std::size_t n = item_bytes(key.size(), v1.size() + v2.size());
   if (!fits(key.size(), v1.size() + v2.size())) return StoreResult::too_large;
   pm::Allocator& a = pool_->allocator();
-  Status s = a.allocate(n, off);
+  // Items live in apart chunks (no index node among them), so that evicting the items of a
+  // chunk frees the chunk.
+  Status s = a.allocate_apart(n, off);
   if (s != Status::ok) {
     if (opts_.no_evict) return StoreResult::no_memory;
     std::unique_lock<std::shared_mutex> g;
     std::unique_lock<std::mutex> eg;
     if (concurrent_) eg = std::unique_lock(evict_lock_);
     else if (!locked) g = std::unique_lock(lock_);
+    // Another thread may have evicted while this one waited for the lock.
+    s = a.allocate_apart(n, off);
     // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
     // this class allocate without another failed attempt (a failed allocation in a full
-    // pool scans the allocator's free lists). If the class has none (a new size) or that
-    // was not enough, the items of one whole chunk: a free chunk serves any class.
-    if (evict_some(n, false, kEvictAhead) != 0) s = a.allocate(n, off);
-    int tries = 0;
-    for (; tries < kChunkTries && s != Status::ok; ++tries) {
-      if (evict_chunk(n) == 0) break;
-      s = a.allocate(n, off);
-    }
-    // No chunk of items alone (the ART kinds' nodes share size classes, and so chunks,
-    // with items; the allocator cannot say which blocks are free): as before, victims of
-    // any class in key order (their removal frees index nodes too) until a chunk happens
-    // to come free, up to 288 per failed set; but in batches of 32 with one allocation
-    // attempt each (9 failed allocations at most, each a scan of the free lists, where one
-    // victim at a time made 257).
-    for (int i = 0; tries == 0 && s != Status::ok && i < kEvictTries / kEvictAheadI + 1; ++i) {
-      if (evict_some(n, true, kEvictAhead) == 0) break;
-      s = a.allocate(n, off);
+    // pool scans the allocator's free lists). If the class has none (a new size) or the
+    // freed blocks went to other threads' sets meanwhile, the items of one window of
+    // chunks: a free chunk serves any class (evict_chunk). Again while either evicts (other
+    // threads' allocations may take what was freed), a bounded number of rounds.
+    std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated in these rounds
+    for (int round = 0; round < kEvictRounds && s != Status::ok; ++round) {
+      const bool some = evict_some(n, false, kEvictAhead) != 0;
+      if (some && (s = a.allocate_apart(n, off)) == Status::ok) break;
+      if (evict_chunk(n, &tried) == 0 && !some) break;
+      s = a.allocate_apart(n, off);
     }
     if (s != Status::ok) return StoreResult::no_memory;
     // A remove used a ballast block (ART+CoW): take it back while eviction is under way.
@@ -520,6 +518,8 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   // index commit that stores a value fences first (pm::publish, kit::commit_value), which
   // orders the item's pending write-back. No fence of our own.
   Status s = index_->upsert(key_of(key), off);
+  std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated for this insert
+  int chunk_calls = 0;
   int i = 0;
   for (; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
     // The index needs a node to take this key: first the keys that follow it (they sit in
@@ -530,15 +530,17 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
     if (concurrent_) eg = std::unique_lock(evict_lock_);
     // (Not while the ballast is short: ART+CoW's removes would spend it.)
     const bool near = i < kEvictNear && !ballast_short_.load(std::memory_order_relaxed);
-    if ((!near || evict_near(key) == 0) && evict_chunk(0) == 0 && evict_some(0, true, 1) == 0)
-      break;
+    // (At most kEvictRounds chunk evictions for one insert: an index that needs something
+    // a free chunk does not give, e.g. a longer span, must not empty the cache.)
+    auto chunk = [&] { return chunk_calls++ < kEvictRounds && evict_chunk(0, &tried) != 0; };
+    if ((!near || evict_near(key) == 0) && !chunk() && evict_some(0, true, 1) == 0) break;
     if (ballast_short_.load(std::memory_order_relaxed)) take_ballast();
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;  // eviction may have taken it
     s = index_->upsert(key_of(key), off);
   }
   if (s != Status::ok) {
-    pool_->allocator().free(off);
+    pool_->allocator().free(off);  // never published: no reader holds it
     return StoreResult::no_memory;
   }
   const ItemHeader* h = item_at(off);
@@ -638,95 +640,136 @@ Store::Victim Store::evict_one(const std::string& k, std::uint64_t off, std::int
   return Victim::evicted;
 }
 
-std::size_t Store::evict_chunk(std::size_t want) {
-  // Only where no writer runs beside it (the global lock, or an index without its own
-  // concurrency): the scan reads blocks that a concurrent writer may be building (an index
-  // node of the same size class), a data race ThreadSanitizer reports and C++ does not
-  // allow, validated afterwards or not. A concurrent server keeps the victims-in-key-order
-  // path (README, "Eviction").
-  if (concurrent_) return 0;
-  // A scan that found no window of items alone is not repeated for the next 64 calls
-  // (the ART kinds' chunks mix items and nodes: scanning for nothing costs milliseconds).
-  if (chunk_backoff_ > 0) {
-    --chunk_backoff_;
-    return 0;
+void Store::scan_items(FunctionRef<void(std::string_view, std::uint64_t)> fn) {
+  // In batches, each pinned on the concurrent path (the scan reads index nodes that may be
+  // retired meanwhile); no item block is read.
+  constexpr std::size_t kBatch = 1024;
+  std::string from, last;
+  for (;;) {
+    std::size_t seen = 0;
+    {
+      std::optional<kit::EpochReclaimer::Pin> pin;
+      if (concurrent_) pin.emplace(*items_);
+      index_->scan(key_of(from), kBatch + 1, [&](Key k, Value v) {
+        const std::string_view ks = as_string(k);
+        if (seen == 0 && !from.empty() && ks == from) return true;  // where the last batch ended
+        ++seen;
+        last.assign(ks);
+        if (ks != kMetaKey) fn(ks, v);
+        return seen < kBatch;
+      });
+    }
+    if (seen < kBatch) return;
+    from = last;
   }
+}
+
+std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tried) {
   const pm::PoolHeader& ph = pool_->header();
   const std::uint64_t cs = ph.chunk_size, first = ph.first_chunk_offset, count = ph.chunk_count;
   const std::uint64_t span = want > classes_->max_small() ? (want + cs - 1) / cs : 1;
   if (span > count) return 0;
-  const pm::Allocator& a = pool_->allocator();
-  // The live items in chunk c and the bytes of c that are not (free blocks, index nodes,
-  // the meta block, a ballast block). Reads blocks that may be free or hold anything (no
-  // writer runs meanwhile: see the top): only an item the index names at that offset counts.
-  std::vector<std::pair<std::string, std::uint64_t>> items;
-  auto chunk_items = [&](std::uint64_t c, std::uint64_t* other) -> std::uint64_t {
-    const std::uint64_t base = first + c * cs;
-    std::uint64_t bs = a.block_size(base);
-    if (bs == 0) {  // inside a large span, or never carved
-      *other += cs;
-      return 1;
+  pm::Allocator& a = pool_->allocator();
+  auto chunk_of = [&](std::uint64_t off) { return (off - first) / cs; };
+  // A chunk of the wanted class is no use (the chunk would go back to the same class: the
+  // class's own victims are evict_some's), nor is one this caller evacuated already and
+  // that did not come free (an item in it is being built or replaced, or sits on the
+  // caller's own stripe).
+  const std::uint32_t want_block =
+      want == 0 || want > classes_->max_small() ? 0
+                                                : classes_->size(classes_->apart_class_of(want));
+  // Units: a chunk, or a large block / free span with its interior chunks. A unit can be
+  // freed by evicting items if it is free, an apart chunk (items only), or a large block
+  // that is an item (the ballast's and the index's large blocks are not, and are left out
+  // below: no item the index names lies in them); its cost is the blocks live in it (its
+  // items, and any being built or waiting for the epochs).
+  // For a window of several chunks, the large blocks that are items (a scan of the index:
+  // offsets only; no item block is read).
+  std::vector<bool> large_items(count, false);
+  if (span > 1) {
+    scan_items([&](std::string_view, std::uint64_t off) {
+      if (off >= first && chunk_of(off) < count) large_items[chunk_of(off)] = true;
+    });
+  }
+  constexpr std::uint64_t kNo = UINT64_MAX;
+  std::vector<std::uint64_t> head(count), cost(count);
+  std::vector<pm::Allocator::ChunkUse> use(count);
+  for (std::uint64_t c = 0; c < count;) {
+    std::uint64_t n = 1;
+    std::uint32_t live = 0;
+    const pm::Allocator::ChunkUse u = a.chunk_use(c, &n, &live);
+    n = std::max<std::uint64_t>(1, std::min(n, count - c));
+    std::uint64_t k = kNo;
+    auto was_tried = [&] {
+      return tried && std::find(tried->begin(), tried->end(), c) != tried->end();
+    };
+    switch (u) {
+      case pm::Allocator::ChunkUse::free:
+        if (!was_tried()) k = 0;  // (free since this caller looked: worth another attempt)
+        break;
+      case pm::Allocator::ChunkUse::apart:
+      case pm::Allocator::ChunkUse::evacuating:
+        if (a.block_size(first + c * cs) == want_block || was_tried()) break;
+        k = live;
+        break;
+      case pm::Allocator::ChunkUse::large: k = large_items[c] ? 1 : kNo; break;
+      default: break;  // index nodes, the meta block, the ballast: not ours to free
     }
-    const std::uint64_t chunks = bs > classes_->max_small() ? bs / cs : 1;
-    for (std::uint64_t o = base; o + bs <= base + chunks * cs; o += bs) {
-      const ItemHeader* h = item_at(o);
-      const std::uint16_t kl = __atomic_load_n(&h->key_len, __ATOMIC_RELAXED);
-      bool is_item = false;
-      if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) == kItemMagic && kl != 0 &&
-          kl <= 250 && sizeof(ItemHeader) + kl <= bs) {
-        std::string k(item_key(h), kl);
-        const auto v = index_->lookup(key_of(k));
-        if (v && *v == o && k != kMetaKey) {
-          items.emplace_back(std::move(k), o);
-          is_item = true;
-        }
-      }
-      if (!is_item) *other += bs;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      head[c + i] = c;
+      cost[c + i] = k;
+      use[c + i] = u;
     }
-    return chunks;
-  };
-  // Pick the window (span chunks from a head) with the fewest non-item bytes.
-  std::uint64_t best = count, best_other = UINT64_MAX;
-  std::vector<std::pair<std::string, std::uint64_t>> best_items;
-  {
-    std::uint64_t c = chunk_hand_ < count ? chunk_hand_ : 0;
-    for (std::size_t looked = 0; looked < kChunkScan && best_other != 0; ++looked) {
-      if (looked == count) break;
-      if (c + span > count) c = 0;
-      items.clear();
-      std::uint64_t other = 0, covered = 0, next = c;
-      while (covered < span) {
-        const std::uint64_t n = chunk_items(next, &other);
-        covered += n;
-        next += n;
-        if (next > count) break;
-      }
-      // Only a window of items alone certainly becomes free: a block that is no item may
-      // be free, or an index node (the ART kinds' nodes share size classes with items),
-      // and the allocator does not say which.
-      if (next <= count && !items.empty() && other == 0) {
-        best = c;
-        best_other = other;
-        best_items = std::move(items);
-        items = {};
-      }
-      c = next >= count ? 0 : next;
+    c += n;
+  }
+  // The window of `span` chunks whose units cost the fewest evictions (ties: the lowest).
+  // For the index (want_bytes 0) the `windows` cheapest chunks at once: the scan that finds
+  // their items costs as much as for one, and an index whose inserts keep needing nodes
+  // (roart allocates a leaf per key) would otherwise scan the index every few inserts.
+  const std::size_t windows = want == 0 ? std::max<std::uint64_t>(1, count / 64) : 1;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> picks;  // cost, first chunk
+  for (std::uint64_t c = 0; c + span <= count; ++c) {
+    std::uint64_t total = 0;
+    for (std::uint64_t i = c; i < c + span && total != kNo; ++i) {
+      if (cost[i] == kNo) total = kNo;
+      else if (i == c || head[i] != head[i - 1]) total += cost[i];
     }
-    if (best == count) {
-      chunk_hand_ = c;
-      chunk_backoff_ = 64;
-      return 0;
+    if (total != kNo) picks.emplace_back(total, c);
+  }
+  if (picks.empty()) return 0;
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (picks.size() > windows) picks.resize(windows);  // (span 1 when windows > 1: disjoint)
+  // Evacuate the windows' apart chunks (nothing more is allocated from them; each becomes
+  // a free chunk when its last block is freed), then evict every item the index names in
+  // the windows' units.
+  std::vector<bool> victim_unit(count, false);
+  std::uint64_t best_cost = 0;
+  for (const auto& [k, best] : picks) {
+    best_cost += k;
+    for (std::uint64_t i = best; i < best + span; ++i) {
+      victim_unit[head[i]] = true;
+      if (tried) tried->push_back(i);
+      if (use[i] == pm::Allocator::ChunkUse::apart) (void)a.evacuate(first + i * cs);
     }
-    chunk_hand_ = best + span >= count ? 0 : best + span;
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> victims;
+  if (best_cost != 0) {
+    scan_items([&](std::string_view k, std::uint64_t off) {
+      if (off >= first && chunk_of(off) < count && victim_unit[chunk_of(off)])
+        victims.emplace_back(std::string(k), off);
+    });
   }
   const std::int64_t t = now();
   std::size_t evicted = 0;
-  for (auto& [k, off] : best_items) {
+  for (auto& [k, off] : victims) {
     const Victim r = evict_one(k, off, t);
     if (r == Victim::stuck) break;
     evicted += r == Victim::evicted;
   }
-  return evicted;
+  if (concurrent_ && evicted != 0) drain_retired();  // the chunk comes free with the frees
+  // (Each call of one caller picks windows it did not pick before, so its loop ends.)
+  return evicted + 1;
 }
 
 void Store::release_block(std::uint64_t off) noexcept {
@@ -768,7 +811,7 @@ std::size_t Store::evict_some(std::size_t want, bool any_class, std::size_t vict
 std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_t victims) {
   const std::uint32_t want_block =
       want == 0 ? 0
-                : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
+                : (want <= classes_->max_small() ? classes_->size(classes_->apart_class_of(want)) : 0);
   // Two rounds of the CLOCK at most; looking for one size class, at most kEvictScanMax
   // keys (the hand moves on: the next call goes on from there).
   std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;
@@ -822,7 +865,7 @@ std::size_t Store::evict_concurrent(std::size_t want, bool any_class, std::size_
 std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) {
   const std::uint32_t want_block =
       want == 0 ? 0
-                : (want <= classes_->max_small() ? classes_->size(classes_->class_of(want)) : 0);
+                : (want <= classes_->max_small() ? classes_->size(classes_->apart_class_of(want)) : 0);
   // Two rounds of the CLOCK at most; looking for one size class, at most kEvictScanMax
   // keys (the hand moves on: the next call goes on from there).
   std::size_t limit = 2 * counters_.curr_items.load() + 2 * kEvictBatch;

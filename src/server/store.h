@@ -22,7 +22,8 @@
 //   - The evictor (under `evict_lock_`, which guards the CLOCK hand) collects candidates
 //     while pinned, then try-locks each victim's stripe (never the stripe its caller holds;
 //     a busy stripe is skipped), re-checks under it that the key still names that block, and
-//     unlinks it. The sweeper (`sweep_lock_` guards its hand) does the same with a blocking
+//     unlinks it. The chunk eviction (evict_chunk, under evict_lock_ too) finds a chunk's
+//     items by an index scan and reads no item block. The sweeper (`sweep_lock_` guards its hand) does the same with a blocking
 //     stripe lock (it holds no other). flush_all and a due delayed flush commit the meta
 //     block's words under `flush_lock_`; readers and writers see a flush through the atomic
 //     flush_cas_ (an item with cas <= it is dead).
@@ -236,6 +237,9 @@ class Store {
   const StoreCounters& counters() const noexcept { return counters_; }
   const StoreOptions& options() const noexcept { return opts_; }
   std::uint64_t pool_bytes() const noexcept { return pool_->size(); }
+  //! The allocator's counts (blocks and bytes live, chunks), for the memory report.
+  pm::AllocatorStats allocator_stats() const noexcept { return pool_->allocator().stats(); }
+  std::uint64_t chunk_size() const noexcept { return classes_chunk_size_; }
   std::string_view kind() const noexcept { return index_->kind(); }
   //! The pool and the index the items live in (`wort check`'s statistics, `wort dump`).
   const Pool& pool() const noexcept { return *pool_; }
@@ -281,16 +285,23 @@ class Store {
   Status remove_key(std::string_view key);
   //! Allocates the missing ballast blocks (at open, and after an eviction used one).
   void take_ballast() noexcept;
-  //! Evicts every item whose block lies in one window of chunks (memcached's slab
-  //! rebalancing, roughly): the window of `want_bytes`' span (one chunk for a small block)
-  //! with the fewest bytes that are not items, among the next kChunkScan chunks from the
-  //! chunk hand. Returns the number of items removed (the space is free when it returns).
-  //! The caller holds what evict_some's caller holds.
-  std::size_t evict_chunk(std::size_t want_bytes);
+  //! Frees one window of chunks for any size class by evicting the items in it
+  //! (memcached's slab rebalancing): the window of `want_bytes`' span (one chunk for a small
+  //! block) whose chunks are free, apart item chunks or large item blocks, with the fewest
+  //! items (counted by a scan of the index; no item block is read). Its apart chunks are
+  //! evacuated (pm::Allocator::evacuate) and each becomes a free chunk with its last free.
+  //! Leaves out chunks of want_bytes' own class and the chunks in `tried` (evacuated by
+  //! this caller before, not free yet), and adds the window's chunks to it.
+  //! Returns 0 if no window can be freed (none but those in `tried`), else 1 + the items
+  //! evicted. The caller holds what evict_some's caller holds.
+  std::size_t evict_chunk(std::size_t want_bytes, std::vector<std::uint64_t>* tried = nullptr);
   //! One victim of an eviction: evicts the item at `off` under key k if the index still
   //! names it (and, concurrent, its stripe is free and not the caller's own); stuck if the
   //! index cannot remove it (no space, no ballast left). `t` is now() for live().
   enum class Victim { skipped, evicted, stuck };
+  //! Calls fn(key, item offset) for every item the index names (the meta block aside), in
+  //! key order, in pinned batches on the concurrent path. Reads no item block.
+  void scan_items(FunctionRef<void(std::string_view, std::uint64_t)> fn);
   Victim evict_one(const std::string& k, std::uint64_t off, std::int64_t t);
   //! Evicts one item among the keys that follow `key` (an index insert of `key` that found
   //! no space: they share its node). Returns 1 if one went.
@@ -343,6 +354,7 @@ class Store {
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<Index> index_;
   std::unique_ptr<pm::SizeClasses> classes_;
+  std::uint64_t classes_chunk_size_ = 0;  // the pool's chunk size
   MetaBlock* meta_ = nullptr;
   bool recovered_ = false;
 
@@ -369,8 +381,6 @@ class Store {
   std::atomic<std::uint64_t> flush_cas_{0};
   std::atomic<std::int64_t> flush_at_{0};
   std::string clock_hand_;  // CLOCK: the key the eviction scan resumes from
-  std::uint64_t chunk_hand_ = 0;  // evict_chunk: the chunk its scan resumes from
-  unsigned chunk_backoff_ = 0;    // evict_chunk: calls to skip after a scan found nothing
   // Ballast: whole-chunk blocks allocated at open and linked nowhere (a crash's recovery
   // trace frees them; the audit counts them as the store's). One is given back when a
   // remove fails for lack of space, so that eviction can always remove (ART+CoW). 0 = given.

@@ -63,7 +63,7 @@ TEST(SizeClassesTest, ClassesGrowByAQuarterAndCoverEveryRequest) {
     EXPECT_EQ(sc.size(2), 48u);
     EXPECT_EQ(sc.size(3), 64u);
     EXPECT_LE(sc.max_small(), chunk / 4);
-    for (std::size_t c = 4; c < sc.count(); ++c) {
+    for (std::size_t c = 4; c < sc.apart_first(); ++c) {
       EXPECT_EQ(sc.size(c) % 64, 0u);
       EXPECT_GT(sc.size(c), sc.size(c - 1));
       // ~25% growth, rounded up to 64
@@ -77,6 +77,24 @@ TEST(SizeClassesTest, ClassesGrowByAQuarterAndCoverEveryRequest) {
       ASSERT_GE(sc.size(c), b) << b;
       if (c > 0) {
         ASSERT_LT(sc.size(c - 1), b) << b;  // the smallest class that fits
+      }
+    }
+    // The apart classes: 16-byte steps from 48 to 512, then ~1/8 growth, the same top.
+    ASSERT_LT(sc.apart_first(), sc.count());
+    EXPECT_EQ(sc.size(sc.apart_first()), 48u);
+    EXPECT_EQ(sc.size(sc.count() - 1), sc.max_small());
+    for (std::size_t c = sc.apart_first() + 1; c < sc.count(); ++c) {
+      EXPECT_EQ(sc.size(c) % 16, 0u);
+      EXPECT_GT(sc.size(c), sc.size(c - 1));
+      EXPECT_LE(sc.size(c), std::max<std::uint32_t>(sc.size(c - 1) + 16,
+                                                    sc.size(c - 1) + sc.size(c - 1) / 8 + 16));
+    }
+    for (std::size_t b = 1; b <= sc.max_small(); ++b) {
+      const std::size_t c = sc.apart_class_of(b);
+      ASSERT_TRUE(sc.is_apart(c)) << b;
+      ASSERT_GE(sc.size(c), b) << b;
+      if (c > sc.apart_first()) {
+        ASSERT_LT(sc.size(c - 1), b) << b;
       }
     }
   }
@@ -226,6 +244,69 @@ TEST(AllocatorTest, FreedChunksServeOtherSizesAfterExhaustion) {
   ASSERT_TRUE((*re)->allocator().recover(walk_list(live)).ok());
   EXPECT_TRUE((*re)->allocator().audit(walk_list(live)).ok());
   EXPECT_EQ((*re)->allocator().block_size(big), (chunks - 1) * kChunk);
+}
+
+// Apart blocks (a cache's items) share chunks only with each other and sit in no thread
+// cache; an evacuated apart chunk hands out nothing more and, with its last free, becomes a
+// free chunk that another size class carves (memcached's slab rebalancing), durably.
+TEST(AllocatorTest, ApartChunksEvacuateIntoFreeChunks) {
+  auto pool = make_pool();
+  Allocator& a = pool->allocator();
+  const std::uint64_t first = pool->header().first_chunk_offset;
+  auto chunk_of = [&](std::uint64_t off) { return (off - first) / kChunk; };
+  std::vector<std::uint64_t> apart, ordinary;
+  std::uint64_t o;
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_EQ(a.allocate_apart(100, &o), Status::ok);
+    EXPECT_EQ(o % 16, 0u);
+    EXPECT_EQ(a.block_size(o), 112u);  // 16-byte steps (the ordinary class is 128)
+    apart.push_back(o);
+    ASSERT_EQ(a.allocate(100, &o), Status::ok);
+    ordinary.push_back(o);
+  }
+  std::set<std::uint64_t> apart_chunks, ordinary_chunks;
+  for (std::uint64_t x : apart) apart_chunks.insert(chunk_of(x));
+  for (std::uint64_t x : ordinary) ordinary_chunks.insert(chunk_of(x));
+  for (std::uint64_t c : apart_chunks) EXPECT_FALSE(ordinary_chunks.count(c)) << c;
+  std::uint64_t span = 0;
+  std::uint32_t live = 0;
+  const std::uint64_t c0 = chunk_of(apart[0]);
+  ASSERT_EQ(a.chunk_use(c0, &span, &live), Allocator::ChunkUse::apart);
+  EXPECT_EQ(live, kChunk / 112);  // the first chunk is full
+  EXPECT_EQ(a.chunk_use(chunk_of(ordinary[0]), &span, &live), Allocator::ChunkUse::other);
+  EXPECT_FALSE(a.evacuate(ordinary[0]));
+  // Free a block of c0 first: it must not be handed out again once c0 evacuates.
+  a.free(apart[1]);
+  ASSERT_TRUE(a.evacuate(apart[0]));
+  EXPECT_FALSE(a.evacuate(apart[0]));  // once
+  EXPECT_EQ(a.chunk_use(c0, &span, &live), Allocator::ChunkUse::evacuating);
+  std::vector<std::uint64_t> more;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(a.allocate_apart(100, &o), Status::ok);
+    EXPECT_NE(chunk_of(o), c0);
+    more.push_back(o);
+  }
+  std::vector<std::uint64_t> kept;
+  for (std::size_t i = 0; i < apart.size(); ++i) {
+    if (i == 1) continue;
+    if (chunk_of(apart[i]) == c0) a.free(apart[i]);
+    else kept.push_back(apart[i]);
+  }
+  ASSERT_EQ(a.chunk_use(c0, &span, &live), Allocator::ChunkUse::free);
+  kept.insert(kept.end(), more.begin(), more.end());
+  kept.insert(kept.end(), ordinary.begin(), ordinary.end());
+  EXPECT_TRUE(a.audit(walk_list(kept)).ok());
+  // The free chunk is durable: an image reopens with it free before its trace.
+  Image img(*pool);
+  auto re = Pool::attach(img.span());
+  ASSERT_TRUE(re.ok()) << re.error().message;
+  EXPECT_EQ((*re)->allocator().chunk_use(c0, &span, &live), Allocator::ChunkUse::free);
+  ASSERT_TRUE((*re)->allocator().recover(walk_list(kept)).ok());
+  EXPECT_TRUE((*re)->allocator().audit(walk_list(kept)).ok());
+  // And another class carves it: the pool fills with 1000-byte blocks, c0 among them.
+  bool reused = false;
+  while (a.allocate(1000, &o) == Status::ok) reused |= chunk_of(o) == c0;
+  EXPECT_TRUE(reused);
 }
 
 // A full pool answers out_of_space without rescanning its free lists at every attempt
