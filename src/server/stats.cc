@@ -119,11 +119,12 @@ void Session::stats(const Tokens& t, std::string& out) {
     return;
   }
   if (sub == "items" || sub == "slabs" || sub == "sizes") {
-    // One walk of the index (O(items)): per allocator size class (memcached's slab class;
-    // numbered from 1, large spans of whole chunks after the last), or per 32-byte item
-    // size (memcached's `stats sizes` buckets).
+    // One walk of the index (O(items)): per item size class (memcached's slab class: the
+    // allocator's apart classes, numbered from 1; large spans of whole chunks after the
+    // last), or per 32-byte item size (memcached's `stats sizes` buckets).
     const pm::SizeClasses& cl = store_.size_classes();
-    const std::size_t large = cl.count() + 1;
+    const std::size_t first = cl.apart_first();
+    const std::size_t large = cl.count() - first + 1;
     struct Class {
       std::uint64_t items = 0, requested = 0, block = 0;
     };
@@ -134,7 +135,7 @@ void Session::stats(const Tokens& t, std::string& out) {
         ++sizes[(item + 31) / 32 * 32];
         return;
       }
-      Class& c = classes[block <= cl.max_small() ? cl.class_of(block) + 1 : large];
+      Class& c = classes[block <= cl.max_small() ? cl.apart_class_of(block) - first + 1 : large];
       ++c.items;
       c.requested += item;
       c.block += block;
@@ -154,8 +155,8 @@ void Session::stats(const Tokens& t, std::string& out) {
           stat(out, p + "chunk_size", c.block / c.items);
           stat(out, p + "chunks_per_page", 1);
         } else {
-          stat(out, p + "chunk_size", cl.size(id - 1));
-          stat(out, p + "chunks_per_page", cl.blocks_per_chunk(id - 1));
+          stat(out, p + "chunk_size", cl.size(first + id - 1));
+          stat(out, p + "chunks_per_page", cl.blocks_per_chunk(first + id - 1));
         }
         stat(out, p + "used_chunks", c.items);
         stat(out, p + "mem_requested", c.requested);

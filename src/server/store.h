@@ -405,8 +405,6 @@ class Store {
   void for_each_item_size(FunctionRef<void(std::uint32_t item, std::uint32_t block)> fn);
   //! The allocator's size classes (block size, blocks per chunk).
   const pm::SizeClasses& size_classes() const noexcept { return *classes_; }
-  //! The allocator's totals (chunks in use, blocks and bytes handed out).
-  pm::AllocatorStats allocator_stats() const noexcept { return pool_->allocator().stats(); }
 };
 
 }  // namespace wort::server
