@@ -76,12 +76,14 @@ concept IndexConcept = requires(T& t, const T& ct, Pool& pool, const IndexOption
 
 //! How Index::open recovers a pool.
 struct OpenOptions {
-  //! Serve before the allocator's recovery trace ends (ROART's instant restart, paper 001
-  //! §3.4.2): open returns once the anchor and the tree are checked (the checked walk of
-  //! the synchronous open: a damaged pool is refused alike) and the allocator's trace runs on
-  //! a background thread (Index::wait_recovery waits for it); chunks carved before the crash
-  //! hand out nothing until it ends. Only indexes that implement it (Entry::open_instant:
-  //! roart) do so; the others open synchronously.
+  //! Serve before recovery ends (ROART's instant restart, paper 001 §3.4.2): open returns
+  //! once the anchor is checked; the checked walk of the synchronous open, then the
+  //! allocator's trace, run on a background thread (Index::wait_recovery waits for them).
+  //! Until the walk has passed, readers check every word they follow (damage: nothing found,
+  //! a scan stops) and writers wait for it; if it fails, every request answers corrupt
+  //! (readers: nothing) and wait_recovery returns its error. Chunks carved before the crash
+  //! hand out nothing until the trace ends. Only indexes that implement it
+  //! (Entry::open_instant: roart) do so; the others open synchronously.
   bool instant_restart = false;
 };
 

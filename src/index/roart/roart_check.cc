@@ -65,8 +65,18 @@ Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
       if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
       if (!w.lock_word(a->lock.get(), off, "lock word")) return;
       v(off);
-      for (unsigned i = 0; i < a->cap; ++i)
-        if (const LeafSlot s = a->slot[i]; s != 0) w.push(slot_leaf(s) | kTagLeaf, depth);
+      for (unsigned i = 0; i < a->cap; ++i) {
+        const LeafSlot s = a->slot[i];
+        if (s == 0) continue;
+        // Readers take the slot's 48 bits as the leaf's offset: one not 16-aligned would
+        // let them read a leaf that is not where the walk checked it.
+        if ((slot_leaf(s) & kTagMask) != 0) {
+          w.fail("slot " + std::to_string(i) + " of leaf array at " + kit::CheckedWalk::hex(off) +
+                 " names offset " + kit::CheckedWalk::hex(slot_leaf(s)));
+          return;
+        }
+        w.push(slot_leaf(s) | kTagLeaf, depth);
+      }
       return;
     }
     if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;

@@ -23,6 +23,8 @@ namespace wort::roart {
 //! it restarts from the root.
 Status Roart::put(Key k, Value v, bool overwrite) {
   if (k.size() > kMaxRoartKey) return Status::invalid_argument;
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]]
+    if (const Status s = await_walk(); s != Status::ok) return s;
   OpPin g(epochs_);
   Status s = Status::ok;
   if (g_write_descended_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {

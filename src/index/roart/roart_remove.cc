@@ -27,6 +27,8 @@ NodeType shrunk_type(NodeType t, unsigned remaining) {
 //! owner (a shrink or merge replaces the node in the owner's slot) and an array the key is
 //! in; checked, and decided again under them; a restart if anything changed.
 Status Roart::remove(Key k) {
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]]
+    if (const Status s = await_walk(); s != Status::ok) return s;
   OpPin g(epochs_);
   Status s = Status::ok;
   while (!remove_once(k, &s)) {

@@ -32,10 +32,22 @@ bool Roart::emit(const Leaf* l, bool bounded, ScanState& st) const {
   return st.count < st.max;
 }
 
+template <bool kChecked>
 bool Roart::scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const {
-  if (is_leaf(r)) return emit(leaf(r), bounded, st);
-  if (is_array(r)) return scan_array<false>(touch_array(r), depth, bounded, st);
-  return scan_node(touch(r), depth, bounded, st);
+  if constexpr (kChecked) {
+    if (!ref_ok(r)) return false;  // damage: the scan stops
+    if (is_leaf(r)) {
+      const Leaf* l = checked_leaf(r, depth);
+      return l != nullptr && emit(l, bounded, st);
+    }
+    if (is_array(r)) return scan_array_checked(r, depth, bounded, st);
+    const NodeBase* n = checked_node(r, depth);
+    return n != nullptr && scan_node<true>(n, depth, bounded, st);
+  } else {
+    if (is_leaf(r)) return emit(leaf(r), bounded, st);
+    if (is_array(r)) return scan_array<false>(touch_array(r), depth, bounded, st);
+    return scan_node<false>(touch(r), depth, bounded, st);
+  }
 }
 
 namespace {
@@ -104,26 +116,43 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
   return true;
 }
 
-bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const {
+template <bool kChecked>
+bool Roart::scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const {
   const unsigned pos = n->level;
   int bound_byte = -1;  // the child that stays bounded
   if (bounded) {
     // The lower bound against the node's compressed path (bytes from any leaf).
-    const Key w = pos > depth ? leaf_key(any_leaf(pool_.offset_of(n))) : Key{};
+    Key w{};
+    if (pos > depth) {
+      if constexpr (kChecked) {
+        const Leaf* l = checked_any_leaf(n);  // a leaf at least pos bytes long, or damage
+        if (l == nullptr) return false;
+        w = leaf_key(l);
+      } else {
+        w = leaf_key(any_leaf(pool_.offset_of(n)));
+      }
+    }
     for (unsigned i = depth; i < pos; ++i) {
-      if (i >= st.lo.size()) return scan_node(n, depth, false, st);  // lo is a prefix
+      if (i >= st.lo.size()) return scan_node<kChecked>(n, depth, false, st);  // lo is a prefix
       if (st.lo[i] != w[i]) {
         if (key_byte(st.lo, i) > key_byte(w, i)) return true;  // whole subtree below lo
-        return scan_node(n, depth, false, st);                 // whole subtree above lo
+        return scan_node<kChecked>(n, depth, false, st);       // whole subtree above lo
       }
     }
     if (st.lo.size() == pos) bounded = false;  // eok == lo, every child above it
     else bound_byte = key_byte(st.lo, pos);
   }
-  if (const Ref e = n->eok; e != kNull && !bounded && !emit(leaf(e), false, st)) return false;
+  if (const Ref e = n->eok; e != kNull && !bounded) {
+    if constexpr (kChecked) {
+      const Leaf* l = checked_leaf(e, pos);  // (checked_node: a leaf's tag)
+      if (l == nullptr || !emit(l, false, st)) return false;
+    } else if (!emit(leaf(e), false, st)) {
+      return false;
+    }
+  }
   auto child = [&](unsigned b, Ref c) {
     if (static_cast<int>(b) < bound_byte) return true;
-    return scan_ref(c, pos + 1, bounded && static_cast<int>(b) == bound_byte, st);
+    return scan_ref<kChecked>(c, pos + 1, bounded && static_cast<int>(b) == bound_byte, st);
   };
   if (n->type == NodeType::n256) {
     const Shared<Ref>* c = reinterpret_cast<const Node256*>(n)->child;
@@ -131,7 +160,7 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
       if (const Ref r = c[b]; r != kNull && !child(b, r)) return false;
     return true;
   }
-  if (n->type == NodeType::n48) {
+  if (!kChecked && n->type == NodeType::n48) {  // (checked: no metadata, the entries below)
     const auto* n48 = reinterpret_cast<const Node48*>(n);
     for (unsigned b = bound_byte < 0 ? 0 : static_cast<unsigned>(bound_byte); b < 256; ++b) {
       const unsigned i = n48->index[b];
@@ -149,6 +178,8 @@ bool Roart::scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) 
 }
 
 std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]]
+    return scan_checked(from, nullptr, max, v);
   ScanPin g(epochs_);  // the visitor may call back into the tree
   const Ref root = anchor_->root;
   if (max == 0 || root == kNull) return 0;
@@ -156,11 +187,13 @@ std::size_t Roart::scan(Key from, std::size_t max, Visitor v) const {
   st.lo = from;
   st.max = max;
   st.visit = &v;
-  scan_ref(root, 0, true, st);
+  scan_ref<false>(root, 0, true, st);
   return st.count;
 }
 
 std::size_t Roart::range(Key lo, Key hi, Visitor v) const {
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]]
+    return scan_checked(lo, &hi, std::numeric_limits<std::size_t>::max(), v);
   ScanPin g(epochs_);  // the visitor may call back into the tree
   const Ref root = anchor_->root;
   if (root == kNull || compare_keys(lo, hi) >= 0) return 0;
@@ -170,8 +203,38 @@ std::size_t Roart::range(Key lo, Key hi, Visitor v) const {
   st.has_hi = true;
   st.max = std::numeric_limits<std::size_t>::max();
   st.visit = &v;
-  scan_ref(root, 0, true, st);
+  scan_ref<false>(root, 0, true, st);
   return st.count;
+}
+
+//! scan / range before open_instant's checked walk has passed: every word checked first.
+std::size_t Roart::scan_checked(Key lo, const Key* hi, std::size_t max, Visitor& v) const {
+  ScanPin g(epochs_);
+  if (mode_.load(std::memory_order_acquire) == kRefused) return 0;
+  const Ref root = anchor_->root;
+  if (max == 0 || root == kNull || (hi != nullptr && compare_keys(lo, *hi) >= 0)) return 0;
+  ScanState st;
+  st.lo = lo;
+  if (hi != nullptr) {
+    st.hi = *hi;
+    st.has_hi = true;
+  }
+  st.max = max;
+  st.visit = &v;
+  scan_ref<true>(root, 0, true, st);
+  return st.count;
+}
+
+//! A leaf array, checked (the array, then each used slot's leaf, before any is reported).
+//! Its slots are then read again by scan_array: while the walk has not passed nothing
+//! writes them, and once it has, a writer's words are sound.
+bool Roart::scan_array_checked(Ref r, unsigned depth, bool bounded, ScanState& st) const {
+  const LeafArray* a = checked_array(r);
+  if (a == nullptr) return false;
+  for (unsigned i = 0; i < a->cap; ++i)
+    if (const LeafSlot s = a->slot[i]; s != 0 && checked_slot_leaf(s, depth) == nullptr)
+      return false;
+  return scan_array<false>(a, depth, bounded, st);
 }
 
 }  // namespace wort::roart

@@ -193,6 +193,7 @@ const Leaf* Roart::find_leaf(Key k) const {
 }
 
 std::optional<Value> Roart::lookup(Key k) const {
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]] return lookup_checked(k);
   OpPin g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return std::nullopt;
@@ -201,6 +202,8 @@ std::optional<Value> Roart::lookup(Key k) const {
 
 //! No lock: the value word is the leaf's only mutable word and its commit is one store.
 Status Roart::update(Key k, Value v) {
+  if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]]
+    if (const Status s = await_walk(); s != Status::ok) return s;
   OpPin g(epochs_);
   const Leaf* l = find_leaf(k);
   if (l == nullptr) return Status::not_found;

@@ -35,6 +35,10 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 //! retired and not yet freed, so the allocator frees them and their later free() is a
 //! second one.
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
+//! Test only (tests/unit/roart_instant_test.cc): while it reads true, open_instant's
+//! background thread waits before its checked walk, so requests meet the pool while every
+//! one of them still checks what it follows.
+extern std::atomic<bool> g_hold_instant_check;
 
 //! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
 //! three races the churn test found, so that a test forces each race every run. A
@@ -81,9 +85,11 @@ class Roart {
   //! Checks the anchor and runs the allocator's trace (kit::recover). Nothing else: node
   //! metadata is rebuilt on first touch, prefixes are repaired by the next writer.
   static Result<std::unique_ptr<Roart>> open(Pool& pool);
-  //! Instant restart (§3.4.2, roart_restart.cc): checks the anchor and returns; the
-  //! allocator's trace runs on a background thread while the tree serves requests. `hold`
-  //! (tests): while it reads true the trace waits (checked every 64 blocks).
+  //! Instant restart (§3.4.2, roart_restart.cc): checks the anchor and returns; the checked
+  //! walk open() runs, then the allocator's trace, run on a background thread while the tree
+  //! serves requests. Until the walk has passed, readers check every word they follow and
+  //! writers wait for it; a walk that fails refuses every request from then on. `hold`
+  //! (tests): while it reads true the trace (after the walk) waits (checked every 64 blocks).
   static Result<std::unique_ptr<Roart>> open_instant(Pool& pool,
                                                      const std::atomic<bool>* hold = nullptr);
   //! True once the background trace of open_instant has ended (or there was none).
@@ -96,8 +102,14 @@ class Roart {
   bool trace_synchronizing() const noexcept {
     return trace_state_.load(std::memory_order_acquire) == kTraceSynchronizing;
   }
+  //! True once open_instant's checked walk has passed (or there was none): requests take
+  //! the unchecked paths.
+  bool walk_passed() const noexcept {
+    return mode_.load(std::memory_order_acquire) == kServing;
+  }
   //! Waits for the background trace; its error if it failed (then the chunks it was to
-  //! decide stay frozen: nothing reused, nothing lost).
+  //! decide stay frozen: nothing reused, nothing lost; if its checked walk failed, every
+  //! request answers corrupt / nothing).
   Result<void> wait_trace();
 
   Status insert(Key k, Value v) { return put(k, v, /*overwrite=*/false); }
@@ -134,6 +146,27 @@ class Roart {
   Result<void> trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) const;
   static constexpr int kTraceNone = 0, kTraceWalking = 1, kTraceSynchronizing = 2,
                        kTraceDone = 3, kTraceFailed = 4;
+  //! mode_: kServing, the fast paths; kChecking, open_instant's checked walk has not passed
+  //! yet (readers check what they follow, writers wait); kRefused, it failed.
+  static constexpr std::uint8_t kChecking = 1, kServing = 2, kRefused = 3;
+  //! Writers while the walk has not passed: wait for it; ok once it passed, else corrupt.
+  [[gnu::noinline, gnu::cold]] Status await_walk() const noexcept;
+  // The checked paths (roart_restart.cc): every word checked as visit_reachable checks it
+  // before it is followed; nullptr / false on damage. No metadata is used or rebuilt, no
+  // lock taken: these paths write nothing to the pool.
+  [[gnu::noinline, gnu::cold]] std::optional<Value> lookup_checked(Key k) const;
+  [[gnu::noinline, gnu::cold]] std::size_t scan_checked(Key lo, const Key* hi, std::size_t max,
+                                                        Visitor& v) const;
+  const Leaf* find_leaf_checked(Key k) const;
+  bool ref_ok(Ref r) const noexcept {
+    return (r & ~kRefMask) == 0 && (r & kTagMask) <= kTagArray;
+  }
+  bool tag_ok(std::uint64_t w, unsigned shift, std::uint64_t flags) const noexcept;
+  const NodeBase* checked_node(Ref r, unsigned depth) const noexcept;
+  const LeafArray* checked_array(Ref r) const noexcept;
+  const Leaf* checked_leaf(Ref r, unsigned depth) const noexcept;
+  const Leaf* checked_slot_leaf(LeafSlot s, unsigned depth) const noexcept;
+  const Leaf* checked_any_leaf(const NodeBase* n) const noexcept;
 
   // --- blocks and the generation check (roart_tree.cc)
   NodeBase* node(Ref r) const { return pool_.at<NodeBase>(ref_offset(r)); }
@@ -211,8 +244,13 @@ class Roart {
   void free_victim(WriteLocks& l, Ref v);
 
   // --- scans (roart_scan.cc)
+  //! kChecked: the scan of a pool whose checked walk has not passed (every word checked
+  //! first, no metadata; damage stops the scan).
+  template <bool kChecked>
   bool scan_ref(Ref r, unsigned depth, bool bounded, ScanState& st) const;
-  bool scan_node(NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
+  template <bool kChecked>
+  bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
+  bool scan_array_checked(Ref r, unsigned depth, bool bounded, ScanState& st) const;
   //! kHooked: the copy that calls g_scan_slot_hook after each used slot (tests); the other
   //! checks for a hook once per array.
   template <bool kHooked>
@@ -230,6 +268,7 @@ class Roart {
   Anchor* anchor_;
   std::uint64_t flags_;
   std::uint64_t gen_;  //!< the pool generation of this session
+  std::atomic<std::uint8_t> mode_{kServing};  //!< kServing / kChecking / kRefused
   mutable std::atomic<std::uint64_t> rebuilds_{0};
   std::atomic<std::uint64_t> repairs_{0};
   mutable Shared<std::uint64_t> root_lock_{0};  //!< DRAM: guards anchor.root (roart_lock.h)
