@@ -60,9 +60,11 @@ constexpr std::size_t kPoolBytes = 1u << 20;  // asked for at creation (4 KiB ch
 // image buffer's size.
 std::size_t g_size = 0;
 constexpr std::size_t kLine = 64;
-// The first cas of the tests' pools: uniques cross 2^32 during the runs (a torn cas_hwm or
-// flush_cas then reads as a value far from both halves' owners).
-constexpr std::uint64_t kCasBase = (1ull << 32) - 3;
+// The first cas of the tests' pools (their setup session's): the setup's open commits
+// cas_hwm = kCasBase + 65536 = 2^32 - 3, so the traced session hands out uniques across 2^32
+// and its open's new mark crosses it too. A torn cas_hwm or flush_cas (low half new, high
+// half old) then reads as a small number, not as either value.
+constexpr std::uint64_t kCasBase = (1ull << 32) - 3 - server::kCasBatch;
 // Absolute exptimes in the far future, with different high halves.
 constexpr std::int64_t kFar1 = (std::int64_t{1} << 32) + 1000;
 constexpr std::int64_t kFar2 = (std::int64_t{2} << 32) + 7;
@@ -281,6 +283,7 @@ server::MetaBlock* meta_of(const Store& s) {
 struct Config {
   std::string kind = "wort";
   bool global_lock = false;
+  std::uint64_t cas_base = kCasBase;
   //! How the pool looks before the traced part: `pool` is a freshly created server pool
   //! (cas_hwm set to kCasBase), `setup` runs on it in an untraced session.
   StepFn setup;
@@ -410,7 +413,7 @@ class Run {
       {
         auto s = Store::open(image_options(c_, live.get()));
         if (!s) return setup_failed(s.error().message);
-        pm::store(&meta_of(**s)->cas_hwm, kCasBase);
+        pm::store(&meta_of(**s)->cas_hwm, c_.cas_base);
       }
       if (c_.setup) {
         auto s = Store::open(image_options(c_, live.get()));
@@ -655,8 +658,11 @@ TEST(ServeStoreCrash, OpenCommitsTheCasHighWaterMark) {
 
 // A cas batch runs out inside a session: take_cas commits the next high-water mark before
 // the first cas of the new batch is used (the warm-up spends the open's batch, untraced).
+// One batch lower than the others: the warm-up session's open commits 2^32 - 3, and the
+// bump crosses 2^32.
 TEST(ServeStoreCrash, CasBatchBump) {
   Config c;
+  c.cas_base = kCasBase - server::kCasBatch;
   c.setup = three_items;
   c.trace_open = false;
   c.warmup = [](Store& s, Ctx& x) {
@@ -757,7 +763,8 @@ TEST(ServeStoreCrash, TouchAndGat) {
 
 // flush_all now: every item stored before it is gone for good; a new set after it stays.
 // Then a delayed flush (kept across a crash), cancelled by another flush_all now (which
-// clears flush_at too).
+// clears flush_at too). The first flush's cas is 2^32 - 3, the second's 2^32: a torn second
+// flush_cas (0) would bring back what the first one flushed.
 TEST(ServeStoreCrash, FlushAllNowAndDelayed) {
   for (const char* kind : kKinds) {
     Config c;
