@@ -54,6 +54,9 @@ Operators (N counts from 1, in source order inside the function body):
                            pm::persist statement before it (the data written back after
                            the commit)
   swap <primA> NA <primB> NB   swap two statements (e.g. the two store_persist of a split)
+  hoist <primB> NB <primA> NA  move the statement `primB(...);` up to just before the
+                           statement holding the NA-th call of primA (e.g. a free before the
+                           unlink whose result an `if` tests)
 Mutated commit sites keep the tracer's on_commit hook, so the commit oracle does not catch
 them for free: what the score measures is the crash images and the lints.
 
@@ -104,6 +107,9 @@ COVER = [
                            ("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/pm/pool.cc", [("crash_pool_crash_test", "*"), ("crash_toy_crash_test", "*CorrectTable*")]),
     ("src/index/roart/", [("crash_roart_crash_test", "-*Kill9*")]),
+    # the server's pool words (tools/mutations/server.txt): its Store under the simulator,
+    # and the item write with each index's commit
+    ("src/server/", [("server_store_crash_test", "*"), ("server_item_crash_test", "*")]),
     # the kit's value commits (tools/mutations/kit.txt): every index that calls them
     ("src/index/common/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
                                    ("crash_pmart_crash_test", "-*Kill9*"),
@@ -113,7 +119,8 @@ COVER = [
 ]
 
 COMMIT_PRIMS = ("commit_sharing_fence", "publish", "commit",
-                "commit_nt_sharing_fence", "publish_nt", "commit_nt")  # _nt: ROWEX (movnti)
+                "commit_nt_sharing_fence", "publish_nt", "commit_nt",  # _nt: ROWEX (movnti)
+                "commit_word")  # the server's one-word commit (src/server/store.cc): pm::commit
 PUBLISH_PRIMS = ("publish", "publish_nt")  # a leading fence, kept by the commit mutations
 HOOK = ("if (auto* mut_t_ = ::wort::pm::tracer()) "
         "mut_t_->on_commit((void*)({d}), sizeof(*({d})), {shares});")
@@ -289,7 +296,47 @@ def mutation_edits(body, op, args):
         if a[1] > b[0]:
             return None  # one statement inside the other: not a swap
         return [(a[0], a[1], body[b[0]:b[1]]), (b[0], b[1], body[a[0]:a[1]])]
+    if op == "hoist":
+        b = nth(calls(body, args[0]), int(args[1]))
+        a = nth(any_calls(body, args[2]), int(args[3]))
+        if a is None or b is None:
+            return None
+        a_start, a_end = enclosing_statement(body, a)
+        if a_end < 0 or b[0] < a_end:
+            return None  # not a statement before B
+        return [(a_start, a_end, body[b[0]:b[1]] + " " + body[a_start:a_end]),
+                (b[0], b[1], "(void)0;")]
     raise SystemExit(f"unknown operator {op}")
+
+
+def any_calls(body, prim):
+    """Start offsets of every call of `prim` in body (a statement or not; no member call)."""
+    return [m.start() for m in re.finditer(r"(?<![\w:.>])" + re.escape(prim) + r"\s*\(", body)]
+
+
+def enclosing_statement(body, pos):
+    """(start, end) of the simple statement holding the call at pos: from after the previous
+    ';', '{' or '}' (comment lines skipped) to the first ';' outside parentheses after it."""
+    i = pos
+    while i > 0 and body[i - 1] not in ";{}":
+        i -= 1
+    while True:
+        while i < pos and body[i] in " \t\n":
+            i += 1
+        if body.startswith("//", i):
+            i = body.index("\n", i) + 1
+            continue
+        break
+    depth = 0
+    for k in range(i, len(body)):
+        c = body[k]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            return i, k + 1
+    return i, -1
 
 
 def apply_edits(text, edits):
