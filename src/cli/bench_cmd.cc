@@ -149,112 +149,172 @@ struct Outputs {
   bool progress = true;
 };
 
-BenchOptions parse_bench_args(const Args& args, Outputs& out) {
+// What the options set: the options themselves, the outputs, and what is settled only once
+// every option is read (a preset's ratios, which --mix may override, and so on).
+struct BenchArgs {
   BenchOptions o;
-  ArgReader r(args);
+  Outputs& out;
   std::string mix_ratios, preset, choice, latencies;
   double theta = -1;
   bool mode_given = false;
+};
+
+// One option of `wort bench`: its name, whether it takes a value, and what it sets.
+struct BenchOption {
+  const char* name;
+  bool takes_value;
+  void (*apply)(BenchArgs& a, const std::string& v);
+};
+
+void set_dists(BenchArgs& a, const std::string& v) {
+  a.o.dists.clear();
+  for (const auto& d : split_list(v)) {
+    bench::KeyDist kd;
+    if (!bench::parse(d, kd)) throw UsageError("unknown key distribution '" + d + "'");
+    a.o.dists.push_back(kd);
+  }
+}
+
+void set_key_len(BenchArgs& a, const std::string& v) {
+  const auto dash = v.find('-');
+  if (dash == std::string::npos) throw UsageError("--key-len wants MIN-MAX");
+  a.o.min_len = parse_count(v.substr(0, dash), "--key-len");
+  a.o.max_len = parse_count(v.substr(dash + 1), "--key-len");
+}
+
+void set_range(BenchArgs& a, const std::string& v) {
+  a.o.range_fractions.clear();
+  if (v != "none")
+    for (const auto& p : split_list(v)) a.o.range_fractions.push_back(parse_number(p, "--range") / 100);
+}
+
+void set_pm_mode(BenchArgs& a, const std::string& v) {
+  if (!pm::parse(v, a.o.pm.mode) || a.o.pm.mode == pm::Mode::trace)
+    throw UsageError("--pm-mode: real, emulated or none");
+  a.mode_given = true;
+}
+
+void set_llc(BenchArgs& a, const std::string& m) {
+  bench::LlcMode& l = a.o.llc;
+  if (m == "off") l = bench::LlcMode::off;
+  else if (m == "perf") l = bench::LlcMode::perf;
+  else if (m == "callgrind") l = bench::LlcMode::callgrind;
+  else if (m == "callgrind-child") l = bench::LlcMode::callgrind_child;
+  else if (m == "auto") l = bench::hw_counters_available(nullptr) ? bench::LlcMode::perf : bench::LlcMode::callgrind;
+  else throw UsageError("--llc: off, perf, callgrind or auto");
+}
+
+void set_llc_size(BenchArgs& a, const std::string& v) {
+  a.o.llc_size = parse_bytes(v, "--llc-size");
+  // callgrind needs a power-of-two number of sets (size / (16 ways * 64 bytes)).
+  if (a.o.llc_size < 16 * 64 || (a.o.llc_size & (a.o.llc_size - 1)) != 0)
+    throw UsageError("--llc-size must be a power of two of at least 1K");
+}
+
+std::uint32_t count32(const std::string& v, const char* what) {
+  return static_cast<std::uint32_t>(parse_count(v, what));
+}
+
+using A = BenchArgs&;
+using V = const std::string&;
+
+// Every option of `wort bench` but --help (kBenchHelp describes each).
+constexpr BenchOption kBenchOptions[] = {
+    // what to run
+    {"--index", true, [](A a, V v) { a.o.indexes = split_list(v); }},
+    {"--dist", true, set_dists},
+    {"--keys", true, [](A a, V v) { a.o.keys = parse_count(v, "--keys"); }},
+    {"--seed", true, [](A a, V v) { a.o.seed = parse_count(v, "--seed"); }},
+    {"--key-len", true, set_key_len},
+    {"--words", true, [](A a, V v) { a.o.words_file = v; }},
+    // workload
+    {"--workload", true, [](A a, V v) { a.preset = v; }},
+    {"--mix", true, [](A a, V v) { a.mix_ratios = v; }},
+    {"--ops", true, [](A a, V v) { a.o.mix.ops = parse_count(v, "--ops"); }},
+    {"--duration", true, [](A a, V v) { a.o.mix.duration_s = parse_number(v, "--duration"); }},
+    {"--dist-choice", true, [](A a, V v) { a.choice = v; }},
+    {"--theta", true, [](A a, V v) { a.theta = parse_number(v, "--theta"); }},
+    {"--scan-len", true, [](A a, V v) { a.o.mix.scan_len = parse_count(v, "--scan-len"); }},
+    {"--range", true, set_range},
+    {"--range-queries", true, [](A a, V v) { a.o.range_queries = parse_count(v, "--range-queries"); }},
+    {"--no-search-direct", false, [](A a, V) { a.o.search_direct = false; }},
+    {"--search-direct", false, [](A a, V) { a.o.search_direct = true; }},
+    // conditions
+    {"--pm-mode", true, set_pm_mode},
+    {"--flush-insn", true,
+     [](A a, V v) {
+       if (!pm::parse(v, a.o.pm.insn)) throw UsageError("--flush-insn: auto, clwb, clflushopt or clflush");
+     }},
+    {"--write-latency", true, [](A a, V v) { a.latencies = v; }},
+    {"--fence-latency", true, [](A a, V v) { a.o.pm.fence_latency_ns = count32(v, "--fence-latency"); }},
+    {"--pool-dir", true, [](A a, V v) { a.o.pool_dir = v == "memory" ? std::string() : v; }},
+    {"--pool-size", true, [](A a, V v) { a.o.pool_size = parse_bytes(v, "--pool-size"); }},
+    {"--threads", true, [](A a, V v) { a.o.threads = count32(v, "--threads"); }},
+    // extra measurements
+    {"--verify", false, [](A a, V) { a.o.verify = true; }},
+    {"--recovery", false, [](A a, V) { a.o.recovery = true; }},
+    {"--no-recovery", false, [](A a, V) { a.o.recovery = false; }},
+    {"--llc", true, set_llc},
+    {"--llc-keys", true, [](A a, V v) { a.o.llc_keys = parse_count(v, "--llc-keys"); }},
+    {"--llc-size", true, set_llc_size},
+    {"--sample-every", true, [](A a, V v) { a.o.sample_every = count32(v, "--sample-every"); }},
+    // output
+    {"--json", true, [](A a, V v) { a.out.json = v; }},
+    {"--csv", true, [](A a, V v) { a.out.csv = v; }},
+    {"--quiet", false, [](A a, V) { a.out.quiet = true; }},
+    {"--no-progress", false, [](A a, V) { a.out.progress = false; }},
+};
+
+// --workload PRESET: the preset's mix, keeping the --ops, --duration and --scan-len given.
+void apply_preset(BenchArgs& a) {
+  const bench::Preset* p = bench::find_preset(a.preset);
+  if (!p) throw UsageError("unknown workload '" + a.preset + "' (see 'wort list')");
+  bench::MixSpec& mix = a.o.mix;
+  const auto ops = mix.ops;
+  const auto dur = mix.duration_s;
+  const auto scan_len = mix.scan_len;
+  mix = p->mix;
+  mix.ops = ops, mix.duration_s = dur, mix.scan_len = scan_len;
+  a.o.workload = a.preset;
+}
+
+// What depends on several options: the preset, then --mix over it, the key choice and its
+// parameter, the latency sweep (a non-zero latency implies emulated unless --pm-mode said).
+void settle(BenchArgs& a) {
+  BenchOptions& o = a.o;
+  if (!a.preset.empty() && a.preset != "paper" && a.preset != "mix") apply_preset(a);
+  if (!a.mix_ratios.empty()) {
+    if (auto res = bench::parse_ratios(a.mix_ratios, o.mix); !res) throw UsageError("--mix: " + res.error().message);
+    if (o.workload == "paper") o.workload = "mix";
+  }
+  if (a.preset == "mix" && a.mix_ratios.empty()) throw UsageError("--workload mix needs --mix RATIOS");
+  if (!a.choice.empty() && !bench::parse(a.choice, o.mix.choice))
+    throw UsageError("--dist-choice: uniform, zipfian, selfsimilar or shuffled");
+  if (a.theta >= 0) o.mix.choice_param = a.theta;
+  if (!a.latencies.empty()) {
+    o.flush_latencies = parse_latencies(a.latencies);
+    bool any = false;
+    for (auto l : o.flush_latencies) any |= l > 0;
+    if (any && !a.mode_given) o.pm.mode = pm::Mode::emulated;
+  }
+  o.progress = a.out.progress;
+}
+
+BenchOptions parse_bench_args(const Args& args, Outputs& out) {
+  BenchArgs a{BenchOptions{}, out};
+  ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
       std::fputs(kBenchHelp, stdout);
       std::exit(0);
-    } else if (r.is("--index")) o.indexes = split_list(r.value());
-    else if (r.is("--dist")) {
-      o.dists.clear();
-      for (const auto& d : split_list(r.value())) {
-        bench::KeyDist kd;
-        if (!bench::parse(d, kd)) throw UsageError("unknown key distribution '" + d + "'");
-        o.dists.push_back(kd);
-      }
-    } else if (r.is("--keys")) o.keys = parse_count(r.value(), "--keys");
-    else if (r.is("--seed")) o.seed = parse_count(r.value(), "--seed");
-    else if (r.is("--key-len")) {
-      const std::string v = r.value();
-      const auto dash = v.find('-');
-      if (dash == std::string::npos) throw UsageError("--key-len wants MIN-MAX");
-      o.min_len = parse_count(v.substr(0, dash), "--key-len");
-      o.max_len = parse_count(v.substr(dash + 1), "--key-len");
-    } else if (r.is("--words")) o.words_file = r.value();
-    else if (r.is("--workload")) preset = r.value();
-    else if (r.is("--mix")) mix_ratios = r.value();
-    else if (r.is("--ops")) o.mix.ops = parse_count(r.value(), "--ops");
-    else if (r.is("--duration")) o.mix.duration_s = parse_number(r.value(), "--duration");
-    else if (r.is("--dist-choice")) choice = r.value();
-    else if (r.is("--theta")) theta = parse_number(r.value(), "--theta");
-    else if (r.is("--scan-len")) o.mix.scan_len = parse_count(r.value(), "--scan-len");
-    else if (r.is("--range")) {
-      o.range_fractions.clear();
-      const std::string v = r.value();
-      if (v != "none")
-        for (const auto& p : split_list(v)) o.range_fractions.push_back(parse_number(p, "--range") / 100);
-    } else if (r.is("--range-queries")) o.range_queries = parse_count(r.value(), "--range-queries");
-    else if (r.is("--pm-mode")) {
-      if (!pm::parse(r.value(), o.pm.mode) || o.pm.mode == pm::Mode::trace)
-        throw UsageError("--pm-mode: real, emulated or none");
-      mode_given = true;
-    } else if (r.is("--flush-insn")) {
-      if (!pm::parse(r.value(), o.pm.insn)) throw UsageError("--flush-insn: auto, clwb, clflushopt or clflush");
-    } else if (r.is("--write-latency")) latencies = r.value();
-    else if (r.is("--fence-latency")) o.pm.fence_latency_ns = static_cast<std::uint32_t>(parse_count(r.value(), "--fence-latency"));
-    else if (r.is("--pool-dir")) {
-      o.pool_dir = r.value();
-      if (o.pool_dir == "memory") o.pool_dir.clear();
-    } else if (r.is("--pool-size")) o.pool_size = parse_bytes(r.value(), "--pool-size");
-    else if (r.is("--threads")) o.threads = static_cast<unsigned>(parse_count(r.value(), "--threads"));
-    else if (r.is("--sample-every")) o.sample_every = static_cast<unsigned>(parse_count(r.value(), "--sample-every"));
-    else if (r.is("--verify")) o.verify = true;
-    else if (r.is("--no-search-direct")) o.search_direct = false;
-    else if (r.is("--search-direct")) o.search_direct = true;
-    else if (r.is("--recovery")) o.recovery = true;
-    else if (r.is("--no-recovery")) o.recovery = false;
-    else if (r.is("--llc")) {
-      const std::string m = r.value();
-      if (m == "off") o.llc = bench::LlcMode::off;
-      else if (m == "perf") o.llc = bench::LlcMode::perf;
-      else if (m == "callgrind") o.llc = bench::LlcMode::callgrind;
-      else if (m == "callgrind-child") o.llc = bench::LlcMode::callgrind_child;
-      else if (m == "auto") o.llc = bench::hw_counters_available(nullptr) ? bench::LlcMode::perf : bench::LlcMode::callgrind;
-      else throw UsageError("--llc: off, perf, callgrind or auto");
-    } else if (r.is("--llc-keys")) o.llc_keys = parse_count(r.value(), "--llc-keys");
-    else if (r.is("--llc-size")) {
-      o.llc_size = parse_bytes(r.value(), "--llc-size");
-      // callgrind needs a power-of-two number of sets (size / (16 ways * 64 bytes)).
-      if (o.llc_size < 16 * 64 || (o.llc_size & (o.llc_size - 1)) != 0)
-        throw UsageError("--llc-size must be a power of two of at least 1K");
     }
-    else if (r.is("--json")) out.json = r.value();
-    else if (r.is("--csv")) out.csv = r.value();
-    else if (r.is("--quiet")) out.quiet = true;
-    else if (r.is("--no-progress")) out.progress = false;
-    else throw UsageError("unknown option '" + r.peek() + "'");
+    const auto it = std::find_if(std::begin(kBenchOptions), std::end(kBenchOptions),
+                                 [&](const BenchOption& opt) { return r.is(opt.name); });
+    if (it == std::end(kBenchOptions)) throw UsageError("unknown option '" + r.peek() + "'");
+    it->apply(a, it->takes_value ? r.value() : std::string());
   }
-  if (!preset.empty() && preset != "paper" && preset != "mix") {
-    const bench::Preset* p = bench::find_preset(preset);
-    if (!p) throw UsageError("unknown workload '" + preset + "' (see 'wort list')");
-    const auto ops = o.mix.ops;
-    const auto dur = o.mix.duration_s;
-    const auto scan_len = o.mix.scan_len;
-    o.mix = p->mix;
-    o.mix.ops = ops, o.mix.duration_s = dur, o.mix.scan_len = scan_len;
-    o.workload = preset;
-  }
-  if (!mix_ratios.empty()) {
-    if (auto res = bench::parse_ratios(mix_ratios, o.mix); !res) throw UsageError("--mix: " + res.error().message);
-    if (o.workload == "paper") o.workload = "mix";
-  }
-  if (preset == "mix" && mix_ratios.empty()) throw UsageError("--workload mix needs --mix RATIOS");
-  if (!choice.empty() && !bench::parse(choice, o.mix.choice))
-    throw UsageError("--dist-choice: uniform, zipfian, selfsimilar or shuffled");
-  if (theta >= 0) o.mix.choice_param = theta;
-  if (!latencies.empty()) {
-    o.flush_latencies = parse_latencies(latencies);
-    bool any = false;
-    for (auto l : o.flush_latencies) any |= l > 0;
-    if (any && !mode_given) o.pm.mode = pm::Mode::emulated;
-  }
-  o.progress = out.progress;
-  return o;
+  settle(a);
+  return a.o;
 }
 
 // A one-line progress bar on stderr, drawn only once the run has taken 2 s, at most every
@@ -293,16 +353,9 @@ class ProgressBar {
 
 bool valgrind_present() { return std::system("valgrind --version >/dev/null 2>&1") == 0; }
 
-// Re-runs this command under callgrind with the cache simulation, collection confined to
-// the measured phases, and attaches the figures to `report`. Returns a note for the reader;
-// adds to `warnings` a line per case whose tree fits in the simulated LL.
-std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv,
-                           std::vector<std::string>& warnings) {
-  if (!valgrind_present()) return "LLC: valgrind not found; no callgrind figures";
-  char tmpl[] = "/tmp/wort-callgrind-XXXXXX";
-  if (!::mkdtemp(tmpl)) return "LLC: cannot create a temporary directory";
-  const std::string dir = tmpl;
-  const BenchOptions& o = report.options;
+// Runs this command again under callgrind (cache simulation, collection off until the
+// child's measured phases), its outputs in `dir`. True if it exited 0.
+bool run_callgrind_child(const std::string& dir, const BenchOptions& o, const Args& full_argv) {
   std::vector<std::string> cmd{"valgrind", "--tool=callgrind", "--cache-sim=yes",
                                "--instr-atstart=no", "--callgrind-out-file=" + dir + "/cg.%p",
                                "--log-file=" + dir + "/valgrind.log",
@@ -325,11 +378,40 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv,
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
-  std::string note;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    note = "LLC: the callgrind pass failed (see " + dir + "/valgrind.log)";
-    return note;
-  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The last level the pass simulated, from valgrind's log in `dir`: its description and
+// (into *ll_bytes) its size — --llc-size if given, else callgrind's choice, else this CPU's.
+std::string simulated_ll(const std::string& dir, const BenchOptions& o, std::uint64_t* ll_bytes) {
+  std::string ll = "this CPU's cache sizes";
+  *ll_bytes = o.llc_size;
+  std::ifstream log(dir + "/valgrind.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  // valgrind logs e.g. "--123-- warning: simulated LL cache: line_size 64  assoc 1  total_size 268,435,456"
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);)
+    if (auto at = line.find("simulated LL cache: "); at != std::string::npos)
+      ll = "callgrind's own choice of LL: " + line.substr(at + 20);
+  if (!o.llc_size) *ll_bytes = bench::simulated_ll_bytes(text.str());
+  // Without that warning callgrind simulates this CPU's own last level.
+  if (*ll_bytes == 0) *ll_bytes = static_cast<std::uint64_t>(std::max(0L, ::sysconf(_SC_LEVEL3_CACHE_SIZE)));
+  return ll;
+}
+
+// Re-runs this command under callgrind with the cache simulation, collection confined to
+// the measured phases, and attaches the figures to `report`. Returns a note for the reader;
+// adds to `warnings` a line per case whose tree fits in the simulated LL.
+std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv,
+                           std::vector<std::string>& warnings) {
+  if (!valgrind_present()) return "LLC: valgrind not found; no callgrind figures";
+  char tmpl[] = "/tmp/wort-callgrind-XXXXXX";
+  if (!::mkdtemp(tmpl)) return "LLC: cannot create a temporary directory";
+  const std::string dir = tmpl;
+  const BenchOptions& o = report.options;
+  if (!run_callgrind_child(dir, o, full_argv))
+    return "LLC: the callgrind pass failed (see " + dir + "/valgrind.log)";
   auto dumps = bench::parse_callgrind_dir(dir, "cg.");
   std::ifstream in(dir + "/child.json");
   std::stringstream ss;
@@ -337,21 +419,8 @@ std::string callgrind_pass(bench::BenchReport& report, const Args& full_argv,
   if (!dumps) return "LLC: " + dumps.error().message;
   auto n = bench::attach_callgrind(report, dumps.value(), ss.str());
   if (!n) return "LLC: " + n.error().message;
-  std::string ll = "this CPU's cache sizes";
-  std::uint64_t ll_bytes = o.llc_size;
-  {
-    std::ifstream log(dir + "/valgrind.log");
-    std::stringstream text;
-    text << log.rdbuf();
-    // valgrind logs e.g. "--123-- warning: simulated LL cache: line_size 64  assoc 1  total_size 268,435,456"
-    std::istringstream lines(text.str());
-    for (std::string line; std::getline(lines, line);)
-      if (auto at = line.find("simulated LL cache: "); at != std::string::npos)
-        ll = "callgrind's own choice of LL: " + line.substr(at + 20);
-    if (!o.llc_size) ll_bytes = bench::simulated_ll_bytes(text.str());
-    // Without that warning callgrind simulates this CPU's own last level.
-    if (ll_bytes == 0) ll_bytes = static_cast<std::uint64_t>(std::max(0L, ::sysconf(_SC_LEVEL3_CACHE_SIZE)));
-  }
+  std::uint64_t ll_bytes = 0;
+  const std::string ll = simulated_ll(dir, o, &ll_bytes);
   if (auto w = bench::llc_fit_warnings(ss.str(), ll_bytes); w)
     warnings.insert(warnings.end(), w.value().begin(), w.value().end());
   std::filesystem::remove_all(dir);

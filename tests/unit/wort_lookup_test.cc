@@ -124,6 +124,7 @@ TEST_F(WortLookup, EightByteKeysAgreeWithAReferenceAtEveryBranchPosition) {
     }
     if (k.size() != 8) continue;
     ASSERT_EQ(get(k), v);
+    ASSERT_EQ(tree_->lookup_reference(as_key(k)), v);
     ++found;
     const std::uint64_t x = key_u64(as_key(k));
     for (unsigned pos = 0; pos < 16; ++pos) {
@@ -131,11 +132,66 @@ TEST_F(WortLookup, EightByteKeysAgreeWithAReferenceAtEveryBranchPosition) {
         const std::string other = key8(x ^ (d << (60 - 4 * pos)));
         ++probes;
         ASSERT_EQ(get(other), expect(other)) << "partial key " << pos << " changed";
+        ASSERT_EQ(tree_->lookup_reference(as_key(other)), expect(other));
       }
     }
   }
   EXPECT_GT(found, 500u);
   EXPECT_GT(probes, 20000u);
+}
+
+// The unrolled lookups (lookup_8 for 8-byte keys, lookup_short for shorter ones) against
+// the plain descent, lookup_reference(), on many keys: dense, sparse and clustered 8-byte
+// keys, short keys and families sharing a stem to a random position (nodes with a prefix,
+// branching at every position) in one tree, a third of them removed (merged headers), probed with
+// every key inserted, its neighbours, keys differing in one partial key, and random keys.
+TEST_F(WortLookup, UnrolledLookupsAgreeWithThePlainReferenceOnManyKeys) {
+  std::mt19937_64 rng(35);
+  std::vector<std::string> keys;
+  auto key8 = [](std::uint64_t x) {
+    const auto b = u64_key(x);
+    return std::string(reinterpret_cast<const char*>(b.data()), 8);
+  };
+  for (std::uint64_t i = 1; i <= 8000; ++i) keys.push_back(key8(i));          // dense
+  for (int i = 0; i < 8000; ++i) keys.push_back(key8(rng()));                // sparse
+  for (int g = 0; g < 100; ++g)                                             // clustered
+    for (std::uint64_t base = rng(), i = 0; i < 64; ++i) keys.push_back(key8(base + i));
+  for (int i = 0; i < 2000; ++i) keys.push_back(key8(rng()).substr(0, 1 + rng() % 7));  // short
+  for (int f = 0; f < 400; ++f) {  // families: one stem up to position d, nodes with prefixes
+    const std::uint64_t stem = rng();
+    const unsigned d = 1 + static_cast<unsigned>(rng() % 15);
+    const std::uint64_t keep = ~std::uint64_t{0} << (64 - 4 * d);
+    for (int i = 0; i < 6; ++i) {
+      const std::uint64_t tail = rng() >> (rng() % (64 - 4 * d));  // some share more of it
+      keys.push_back(key8((stem & keep) | (tail & ~keep)));
+    }
+  }
+  Value v = 1;
+  for (const std::string& k : keys) {
+    const Status s = tree_->insert(as_key(k), v++);
+    ASSERT_TRUE(s == Status::ok || s == Status::exists);
+  }
+  for (std::size_t i = 0; i < keys.size(); i += 3) (void)tree_->remove(as_key(keys[i]));
+  ASSERT_TRUE(tree_->verify().ok());
+  std::size_t hits = 0, probes = 0;
+  auto probe = [&](const std::string& k) {
+    const std::optional<Value> want = tree_->lookup_reference(as_key(k));
+    ASSERT_EQ(get(k), want) << "key of " << k.size() << " bytes";
+    hits += want.has_value();
+    ++probes;
+  };
+  for (const std::string& k : keys) {
+    probe(k);
+    if (k.size() != 8) continue;
+    const std::uint64_t x = key_u64(as_key(k));
+    probe(key8(x + 1));
+    probe(key8(x - 1));
+    probe(key8(x ^ (std::uint64_t{1} << (4 * (rng() % 16)))));
+    ASSERT_FALSE(HasFailure());
+  }
+  for (int i = 0; i < 20000; ++i) probe(key8(rng()));
+  EXPECT_GT(hits, 10000u);
+  EXPECT_EQ(probes, 121200u);
 }
 
 }  // namespace

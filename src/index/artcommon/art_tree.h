@@ -317,6 +317,8 @@ class ArtTree {
   template <class Ops>
   Status add_by_copy(const At& at, std::uint8_t b, Key k, Value v, Ref fresh);
   Status split_prefix(const At& at, unsigned mismatch, Key k, Value v);
+  [[gnu::noinline]] void publish_split(NodeLocks& lk, const At& at, NodeHeader child_hdr,
+                                       Ref parent, Ref fresh);
   unsigned prefix_mismatch(const NodeBase* n, NodeHeader hdr, unsigned depth, Key k) const;
   Status build_node(NodeType t, const NodeHeader& hdr, Ref eok, const Entries& e, Ref* out);
   Status allocate_node(NodeType t, std::uint64_t* off);
@@ -328,6 +330,8 @@ class ArtTree {
   Status update_once(Key k, Value v);
   Status remove_once(Key k);
   Status remove_entry(const At& at, int b, Ref victim);
+  Status merge_away(NodeLocks& lk, const At& at, int b, Ref victim);
+  Status remove_child(NodeLocks& lk, const At& at, std::uint8_t cb, unsigned children, bool both);
   Status merge(NodeLocks& locks, Ref* slot, unsigned depth, Ref survivor);
   static NodeType grown_type(NodeType t);
   static NodeType shrunk_type(NodeType t, unsigned remaining);

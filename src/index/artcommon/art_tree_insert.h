@@ -398,7 +398,19 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
     if (child != r) free_ref(child);
     return kRestart;
   }
-  Ref* slot = slot_of(owner, ob);
+  publish_split(lk, at, child_hdr, parent, fresh);
+  return Status::ok;
+}
+
+//! split_prefix's commit: the new parent (holding n, or its copy, and the new leaf `fresh`)
+//! published in owner's slot; WOART rewrites n's header to child_hdr first (written back,
+//! ordered by the publish's fence), ART+CoW retires n.
+template <ArtFlavor F>
+void ArtTree<F>::publish_split(NodeLocks& lk, const At& at, NodeHeader child_hdr, Ref parent,
+                               Ref fresh) {
+  NodeBase* const n = node(at.r);
+  WORT_DCHECK(lk.holds(n) && lk.holds(at.owner));  // both locked, the case re-checked
+  Ref* slot = slot_of(at.owner, at.ob);
   if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
   if constexpr (F::kDepthRepair) {
     pm::store(&n->hdr, child_hdr);
@@ -408,10 +420,9 @@ Status ArtTree<F>::split_prefix(const At& at, unsigned mismatch, Key k, Value v)
   pm::publish(slot, parent);
   clear_own_fresh(leaf(fresh));
   if constexpr (!F::kDepthRepair) {
-    retire_ref(r);
+    retire_ref(at.r);
     lk.obsolete(n);
   }
-  return Status::ok;
 }
 
 }  // namespace wort::artcommon

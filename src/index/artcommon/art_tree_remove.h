@@ -86,7 +86,6 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
   const Ref r = at.r;
   NodeBase* const n = node(r);
   const NodeHeader hdr = at.hdr;
-  const unsigned depth = at.depth;
   detail::before_locking();
   NodeLocks lk = locks();
   for (bool both = false;; both = true) {
@@ -103,45 +102,14 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
         lk.release();
         continue;
       }
-      Ref survivor = b == kEok ? kNull : eok;
-      if (survivor == kNull) {
-        for_each_child(n, 0, [&](std::uint8_t c, Ref x) {
-          if (static_cast<int>(c) != b) survivor = x;
-          return survivor == kNull;
-        });
-      }
-      Ref* slot = slot_of(owner, ob);
-      if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-      if (Status s = merge(lk, slot, depth, survivor); s != Status::ok) return s;
-      lk.obsolete(n);
-      retire_ref(victim);
-      return Status::ok;
+      return merge_away(lk, at, b, victim);
     }
     if (b == kEok) {  // n keeps >= 2 children: its end-of-key slot is cleared in place
       pm::commit_nt(&n->eok, kNull);
       retire_ref(victim);
       return Status::ok;
     }
-    const auto cb = static_cast<std::uint8_t>(b);
-    Status s = with_ops(type_of(n), [&](auto ops) -> Status {
-      using Ops = decltype(ops);
-      const NodeType t = shrunk_type(Ops::kType, children - 1);
-      if constexpr (Ops::kInPlace) {
-        if (t == Ops::kType) {
-          Ops::remove(n, cb);
-          return Status::ok;
-        }
-      }
-      if (!both) return kRestart;  // a copy: needs owner's lock too (below)
-      Entries e;
-      collect(n, e);
-      e.erase(cb);
-      Ref* slot = slot_of(owner, ob);
-      if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
-      const Status st = rebuild(slot, n, t, e);
-      if (st == Status::ok) lk.obsolete(n);
-      return st;
-    });
+    const Status s = remove_child(lk, at, static_cast<std::uint8_t>(b), children, both);
     if (s == kRestart && !both) {
       lk.release();
       continue;
@@ -149,6 +117,57 @@ Status ArtTree<F>::remove_entry(const At& at, int b, Ref victim) {
     if (s == Status::ok) retire_ref(victim);
     return s;
   }
+}
+
+//! remove_entry's merge: n (at.r, locked with its owner) keeps one entry besides `victim`
+//! under b; that survivor takes n's place (merge), n is released obsolete.
+template <ArtFlavor F>
+Status ArtTree<F>::merge_away(NodeLocks& lk, const At& at, int b, Ref victim) {
+  NodeBase* const n = node(at.r);
+  WORT_DCHECK(lk.holds(n) && lk.holds(at.owner));  // the merge rewrites owner's slot
+  Ref survivor = b == kEok ? kNull : n->eok;
+  if (survivor == kNull) {
+    for_each_child(n, 0, [&](std::uint8_t c, Ref x) {
+      if (static_cast<int>(c) != b) survivor = x;
+      return survivor == kNull;
+    });
+  }
+  Ref* slot = slot_of(at.owner, at.ob);
+  if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+  if (Status s = merge(lk, slot, at.depth, survivor); s != Status::ok) return s;
+  lk.obsolete(n);
+  retire_ref(victim);
+  return Status::ok;
+}
+
+//! remove_entry's child case: n (at.r, locked) loses its child under cb, in place when its
+//! type keeps `children` - 1 children and allows it, else rebuilt smaller or copied — which
+//! needs owner's lock too: kRestart when `both` is false (the caller takes both and comes
+//! back). The victim is retired by the caller.
+template <ArtFlavor F>
+Status ArtTree<F>::remove_child(NodeLocks& lk, const At& at, std::uint8_t cb, unsigned children,
+                                bool both) {
+  NodeBase* const n = node(at.r);
+  WORT_DCHECK(lk.holds(n) && (!both || lk.holds(at.owner)));
+  return with_ops(type_of(n), [&](auto ops) -> Status {
+    using Ops = decltype(ops);
+    const NodeType t = shrunk_type(Ops::kType, children - 1);
+    if constexpr (Ops::kInPlace) {
+      if (t == Ops::kType) {
+        Ops::remove(n, cb);
+        return Status::ok;
+      }
+    }
+    if (!both) return kRestart;  // a copy: needs owner's lock too (below)
+    Entries e;
+    collect(n, e);
+    e.erase(cb);
+    Ref* slot = slot_of(at.owner, at.ob);
+    if (slot == nullptr) [[unlikely]] slot = &anchor_->root;  // only the broken variant
+    const Status st = rebuild(slot, n, t, e);
+    if (st == Status::ok) lk.obsolete(n);
+    return st;
+  });
 }
 
 //! Replaces the node at slot (reached at depth) by its only remaining entry `survivor`,

@@ -142,8 +142,10 @@ class NodeLocks {
   //! is held by another writer, or n is obsolete (what it holds stays held until release).
   //! A solo write (kit::EpochReclaimer::SoloWrite: no other thread can read or write until
   //! it ends) takes no stripe and meets no obsolete node (nobody unlinks one under it, and
-  //! no unlinked node is reachable): true at once, as in OneLock and BornLock.
-  bool lock(NodeBase* n) noexcept {
+  //! no unlinked node is reachable): true at once, as in OneLock and BornLock. Always
+  //! inlined: left to the inliner, whether it is depends on the size of the whole write
+  //! path, and an out-of-line call costs the insert path instructions.
+  [[gnu::always_inline]] bool lock(NodeBase* n) noexcept {
     if (kit::EpochReclaimer::SoloWrite::active()) return true;
     LockTable::Word* w = t_.stripe(n);
     bool mine = false;
@@ -155,6 +157,15 @@ class NodeLocks {
       stripe_[ns_++] = w;
     }
     return n == nullptr || !is_obsolete(n, gen_);
+  }
+  //! True if n's stripe is one this write took (always in a solo write, which takes none):
+  //! for the preconditions of a write's steps (WORT_DCHECK).
+  bool holds(const NodeBase* n) const noexcept {
+    if (kit::EpochReclaimer::SoloWrite::active()) return true;
+    const LockTable::Word* w = t_.stripe(n);
+    for (unsigned i = 0; i < ns_; ++i)
+      if (stripe_[i] == w) return true;
+    return false;
   }
   //! The write unlinked n (locked by it): marked obsolete at release.
   void obsolete(NodeBase* n) noexcept {

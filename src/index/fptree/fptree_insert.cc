@@ -10,6 +10,7 @@
 // first (fptree_split.cc).
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "index/fptree/fptree_tree.h"
@@ -114,19 +115,9 @@ Status FPTree::put(Key k, Value v, PutMode mode) {
 Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   const std::uint8_t fp = fp_of(k);
   std::uint64_t off = 0;
-  while (!lock_leaf(k, &off)) {  // an empty tree: the first leaf, under the structure lock
+  while (!lock_leaf(k, &off)) [[unlikely]] {  // an empty tree: its first leaf
     if (mode == PutMode::update) return Status::not_found;
-    smo_.lock();
-    if (!inner_.empty()) {
-      smo_.unlock();
-      continue;
-    }
-    std::uint64_t word = 0;
-    bool inl = false;
-    Status s = make_key_word(k, &word, &inl);
-    if (s == Status::ok) s = put_first_leaf(k, v, word, inl);
-    smo_.unlock();
-    return s;
+    if (const std::optional<Status> s = put_if_empty(k, v)) return *s;
   }
   LeafRef l = leaf(off);
   const int old = l.find(k, fp);
@@ -147,22 +138,14 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
   } else {
     wrote_back_since_fence = !inl;
   }
-  std::uint64_t right = 0;
-  std::string sep;
-  std::uint32_t log = 0;
-  std::unique_lock<std::mutex> serial;  // test_serialise_splits only
+  SplitPut sp;
   if (l.full()) {
-    if (serialise_splits_) serial = std::unique_lock<std::mutex>(serial_);
-    log = claim_log();
-    if (Status s = split_leaf(l, log, &right, &sep); s != Status::ok) {
-      release_log(log);
+    if (Status s = split_for_put(&l, k, &sp); s != Status::ok) {
       unlock_leaf(off);
       if (old == kNoSlot) drop_key_word(word, inl);
       return s;
     }
-    // Slots keep their index in both halves; k belongs right of the separator or left.
-    if (compare_keys(k, as_key(sep)) >= 0) l = leaf(right);
-    wrote_back_since_fence = true;
+    wrote_back_since_fence = true;  // the log's reset
   } else {
     leaf_begin(off);
   }
@@ -178,27 +161,64 @@ Status FPTree::put_pinned(Key k, Value v, PutMode mode) {
     pm::publish(l.bitmap_word(), bits);
   else
     pm::commit(l.bitmap_word(), bits);
-  if (right != 0) {
-    release_log(log);  // its reset is durable: the commit's leading fence
-    // The second step, under the structure lock: the parent learns of the new leaf
-    // (readers routed to the old leaf for a key now in the new one fail their validation
-    // of the parent, or wait).
-    smo_.lock();
-    Path path;
-    const std::uint64_t at = inner_.find(as_key(sep), &path);
-    (void)at;
-    WORT_DCHECK(at == off);
-    inner_.insert_after(path, std::move(sep), right);
-    leaf_end(right);
-    leaf_end(off);
-    unlock_leaf(right);
-    unlock_leaf(off);
-    smo_.unlock();
+  if (sp.right != 0) {
+    finish_split_put(off, &sp);
     return Status::ok;
   }
   leaf_end(off);
   unlock_leaf(off);
   return Status::ok;
+}
+
+// The structure lock's empty-tree case of put_pinned: nullopt if the tree is not empty any
+// more (another writer made the first leaf: the caller routes again), else the put's status.
+std::optional<Status> FPTree::put_if_empty(Key k, Value v) {
+  smo_.lock();
+  if (!inner_.empty()) {
+    smo_.unlock();
+    return std::nullopt;
+  }
+  std::uint64_t word = 0;
+  bool inl = false;
+  Status s = make_key_word(k, &word, &inl);
+  if (s == Status::ok) s = put_first_leaf(k, v, word, inl);
+  smo_.unlock();
+  return s;
+}
+
+// put_pinned's leaf *l, locked and full, is split under a split log of its own (the log,
+// the new leaf and the separator in *sp; a failed split releases the log); then *l is the
+// half k belongs in (slots keep their index in both halves).
+Status FPTree::split_for_put(LeafRef* l, Key k, SplitPut* sp) {
+  WORT_DCHECK(l->full() && sp->right == 0);
+  if (serialise_splits_) sp->serial = std::unique_lock<std::mutex>(serial_);
+  sp->log = claim_log();
+  if (Status s = split_leaf(*l, sp->log, &sp->right, &sp->sep); s != Status::ok) {
+    release_log(sp->log);
+    return s;
+  }
+  if (compare_keys(k, as_key(sp->sep)) >= 0) *l = leaf(sp->right);
+  return Status::ok;
+}
+
+// After the commit of a put that split leaf `off`: the split's log is released (its reset
+// is durable: the commit's leading fence), then the second step, under the structure lock:
+// the parent learns of the new leaf (readers routed to the old leaf for a key now in the
+// new one fail their validation of the parent, or wait). Both leaves are unlocked.
+void FPTree::finish_split_put(std::uint64_t off, SplitPut* sp) {
+  WORT_DCHECK(sp->right != 0 && sp->right != off);  // split_for_put split off
+  release_log(sp->log);
+  smo_.lock();
+  Path path;
+  const std::uint64_t at = inner_.find(as_key(sp->sep), &path);
+  (void)at;
+  WORT_DCHECK(at == off);
+  inner_.insert_after(path, std::move(sp->sep), sp->right);
+  leaf_end(sp->right);
+  leaf_end(off);
+  unlock_leaf(sp->right);
+  unlock_leaf(off);
+  smo_.unlock();
 }
 
 // The first key of an empty tree: a new leaf holding it, published by the anchor's head.

@@ -146,6 +146,18 @@ class FPTree {
   // fptree_insert.cc
   Status put(Key k, Value v, PutMode mode);
   Status put_pinned(Key k, Value v, PutMode mode);
+  //! A put's leaf split: the new leaf, the separator, the split log.
+  struct SplitPut {
+    std::uint64_t right = 0;
+    std::string sep;
+    std::uint32_t log = 0;
+    std::unique_lock<std::mutex> serial;  //!< test_serialise_splits only
+  };
+  // put_pinned's rare cases, out of line: inlined, they cost its common case instructions
+  // (spills, and a layout that put the common path in the function's cold part).
+  [[gnu::noinline]] std::optional<Status> put_if_empty(Key k, Value v);
+  [[gnu::noinline]] Status split_for_put(LeafRef* l, Key k, SplitPut* sp);
+  [[gnu::noinline]] void finish_split_put(std::uint64_t off, SplitPut* sp);
   Status put_first_leaf(Key k, Value v, std::uint64_t key_word, bool inline_key);
   Status make_key_word(Key k, std::uint64_t* word, bool* inline_key);
   void drop_key_word(std::uint64_t word, bool inline_key) noexcept;

@@ -154,85 +154,131 @@ inline GroupGeometry group_geometry(const Anchor* a, const LeafGeometry& g) {
   return GroupGeometry::of(static_cast<std::uint32_t>(a->group_leaves), g.bytes);
 }
 
-//! Walks the list and the log's blocks (see the file comment). Calls visit(block) for every
-//! block reached (not the anchor), and on_leaf(leaf offset, live bitmap) for each leaf of
-//! the list, in list order. Fails with corrupt at the first bad word.
-template <class OnLeaf>
-Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& g,
-                         BlockVisitorFn visit, OnLeaf&& on_leaf) {
-  kit::CheckedWalk w(pool, "fptree", static_cast<std::uint32_t>(pool.size() / 64));
-  const GroupGeometry gg = group_geometry(a, g);
-  LeafPositions leaves(pool, g, gg);
-  if (gg.leaves != 0) {
-    std::vector<std::uint64_t> groups;
-    auto r = w.run(a->groups, [&](std::uint64_t grp, std::uint32_t level) {
-      if (!w.enter(grp, gg.bytes, 64, "leaf group")) return;
-      visit(grp);
-      groups.push_back(grp);
-      if (const std::uint64_t next = pool.at<LeafGroupHeader>(grp)->next; next != 0)
-        w.push(next, level + 1);
-    });
-    if (!r) return r;
-    leaves.set_groups(std::move(groups));
+//! The state of one walk_leaves: the checked walk, the leaf positions, the pending splits.
+class LeafWalk {
+ public:
+  LeafWalk(const Pool& pool, const Anchor* a, const LeafGeometry& g, BlockVisitorFn visit)
+      : pool_(pool), a_(a), g_(g), visit_(std::move(visit)),
+        w_(pool, "fptree", static_cast<std::uint32_t>(pool.size() / 64)),
+        leaves_(pool, g, group_geometry(a, g)) {}
+
+  //! The groups, the logs, the list, then the new leaves the list did not reach.
+  template <class OnLeaf>
+  Result<void> run(OnLeaf& on_leaf) {
+    if (leaves_.grouped()) {
+      if (auto r = walk_groups(); !r) return r;
+    }
+    auto logs = read_logs(pool_, a_, g_, leaves_);
+    if (!logs) return logs.error();
+    pending_ = std::move(*logs);
+    if (auto r = w_.run(a_->head, [&](std::uint64_t off, std::uint32_t level) {
+          if (const std::uint64_t bits = list_leaf(off); bits != 0) {
+            on_leaf(off, bits);
+            if (const std::uint64_t next = leaf(off).next(); next != 0) w_.push(next, level + 1);
+          }
+        });
+        !r)
+      return r;
+    return walk_new_leaves();
   }
-  auto logs = read_logs(pool, a, g, leaves);
-  if (!logs) return logs.error();
-  std::vector<PendingSplit>& pending = *logs;
-  const std::uint64_t mask = g.mask();
-  auto keys = [&](const LeafRef& l, std::uint64_t bits) {
+
+ private:
+  LeafRef leaf(std::uint64_t off) const { return LeafRef(pool_.base(), off, g_); }
+
+  // Group mode: the group list from the anchor, each group a block; the leaf positions.
+  Result<void> walk_groups() {
+    const GroupGeometry gg = group_geometry(a_, g_);
+    std::vector<std::uint64_t> groups;
+    auto r = w_.run(a_->groups, [&](std::uint64_t grp, std::uint32_t level) {
+      if (!w_.enter(grp, gg.bytes, 64, "leaf group")) return;
+      visit_(grp);
+      groups.push_back(grp);
+      if (const std::uint64_t next = pool_.at<LeafGroupHeader>(grp)->next; next != 0)
+        w_.push(next, level + 1);
+    });
+    if (r) leaves_.set_groups(std::move(groups));
+    return r;
+  }
+
+  // The key blocks of the live slots `bits` of l that hold no inline key: entered, their
+  // length checked against kMaxKeyLength and the block.
+  void keys(const LeafRef& l, std::uint64_t bits) {
     for (std::uint64_t m = bits & ~*l.inline_word(); m != 0; m &= m - 1) {
       const std::uint64_t ko = l.slot(std::countr_zero(m))->key;
-      if (!w.enter(ko, sizeof(KeyBlock), 16, "key block")) return;
-      const std::uint64_t len = pool.at<KeyBlock>(ko)->length;
+      if (!w_.enter(ko, sizeof(KeyBlock), 16, "key block")) return;
+      const std::uint64_t len = pool_.at<KeyBlock>(ko)->length;
       if (len > kMaxKeyLength) {
-        w.fail("key block at " + kit::CheckedWalk::hex(ko) + " has length " + std::to_string(len));
+        w_.fail("key block at " + kit::CheckedWalk::hex(ko) + " has length " + std::to_string(len));
         return;
       }
-      if (!w.fits(ko, ko, sizeof(KeyBlock) + len, "key")) return;
-      visit(ko);
+      if (!w_.fits(ko, ko, sizeof(KeyBlock) + len, "key")) return;
+      visit_(ko);
     }
-  };
-  auto r = w.run(a->head, [&](std::uint64_t off, std::uint32_t level) {
-    if (!leaves.enter(w, off, "leaf")) return;
-    const LeafRef l(pool.base(), off, g);
-    if (!w.lock_word(__atomic_load_n(l.lock_word(), __ATOMIC_RELAXED), off, "lock word")) return;
+  }
+
+  // A leaf of the list: entered, its lock word and bitmap checked, its live bits as the
+  // pending splits say (C: mask & ~N.bitmap, N: N.bitmap), its key blocks walked. Returns
+  // the live bits, or 0 once the walk has failed.
+  std::uint64_t list_leaf(std::uint64_t off) {
+    if (!leaves_.enter(w_, off, "leaf")) return 0;
+    const LeafRef l = leaf(off);
+    if (!w_.lock_word(__atomic_load_n(l.lock_word(), __ATOMIC_RELAXED), off, "lock word")) return 0;
     std::uint64_t bits = l.bitmap();
-    if ((bits & ~mask) != 0) {
-      w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has bits beyond its capacity");
-      return;
+    if ((bits & ~g_.mask()) != 0) {
+      w_.fail("leaf at " + kit::CheckedWalk::hex(off) + " has bits beyond its capacity");
+      return 0;
     }
-    for (PendingSplit& p : pending) {  // usually none
+    for (PendingSplit& p : pending_) {  // usually none
       if (off == p.cur) {
         p.cur_seen = true;
-        if (p.state == LogState::link_pending) bits = mask & ~p.new_bits;
+        if (p.state == LogState::link_pending) bits = g_.mask() & ~p.new_bits;
       } else if (p.state == LogState::link_pending && off == p.nu) {
         p.new_seen = true;
         bits = p.new_bits;
       }
     }
     if (bits == 0) {
-      w.fail("empty leaf at " + kit::CheckedWalk::hex(off) + " in the list");
-      return;
+      w_.fail("empty leaf at " + kit::CheckedWalk::hex(off) + " in the list");
+      return 0;
     }
-    if (!leaves.grouped()) visit(off);
+    if (!leaves_.grouped()) visit_(off);
     keys(l, bits);
-    if (w.failed()) return;
-    on_leaf(off, bits);
-    if (const std::uint64_t next = l.next(); next != 0) w.push(next, level + 1);
-  });
-  if (!r) return r;
-  for (const PendingSplit& p : pending) {
-    if (!p.cur_seen)
-      return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
-    if (p.state == LogState::unallocated || p.new_seen) continue;
-    r = w.run(p.nu, [&](std::uint64_t off, std::uint32_t) {
-      if (!leaves.enter(w, off, "new leaf")) return;
-      if (!leaves.grouped()) visit(off);
-      if (p.state == LogState::link_pending) keys(LeafRef(pool.base(), off, g), p.new_bits);
-    });
-    if (!r) return r;
+    return w_.failed() ? 0 : bits;
   }
-  return {};
+
+  // Each log's C must have been met in the list; a new leaf N the list did not reach is
+  // entered (and its key blocks walked when the log says N is written).
+  Result<void> walk_new_leaves() {
+    for (const PendingSplit& p : pending_) {
+      if (!p.cur_seen)
+        return Error{Status::corrupt, "fptree: split log names a leaf that is not in the list"};
+      if (p.state == LogState::unallocated || p.new_seen) continue;
+      auto r = w_.run(p.nu, [&](std::uint64_t off, std::uint32_t) {
+        if (!leaves_.enter(w_, off, "new leaf")) return;
+        if (!leaves_.grouped()) visit_(off);
+        if (p.state == LogState::link_pending) keys(leaf(off), p.new_bits);
+      });
+      if (!r) return r;
+    }
+    return {};
+  }
+
+  const Pool& pool_;
+  const Anchor* a_;
+  const LeafGeometry& g_;
+  BlockVisitorFn visit_;
+  kit::CheckedWalk w_;
+  LeafPositions leaves_;
+  std::vector<PendingSplit> pending_;
+};
+
+//! Walks the list and the log's blocks (see the file comment). Calls visit(block) for every
+//! block reached (not the anchor), and on_leaf(leaf offset, live bitmap) for each leaf of
+//! the list, in list order. Fails with corrupt at the first bad word.
+template <class OnLeaf>
+Result<void> walk_leaves(const Pool& pool, const Anchor* a, const LeafGeometry& g,
+                         BlockVisitorFn visit, OnLeaf&& on_leaf) {
+  return LeafWalk(pool, a, g, std::move(visit)).run(on_leaf);
 }
 
 }  // namespace wort::fptree_index

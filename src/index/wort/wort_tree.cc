@@ -137,6 +137,18 @@ inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
 
 }  // namespace
 
+// One unrolled level of lookup_8 (i a constant 0..15): stop at a leaf or an empty slot,
+// else read the child at the key's partial key i and confirm that the node branches at i
+// (no prefix), or take the slow path.
+#define WORT_LOOKUP8_LEVEL(i)                                                      \
+  level_##i : if (static_cast<std::int64_t>(r) <= 0) goto out;                     \
+  n = reinterpret_cast<const Node*>(base + (r << 1));                              \
+  {                                                                                \
+    const std::uint64_t next = load_child(n, nibble_at(p, i));                     \
+    if (!branches_at(n, i)) [[unlikely]] goto slow;                                \
+    r = std::rotr(next, 1);                                                        \
+  }
+
 // 8-byte keys (the paper's integer keys): 16 partial keys, so a node reached at position e
 // (its parent's branch position + 1) that has no compressed prefix branches at e. The 16
 // levels are unrolled: level e reads the child at the key's partial key e and confirms with
@@ -145,7 +157,9 @@ inline std::size_t nibble_at(const std::byte* p, std::size_t i) noexcept {
 // slot (0) and a node's address is base + 2 x the word. A node with a prefix (or a header a
 // concurrent SplitCmp or merge is rewriting: the branch position is the same in both) takes
 // the slow path: its branch position from the whole header word, the child there, and a
-// jump back into the unrolled levels at the position after it.
+// jump back into the unrolled levels at the position after it. What it returns is what
+// lookup_reference() returns (the descent by branch positions as a plain loop); the unit
+// tests compare the two.
 WortTree::Found WortTree::lookup_8(Key k) const {
   // For 4-bit partial keys (16 per 8-byte key); lookup() calls it only in such a build.
   const std::byte* const p = k.data();
@@ -156,31 +170,10 @@ WortTree::Found WortTree::lookup_8(Key k) const {
   const Node* n;
   std::uint64_t b;
   goto level_0;
-#define WORT_LOOKUP8_LEVEL(i)                                                      \
-  level_##i : if (static_cast<std::int64_t>(r) <= 0) goto out;                     \
-  n = reinterpret_cast<const Node*>(base + (r << 1));                              \
-  {                                                                                \
-    const std::uint64_t next = load_child(n, nibble_at(p, i));                     \
-    if (!branches_at(n, i)) [[unlikely]] goto slow;                                \
-    r = std::rotr(next, 1);                                                        \
-  }
-  WORT_LOOKUP8_LEVEL(0)
-  WORT_LOOKUP8_LEVEL(1)
-  WORT_LOOKUP8_LEVEL(2)
-  WORT_LOOKUP8_LEVEL(3)
-  WORT_LOOKUP8_LEVEL(4)
-  WORT_LOOKUP8_LEVEL(5)
-  WORT_LOOKUP8_LEVEL(6)
-  WORT_LOOKUP8_LEVEL(7)
-  WORT_LOOKUP8_LEVEL(8)
-  WORT_LOOKUP8_LEVEL(9)
-  WORT_LOOKUP8_LEVEL(10)
-  WORT_LOOKUP8_LEVEL(11)
-  WORT_LOOKUP8_LEVEL(12)
-  WORT_LOOKUP8_LEVEL(13)
-  WORT_LOOKUP8_LEVEL(14)
-  WORT_LOOKUP8_LEVEL(15)
-#undef WORT_LOOKUP8_LEVEL
+  WORT_LOOKUP8_LEVEL(0) WORT_LOOKUP8_LEVEL(1) WORT_LOOKUP8_LEVEL(2) WORT_LOOKUP8_LEVEL(3)
+  WORT_LOOKUP8_LEVEL(4) WORT_LOOKUP8_LEVEL(5) WORT_LOOKUP8_LEVEL(6) WORT_LOOKUP8_LEVEL(7)
+  WORT_LOOKUP8_LEVEL(8) WORT_LOOKUP8_LEVEL(9) WORT_LOOKUP8_LEVEL(10) WORT_LOOKUP8_LEVEL(11)
+  WORT_LOOKUP8_LEVEL(12) WORT_LOOKUP8_LEVEL(13) WORT_LOOKUP8_LEVEL(14) WORT_LOOKUP8_LEVEL(15)
 level_16:
   // Position 16, past the key's last partial key: a node here branches at 16 or deeper.
   if (static_cast<std::int64_t>(r) <= 0) goto out;
@@ -192,21 +185,10 @@ slow:
   if (b < 16) {
     r = std::rotr(load_child(n, nibble_at(p, b)), 1);
     switch (b) {  // on at the position after b
-      case 0: goto level_1;
-      case 1: goto level_2;
-      case 2: goto level_3;
-      case 3: goto level_4;
-      case 4: goto level_5;
-      case 5: goto level_6;
-      case 6: goto level_7;
-      case 7: goto level_8;
-      case 8: goto level_9;
-      case 9: goto level_10;
-      case 10: goto level_11;
-      case 11: goto level_12;
-      case 12: goto level_13;
-      case 13: goto level_14;
-      case 14: goto level_15;
+      case 0: goto level_1; case 1: goto level_2; case 2: goto level_3; case 3: goto level_4;
+      case 4: goto level_5; case 5: goto level_6; case 6: goto level_7; case 7: goto level_8;
+      case 8: goto level_9; case 9: goto level_10; case 10: goto level_11; case 11: goto level_12;
+      case 12: goto level_13; case 13: goto level_14; case 14: goto level_15;
       default: goto level_16;
     }
   }
@@ -235,6 +217,8 @@ marked:
   const std::optional<Value> v = lookup_marked(Key{p, 8});
   return v ? Found{1, *v} : Found{0, 0};
 }
+
+#undef WORT_LOOKUP8_LEVEL
 
 // Keys of fewer than 8 bytes (8-byte keys take lookup_8): the key lives in a register, and each
 // node's child is read at the branch position the parent predicts (its own + 1: a node
@@ -319,6 +303,7 @@ marked:
   return w;
 }
 
+// Keys of more than 8 bytes, and lookup_reference() for any key.
 std::optional<Value> WortTree::lookup_long(Key k) const {
   {
   kit::EpochReclaimer::Pin pin(epochs_);

@@ -92,6 +92,10 @@ class WortTree {
     }
     return k.size() <= 8 ? lookup_short(k) : lookup_long(k);
   }
+  //! What lookup() must return, the plain way: one loop down by branch positions, then the
+  //! leaf compare (lookup_long, for a key of any length). The reference the unit tests
+  //! compare the unrolled lookup_8 and lookup_short against.
+  std::optional<Value> lookup_reference(Key k) const { return lookup_long(k); }
   Status remove(Key k) { return remove_key(k); }
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
   std::size_t range(Key lo, Key hi, Visitor v) const;
@@ -130,7 +134,7 @@ class WortTree {
   Found lookup_8(Key k) const;
   //! lookup() of a key of fewer than 8 bytes (of at most 8 in a build with 8-bit spans).
   std::optional<Value> lookup_short(Key k) const;
-  //! lookup() of a longer key.
+  //! lookup() of a longer key; lookup_reference() of any key.
   std::optional<Value> lookup_long(Key k) const;
   //! The word a descent by branch positions only reaches for `k`: a leaf word, or 0 (an
   //! empty slot, or k ends inside a node's prefix). The caller is pinned.
