@@ -4,8 +4,9 @@
 // its index). Lock-free readers run lookups and scans while writers (each locking only the
 // nodes it changes) insert disjoint and overlapping keys, remove, upsert and update, so
 // that nodes grow 4→16→48→256, shrink back, split their compressed paths, merge away, and
-// leaves split under the readers. Every value is a function of its key (except in the
-// single-key test), so a reader can check whatever it sees; afterwards the tree is compared
+// leaves split under the readers. Every value is a function of its key, so a reader can
+// check whatever it sees (single-key linearizability is the conformance suite's:
+// tests/conformance/linearizability_concurrency_test.cc); afterwards the tree is compared
 // with the reference, verified, and the allocator audited (nothing leaked or freed twice
 // once the epochs drain).
 //
@@ -285,95 +286,6 @@ TYPED_TEST_P(PmartConcurrency, ChurnOfRemovedAndReinsertedKeys) {
   f.check(ref);
 }
 
-// Linearizability of one key: writers upsert it with unique values, readers look it up.
-// Each lookup must return a value some write stored that began before the lookup ended,
-// and that no write which began after it had ended had already overwritten (completed)
-// before the lookup began. Time is one shared ticket counter.
-TYPED_TEST_P(PmartConcurrency, SingleKeyLookupsAreLinearizable) {
-  ConcFixture<TypeParam> f;
-  // neighbours so that the key sits in a NODE4 among others that come and go
-  for (unsigned i = 0; i < 40; ++i)
-    ASSERT_EQ(f.tree->insert(as_key(conc_key(i)), conc_value_of(conc_key(i))), Status::ok);
-  const std::string key = conc_key(7);
-  constexpr unsigned kWriters = 2, kReaders = 2;
-  const unsigned per_writer = 3000 * kConcScale;
-  struct Span {
-    std::uint64_t start, end;
-  };
-  std::atomic<std::uint64_t> clock{1};
-  // value (w+1) << 32 | s, s = 1..per_writer; the preloaded value is write 0
-  std::vector<std::vector<Span>> writes(kWriters, std::vector<Span>(per_writer + 1));
-  struct Read {
-    std::uint64_t start, end;
-    Value v;
-  };
-  std::vector<std::vector<Read>> reads(kReaders);
-  ASSERT_EQ(f.tree->upsert(as_key(key), Value{0}), Status::ok);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> th;
-  for (unsigned r = 0; r < kReaders; ++r)
-    th.emplace_back([&, r] {
-      while (!stop.load(std::memory_order_relaxed) && reads[r].size() < 2000000) {
-        Read x;
-        x.start = clock.fetch_add(1);
-        const auto got = f.tree->lookup(as_key(key));
-        x.end = clock.fetch_add(1);
-        x.v = got ? *got : ~Value{0};
-        reads[r].push_back(x);
-      }
-    });
-  std::vector<std::thread> ws;
-  for (unsigned w = 0; w < kWriters; ++w)
-    ws.emplace_back([&, w] {
-      for (unsigned s = 1; s <= per_writer; ++s) {
-        writes[w][s].start = clock.fetch_add(1);
-        (void)f.tree->upsert(as_key(key), Value{(std::uint64_t{w} + 1) << 32 | s});
-        writes[w][s].end = clock.fetch_add(1);
-        // churn a neighbour so the key's node changes around it
-        const std::string nb = conc_key(20 + (s % 10) * 2 + w);
-        if (s % 3 == 0) (void)f.tree->remove(as_key(nb));
-        else (void)f.tree->upsert(as_key(nb), conc_value_of(nb));
-      }
-    });
-  for (auto& w : ws) w.join();
-  stop = true;
-  for (auto& t : th) t.join();
-  // every write as (start, end); suffix minimum of ends over writes sorted by start
-  std::vector<Span> all{{0, 0}};
-  for (unsigned w = 0; w < kWriters; ++w)
-    for (unsigned s = 1; s <= per_writer; ++s) all.push_back(writes[w][s]);
-  std::vector<Span> by_start = all;
-  std::sort(by_start.begin(), by_start.end(),
-            [](const Span& a, const Span& b) { return a.start < b.start; });
-  std::vector<std::uint64_t> suffix_min_end(by_start.size() + 1, ~std::uint64_t{0});
-  for (std::size_t i = by_start.size(); i-- > 0;)
-    suffix_min_end[i] = std::min(suffix_min_end[i + 1], by_start[i].end);
-  std::uint64_t checked = 0, bad = 0;
-  for (const auto& rv : reads)
-    for (const Read& x : rv) {
-      ++checked;
-      if (x.v == ~Value{0}) {  // the key is never removed
-        ++bad;
-        continue;
-      }
-      const unsigned w = static_cast<unsigned>(x.v >> 32), s = static_cast<unsigned>(x.v);
-      if ((w == 0 && s != 0) || w > kWriters || s > per_writer) {
-        ++bad;
-        continue;
-      }
-      const Span sp = w == 0 ? Span{0, 0} : writes[w - 1][s];
-      if (sp.start > x.end) ++bad;  // returned a value written after the lookup ended
-      // a write that began after this one ended and itself ended before the lookup began
-      const auto it = std::upper_bound(by_start.begin(), by_start.end(), sp.end,
-                                       [](std::uint64_t t, const Span& a) { return t < a.start; });
-      if (suffix_min_end[static_cast<std::size_t>(it - by_start.begin())] < x.start) ++bad;
-    }
-  EXPECT_EQ(bad, 0u) << "of " << checked << " lookups";
-  EXPECT_GT(checked, 1000u);
-  std::printf("[%s linearizability] %llu lookups checked\n", std::string(TypeParam::kKind).c_str(),
-              static_cast<unsigned long long>(checked));
-}
-
 // A scan's visitor calls back into the tree (a lookup of the key it was given, and now and
 // then an update of it) while writers remove and re-insert keys, retiring nodes: the inner
 // lookup's pin must not end the scan's (epoch.h: Pin and NestablePin hold different words),
@@ -570,7 +482,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
 
 REGISTER_TYPED_TEST_SUITE_P(PmartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan,
                             RemovesInsertsAndUpsertsWhileReadersScan,
-                            ChurnOfRemovedAndReinsertedKeys, SingleKeyLookupsAreLinearizable,
+                            ChurnOfRemovedAndReinsertedKeys,
                             ScanVisitorsCallBackIntoTheTree, AScanSkipsAnEntryReusedUnderIt,
                             AScanSkipsAnEntryReusedBetweenItsLoads);
 
