@@ -68,12 +68,16 @@ std::string gen_case_name(const ::testing::TestParamInfo<GenCase>& info) {
 
 class ConformanceGen : public ::testing::TestWithParam<GenCase> {};
 
+//! The pool of the generator tests: a few thousand keys need a few MiB; every reopen copies
+//! the whole pool, so a larger one only costs time.
+constexpr std::uint64_t kGenPool = 16ull << 20;
+
 TEST_P(ConformanceGen, MatchesStdMapThroughEveryOperationReopenAndEmptying) {
   const auto& [ks, g] = GetParam();
   const std::size_t n = g == Gen::long_keys ? 600 : 3000;
   const std::uint64_t seed = 7;
   const auto keys = make_keys(g, n, seed);
-  DiffChecker d(factory_for(ks), 64ull << 20);
+  DiffChecker d(factory_for(ks), kGenPool);
   ASSERT_NO_FATAL_FAILURE(insert_update_remove_half(d, keys, seed));
   if (ks.persistent) {
     d.reopen();
@@ -119,7 +123,7 @@ TEST_P(ConformanceGen, RandomOperationMixWithReopen) {
   const auto& [ks, g] = GetParam();
   const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(g);
   const auto keys = make_keys(g, g == Gen::long_keys ? 200 : 400, seed);
-  DiffChecker d(factory_for(ks), 64ull << 20);
+  DiffChecker d(factory_for(ks), kGenPool);
   ASSERT_NO_FATAL_FAILURE(random_mix(d, keys, seed, 20'000, 5000, ks.persistent));
 }
 
@@ -149,7 +153,7 @@ TEST_P(ConformancePaper, RandomOrderWithRemovesReopenRemoveHalf) {
   const std::size_t n = paper_key_count();
   const std::uint64_t seed = 42;
   const auto ints = paper_keys(dist, n, seed);
-  DiffChecker d(factory_for(ks), std::max<std::uint64_t>(128ull << 20, n * 512));
+  DiffChecker d(factory_for(ks), std::max<std::uint64_t>(64ull << 20, n * 512));
   std::mt19937_64 rng(seed);
   std::vector<std::string> removed;
   for (std::size_t i = 0; i < ints.size(); ++i) {

@@ -1,5 +1,5 @@
 // Linearizability of one key, for every concurrent kind (registry entry `concurrent`) on the
-// shapes of its row in tests/conformance/kinds.h (kLinear), through the type-erased handle
+// shapes of its row in tests/conformance/kinds.h (kConc), through the type-erased handle
 // (which takes no lock for a concurrent kind). Writers upsert the key with unique values
 // and churn its neighbours (its node shifts, splits, merges and grows around it), readers
 // look it up. Each lookup must return a value some write began to store before the lookup
@@ -22,19 +22,6 @@
 
 namespace wort::test {
 namespace {
-
-//! Key j: pairs (2i, 2i+1) are base(i) (8 bytes) and base(i) + "+" (a key that extends
-//! another: a key block, an end-of-key slot); base(i) alternates a scattered and a
-//! clustered 8-byte key.
-std::string key_of(unsigned j) {
-  const std::uint64_t i = j / 2;
-  std::uint64_t x;
-  if (i % 2 == 0) x = (i * 0x9E3779B97F4A7C15ull) & 0xff0f000000ff00ffull;
-  else x = (i % 48) << 56 | (i / 48) << 4 | 0x3;
-  std::string k = u64_str(x);
-  if (j % 2 == 1) k += "+";
-  return k;
-}
 
 struct Span {
   std::uint64_t start, end;
@@ -98,8 +85,8 @@ TEST_P(Linearizability, SingleKeyLookupsAreLinearizable) {
   ASSERT_TRUE(ix.concurrent());
   // neighbours, so that the key sits among others that come and go
   for (unsigned i = 0; i < 60; ++i)
-    ASSERT_EQ(ix.insert(as_key(key_of(i)), conc_value_of(key_of(i))), Status::ok);
-  const std::string key = key_of(7);
+    ASSERT_EQ(ix.insert(as_key(paired_key(i)), conc_value_of(paired_key(i))), Status::ok);
+  const std::string key = paired_key(7);
   const unsigned per_writer = 3000 * kConcScale;
   std::atomic<std::uint64_t> clock{1};
   std::vector<std::vector<Span>> writes(kWriters, std::vector<Span>(per_writer + 1));
@@ -125,7 +112,7 @@ TEST_P(Linearizability, SingleKeyLookupsAreLinearizable) {
         writes[w][s].start = clock.fetch_add(1);
         (void)ix.upsert(as_key(key), Value{(std::uint64_t{w} + 1) << 32 | s});
         writes[w][s].end = clock.fetch_add(1);
-        const std::string nb = key_of(20 + (s % 40) * 2 + w);
+        const std::string nb = paired_key(20 + (s % 40) * 2 + w);
         if (s % 3 == 0) (void)ix.remove(as_key(nb));
         else (void)ix.upsert(as_key(nb), conc_value_of(nb));
       }
@@ -145,7 +132,7 @@ TEST_P(Linearizability, SingleKeyLookupsAreLinearizable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ConcurrentKinds, Linearizability,
-                         ::testing::ValuesIn(kind_shapes(kLinear, /*concurrent=*/true)),
+                         ::testing::ValuesIn(kind_shapes(kConc, /*concurrent=*/true)),
                          [](const auto& info) { return info.param.name(); });
 
 }  // namespace

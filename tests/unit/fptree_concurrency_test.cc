@@ -5,10 +5,11 @@
 // Each test runs on three shapes: leaves of 4 slots under inner nodes of 3 children (a split
 // or an unlink every few writes, inner nodes split and collapse all the time), the same in
 // leaf groups of 3, and the paper's concurrent sizes (leaf 64, inner 128). Every value is a
-// function of its key, so a reader can check whatever it sees (single-key linearizability
-// is the conformance suite's: tests/conformance/linearizability_concurrency_test.cc);
-// afterwards the tree is compared with a std::map, verified, and the allocator audited
-// (nothing leaked or freed twice once the epochs drain). FPTreeParallelSplits: a
+// function of its key, so a reader can check whatever it sees; afterwards the tree is
+// compared with a std::map, verified, and the allocator audited (nothing leaked or freed
+// twice once the epochs drain). The scenarios every concurrent kind shares (readers during
+// inserts, removes and churn, scan visitors calling back, single-key linearizability) run on
+// the same three shapes in the conformance suite (tests/conformance/, FPTree's row). FPTreeParallelSplits: a
 // split finishes while another one pauses inside its split (one split log each), and the
 // broken variant with serialised splits is caught.
 //
@@ -52,17 +53,7 @@ unsigned scale() {
 
 constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
-//! Key j: pairs (2i, 2i+1) are base(i) (8 bytes: inline) and base(i) + "+" (9 bytes: a
-//! key block); base(i) alternates a scattered and a clustered 8-byte key.
-std::string key_of(unsigned j) {
-  const std::uint64_t i = j / 2;
-  std::uint64_t x;
-  if (i % 2 == 0) x = (i * 0x9E3779B97F4A7C15ull) & 0xff0f000000ff00ffull;
-  else x = (i % 48) << 56 | (i / 48) << 4 | 0x3;
-  std::string k = u64_str(x);
-  if (j % 2 == 1) k += "+";
-  return k;
-}
+constexpr auto key_of = paired_key;  // support/keygen.h
 
 struct Shape {
   const char* name;
@@ -82,272 +73,7 @@ struct Fx : ConcFixture<FPTree> {
   explicit Fx(const Shape& s) : ConcFixture<FPTree>(options_of(s)) {}
 };
 
-struct Done {
-  explicit Done(unsigned n) : v(n) {}
-  std::vector<std::atomic<bool>> v;
-};
-
-//! A reader: lookups (a key whose insert completed before the lookup began must be found;
-//! a preloaded key must be found unless `removable`; a value found must be the key's),
-//! scans (ascending, at or above the start, the keys' values) and bounded ranges.
-void reader(FPTree& t, const std::atomic<bool>& stop, unsigned preloaded, unsigned universe,
-            bool removable, const Done* done, unsigned seed, std::atomic<std::uint64_t>& errors,
-            std::atomic<std::uint64_t>& ops) {
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
-  std::uint64_t n = 0;
-  while (!stop.load(std::memory_order_relaxed) || n < 200) {
-    ++n;
-    const unsigned i = static_cast<unsigned>(next() % universe);
-    const std::string k = key_of(i);
-    const bool inserted_before = done != nullptr && done->v[i].load(std::memory_order_acquire);
-    const auto got = t.lookup(as_key(k));
-    if (!got && ((i < preloaded && !removable) || inserted_before)) {
-      errors.fetch_add(1);
-      ADD_FAILURE() << "reader: key " << i << " inserted before the lookup began not found";
-    }
-    if (got && *got != value_of(k)) {
-      errors.fetch_add(1);
-      ADD_FAILURE() << "reader: key " << i << " has a foreign value";
-    }
-    if (n % 16 == 0) {
-      std::string prev;
-      bool first = true;
-      const std::size_t max = n % 64 == 0 ? 2000 : 100;
-      t.scan(as_key(k), max, [&](Key kk, Value v) {
-        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-        if ((!first && s <= prev) || s < k || v != value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan out of order, below its bound, or foreign value";
-        }
-        prev = std::move(s);
-        first = false;
-        return true;
-      });
-    }
-    if (n % 61 == 0) {
-      const std::string hi = key_of(static_cast<unsigned>(next() % universe));
-      std::string prev;
-      t.range(as_key(k), as_key(hi), [&](Key kk, Value v) {
-        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-        if (s < k || s >= hi || (!prev.empty() && s <= prev) || v != value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: range outside its bounds, out of order or foreign value";
-        }
-        prev = std::move(s);
-        return true;
-      });
-    }
-  }
-  ops.fetch_add(n);
-}
-
 class FPTreeConcurrency : public ::testing::TestWithParam<Shape> {};
-
-// Readers during leaf splits: three writers insert disjoint and overlapping keys (walked in
-// the same order, so they meet in the same leaves) while two readers look up, scan and
-// range; every key whose insert returned before a lookup began must be found.
-TEST_P(FPTreeConcurrency, InsertsDisjointAndOverlappingWhileReadersScan) {
-  Fx f(GetParam());
-  constexpr unsigned kWriters = 3, kReaders = 2;
-  const unsigned preloaded = 1000 * scale(), fresh = 4000 * scale();
-  const unsigned universe = preloaded + fresh;
-  std::map<std::string, Value> ref;
-  for (unsigned i = 0; i < preloaded; ++i) {
-    const std::string k = key_of(i);
-    ASSERT_EQ(f.tree->insert(as_key(k), value_of(k)), Status::ok);
-    ref.emplace(k, value_of(k));
-  }
-  Done done(universe);
-  std::atomic<bool> stop{false};
-  std::atomic<unsigned> ready{0};
-  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
-  std::vector<std::thread> th;
-  for (unsigned r = 0; r < kReaders; ++r)
-    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), preloaded, universe, false, &done,
-                    r + 1, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      ready.fetch_add(1);
-      while (ready.load() < kWriters) std::this_thread::yield();
-      // key j belongs to writer j % 4 if that is < 3, else to all of them (one insert wins)
-      for (unsigned j = 0; j < fresh; ++j) {
-        const unsigned owner = j % (kWriters + 1);
-        if (owner != w && owner != kWriters) continue;
-        const std::string k = key_of(preloaded + j);
-        const Status s = f.tree->insert(as_key(k), value_of(k));
-        if (s == Status::ok) done.v[preloaded + j].store(true, std::memory_order_release);
-        if (owner == w && s != Status::ok) errors.fetch_add(1);
-        if (owner == kWriters) {
-          if (s == Status::ok) shared_ok.fetch_add(1);
-          else if (s != Status::exists) errors.fetch_add(1);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
-  stop = true;
-  for (auto& t : th) t.join();
-  EXPECT_EQ(errors.load(), 0u);
-  EXPECT_EQ(shared_ok.load(), fresh / (kWriters + 1));
-  for (unsigned j = 0; j < fresh; ++j)
-    ref.emplace(key_of(preloaded + j), value_of(key_of(preloaded + j)));
-  if (GetParam().leaf == 4 || scale() >= 8) {  // (5000 keys fit under one node of 128)
-    EXPECT_GE(f.tree->stats().max_leaf_depth, 2u);  // inner nodes split too
-  }
-  f.check(ref);
-  std::printf("[fptree %s concurrency] %llu reader ops\n", GetParam().name,
-              static_cast<unsigned long long>(reads.load()));
-}
-
-// Writers remove most loaded keys (leaves empty and are unlinked, with their predecessor
-// locked), upsert and update the others and insert new ones, while readers look up, scan
-// and range.
-TEST_P(FPTreeConcurrency, RemovesInsertsAndUpsertsWhileReadersScan) {
-  Fx f(GetParam());
-  const unsigned n = 2500 * scale();
-  constexpr unsigned kWriters = 3;
-  for (unsigned i = 0; i < n; ++i)
-    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> errors{0}, reads{0};
-  std::vector<std::thread> th;
-  for (unsigned r = 0; r < 2; ++r)
-    th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), n, 2 * n, true, nullptr, 7u + r,
-                    std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned i = w; i < 2 * n; i += kWriters) {
-        const std::string k = key_of(i);
-        Status s;
-        if (i >= n) s = f.tree->insert(as_key(k), value_of(k));
-        else if (i % 4 != 3) s = f.tree->remove(as_key(k));
-        else if (i % 8 == 3) s = f.tree->upsert(as_key(k), value_of(k));
-        else s = f.tree->update(as_key(k), value_of(k));
-        if (s != Status::ok) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
-  stop = true;
-  for (auto& t : th) t.join();
-  EXPECT_EQ(errors.load(), 0u);
-  std::map<std::string, Value> ref;
-  for (unsigned i = 0; i < 2 * n; ++i)
-    if (i >= n || i % 4 == 3) ref.emplace(key_of(i), value_of(key_of(i)));
-  f.check(ref);
-}
-
-// Keys churned around readers: a set of keys is removed and inserted again over and over
-// (slots are freed and reused by other keys; tiny leaves empty, unlink and split again),
-// while readers must never see a foreign value and keys never touched must stay found.
-TEST_P(FPTreeConcurrency, ChurnOfRemovedAndReinsertedKeys) {
-  Fx f(GetParam());
-  const unsigned stable = 600, churn = 200, rounds = 20 * scale();
-  for (unsigned i = 0; i < stable + churn; ++i)
-    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> errors{0}, reads{0};
-  std::thread rd([&] {
-    std::uint64_t n = 0;
-    while (!stop.load(std::memory_order_relaxed) || n < 200) {
-      ++n;
-      const unsigned i = static_cast<unsigned>((n * 2654435761u) % (stable + churn));
-      const std::string k = key_of(i);
-      const auto got = f.tree->lookup(as_key(k));
-      if ((i < stable && !got) || (got && *got != value_of(k))) {
-        errors.fetch_add(1);
-        ADD_FAILURE() << "reader: key " << i << (got ? " foreign value" : " missing");
-      }
-      if (n % 8 == 0) {
-        std::string prev;
-        f.tree->scan(as_key(k), 50, [&](Key kk, Value v) {
-          std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-          if ((!prev.empty() && s <= prev) || v != value_of(s)) errors.fetch_add(1);
-          prev = std::move(s);
-          return true;
-        });
-      }
-    }
-    reads.fetch_add(n);
-  });
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < 2; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned r = 0; r < rounds; ++r)
-        for (unsigned i = stable + w; i < stable + churn; i += 2) {
-          const std::string k = key_of(i);
-          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
-          if (f.tree->insert(as_key(k), value_of(k)) != Status::ok) errors.fetch_add(1);
-        }
-    });
-  for (auto& w : writers) w.join();
-  stop = true;
-  rd.join();
-  EXPECT_EQ(errors.load(), 0u);
-  std::map<std::string, Value> ref;
-  for (unsigned i = 0; i < stable + churn; ++i) ref.emplace(key_of(i), value_of(key_of(i)));
-  f.check(ref);
-}
-
-// A scan's visitor calls back into the tree (a lookup, now and then an update) while
-// writers remove and re-insert keys, unlinking leaves and retiring inner nodes: the inner
-// lookup's pin must not end the scan's.
-TEST_P(FPTreeConcurrency, ScanVisitorsCallBackIntoTheTree) {
-  Fx f(GetParam());
-  const unsigned stable = 1500, churn = 600, rounds = 6 * scale();
-  for (unsigned i = 0; i < stable + churn; ++i)
-    ASSERT_EQ(f.tree->insert(as_key(key_of(i)), value_of(key_of(i))), Status::ok);
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> errors{0}, visited{0};
-  std::thread rd([&] {
-    std::uint64_t n = 0;
-    while (!stop.load(std::memory_order_relaxed) || n < 20) {
-      ++n;
-      std::string prev;
-      f.tree->scan(as_key(key_of(static_cast<unsigned>(n * 7919 % (stable + churn)))), 400,
-                   [&](Key kk, Value v) {
-                     std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-                     const auto again = f.tree->lookup(kk);
-                     if ((!prev.empty() && s <= prev) || v != value_of(s) ||
-                         (again && *again != value_of(s)))
-                       errors.fetch_add(1);
-                     if (visited.fetch_add(1) % 97 == 0) {
-                       const Status u = f.tree->update(kk, value_of(s));
-                       if (u != Status::ok && u != Status::not_found) errors.fetch_add(1);
-                     }
-                     prev = std::move(s);
-                     return true;
-                   });
-    }
-  });
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < 2; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned r = 0; r < rounds; ++r)
-        for (unsigned i = stable + w; i < stable + churn; i += 2) {
-          const std::string k = key_of(i);
-          if (f.tree->remove(as_key(k)) != Status::ok) errors.fetch_add(1);
-          if (f.tree->insert(as_key(k), value_of(k)) != Status::ok) errors.fetch_add(1);
-        }
-    });
-  for (auto& w : writers) w.join();
-  stop = true;
-  rd.join();
-  EXPECT_EQ(errors.load(), 0u);
-  EXPECT_GT(visited.load(), 0u);
-  std::map<std::string, Value> ref;
-  for (unsigned i = 0; i < stable + churn; ++i) ref.emplace(key_of(i), value_of(key_of(i)));
-  f.check(ref);
-}
 
 // Scans miss nothing that stays: stable keys (every 4th) among churn keys that two writers
 // insert and remove over and over (tiny leaves fill and split, leaves of churn keys only
@@ -412,33 +138,6 @@ TEST_P(FPTreeConcurrency, ScansReportEveryStableKey) {
   f.check(ref);
   std::printf("[fptree %s stable-key scans] %llu scans\n", GetParam().name,
               static_cast<unsigned long long>(scans.load()));
-}
-
-// Writers empty the whole tree and fill it again (the root goes away and the first leaf
-// is made again under the structure lock) while a reader looks up and scans.
-TEST_P(FPTreeConcurrency, DrainToEmptyAndRefill) {
-  Fx f(GetParam());
-  const unsigned n = 300, rounds = 10 * scale();
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> errors{0}, reads{0};
-  std::thread rd(reader, std::ref(*f.tree), std::cref(stop), 0u, n, true, nullptr, 3u,
-                 std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < 2; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned r = 0; r < rounds; ++r) {
-        for (unsigned i = w; i < n; i += 2)
-          if (f.tree->insert(as_key(key_of(i)), value_of(key_of(i))) != Status::ok)
-            errors.fetch_add(1);
-        for (unsigned i = w; i < n; i += 2)
-          if (f.tree->remove(as_key(key_of(i))) != Status::ok) errors.fetch_add(1);
-      }
-    });
-  for (auto& w : writers) w.join();
-  stop = true;
-  rd.join();
-  EXPECT_EQ(errors.load(), 0u);
-  f.check({});
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FPTreeConcurrency, ::testing::ValuesIn(kShapes),
