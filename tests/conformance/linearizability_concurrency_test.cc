@@ -70,6 +70,32 @@ std::uint64_t unexplained(const std::vector<std::vector<Span>>& writes,
   return bad;
 }
 
+// The check itself, on a made-up history: it must refuse a value overwritten before the
+// lookup began, a value written after the lookup ended, and a value never written.
+TEST(LinearizabilityCheck, RefusesStaleFutureAndUnknownValues) {
+  const unsigned per_writer = 2;
+  std::vector<std::vector<Span>> writes(kWriters, std::vector<Span>(per_writer + 1));
+  writes[0][1] = {10, 11};
+  writes[0][2] = {20, 21};
+  writes[1][1] = {100, 101};
+  writes[1][2] = {102, 103};
+  const auto v = [](std::uint64_t w, std::uint64_t s) { return Value{(w + 1) << 32 | s}; };
+  std::vector<std::vector<Read>> reads(kReaders);
+  reads[0] = {{15, 16, v(0, 1)},   // fine: write 1 done, write 2 not begun
+              {2, 3, Value{0}},    // fine: the preloaded value before any write
+              {19, 22, v(0, 2)}};  // fine: overlaps write 2
+  std::uint64_t checked = 0;
+  EXPECT_EQ(unexplained(writes, reads, per_writer, checked), 0u);
+  reads[1] = {{30, 31, v(0, 1)},   // stale: write 2 ended before the lookup began
+              {30, 31, Value{0}},  // stale: the preloaded value was overwritten
+              {5, 6, v(0, 2)},     // from the future: write 2 began after the lookup ended
+              {30, 31, v(0, 7)},   // never written
+              {30, 31, ~Value{0}}};  // the key missing
+  checked = 0;
+  EXPECT_EQ(unexplained(writes, reads, per_writer, checked), 5u);
+  EXPECT_EQ(checked, 8u);
+}
+
 class Linearizability : public ::testing::TestWithParam<KindShape> {};
 
 TEST_P(Linearizability, SingleKeyLookupsAreLinearizable) {
