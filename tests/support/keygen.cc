@@ -10,6 +10,16 @@ std::string u64_str(std::uint64_t k) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
+std::string paired_key(unsigned j) {
+  const std::uint64_t i = j / 2;
+  std::uint64_t x;
+  if (i % 2 == 0) x = (i * 0x9E3779B97F4A7C15ull) & 0xff0f000000ff00ffull;
+  else x = (i % 48) << 56 | (i / 48) << 4 | 0x3;
+  std::string k = u64_str(x);
+  if (j % 2 == 1) k += "+";
+  return k;
+}
+
 std::string_view to_string(Dist d) {
   switch (d) {
     case Dist::dense: return "dense";

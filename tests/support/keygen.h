@@ -39,6 +39,12 @@ inline constexpr Gen kAllGens[] = {Gen::sequential,   Gen::reverse,       Gen::r
                                    Gen::shared_prefix, Gen::long_keys,     Gen::prefix_chains,
                                    Gen::random_bytes};
 
+//! Key j of the concurrency tests: pairs (2i, 2i+1) are base(i) (8 bytes) and base(i) + "+"
+//! (a key that extends another: a key block, an end-of-key slot); base(i) alternates a
+//! scattered 8-byte key (wide nodes near the root) and a clustered one (long compressed
+//! paths, prefix splits, small nodes below).
+std::string paired_key(unsigned j);
+
 //! n distinct keys from generator g (order as the generator produces them).
 std::vector<std::string> make_keys(Gen g, std::size_t n, std::uint64_t seed);
 

@@ -32,14 +32,6 @@
 
 namespace wort::test {
 
-template <>
-struct ConcNodeGrowth<WortTree> {
-  static void expect(const IndexStats& st) {
-    ASSERT_EQ(st.nodes.count("node" + std::to_string(wort_index::kFanout)), 1u);
-    EXPECT_GE(st.nodes.at("node" + std::to_string(wort_index::kFanout)), 100u);
-  }
-};
-
 INSTANTIATE_TYPED_TEST_SUITE_P(wort, PmartConcurrency, ::testing::Types<WortTree>);
 
 namespace {

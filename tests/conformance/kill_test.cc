@@ -1,9 +1,10 @@
-// kill -9 of a process with several writer threads, for the concurrent FPTree (README
-// "Concurrency"; the same test as pmart_threads_kill_test.cc, on two node shapes: the
-// default sizes, and leaves of 4 under inner nodes of 3 so that splits under the one
-// micro-log, unlinks with the previous leaf locked and inner-node changes happen all the
-// time when the kill comes; leaf lock words then read as held by a dead writer of an older
-// generation, which open() must take as free): a forked child creates a file pool and runs kWriters threads, each
+// kill -9 of a process with several writer threads, for every concurrent kind (registry
+// entry `concurrent`) on the shapes of its row in tests/conformance/kinds.h (kKill: for
+// FPTree also leaves of 4 under inner nodes of 3, alone and in groups of 3, so that splits
+// under the one micro-log, unlinks with the previous leaf locked and inner-node changes
+// happen all the time when the kill comes; leaf lock words then read as held by a dead
+// writer of an older generation, which open() must take as free). A forked child creates a
+// file pool and runs kWriters threads, each
 // applying its own deterministic stream of upserts and removes over its own keys (key i
 // belongs to thread i % kWriters) while a reader thread looks up and scans, and
 // acknowledging every completed operation through one pipe as (thread, operation number)
@@ -12,7 +13,9 @@
 // every key holds what its thread's acknowledged prefix left there, except each thread's
 // one in-flight key, which holds either the value before or the value after that operation;
 // then verify(), the allocator audit (blocks retired to the epochs and not yet freed when
-// the process died are unreachable, so the trace frees them), and one more insert.
+// the process died are unreachable, so the trace frees them), one more insert, and one
+// more write of every key (a lock a dead writer held must read as free, or this hangs).
+// The same with one writer (tests/support/kill_reopen.h) runs for every persistent kind.
 // Not a *_concurrency_test: the TSan build does not fork children that it then kills.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -31,7 +34,8 @@
 
 #include "pm/allocator.h"
 #include "support/keygen.h"
-#include "index/fptree/fptree_tree.h"
+#include "support/kill_reopen.h"
+#include "conformance/kinds.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -61,17 +65,16 @@ struct Ack {
 };
 static_assert(sizeof(Ack) <= PIPE_BUF);
 
-template <class Tree>
-[[noreturn]] void child_run(const std::vector<std::string>& keys, const std::string& path,
-                            int fd, const IndexOptions& opts) {
+[[noreturn]] void child_run(const KindShape& ks, const std::vector<std::string>& keys,
+                            const std::string& path, int fd) {
   PoolOptions o;
   o.size = 128ull << 20;
-  o.kind = std::string(Tree::kKind);
+  o.kind = ks.kind;
   auto pool = Pool::create(path, o);
   if (!pool) _exit(2);
-  auto tree = Tree::create(**pool, opts);
+  auto tree = registry::find(ks.kind)->create(**pool, ks.options());
   if (!tree) _exit(3);
-  Tree& t = **tree;
+  Index& t = **tree;
   std::vector<std::thread> th;
   for (unsigned w = 0; w < kWriters; ++w)
     th.emplace_back([&, w] {
@@ -95,10 +98,9 @@ template <class Tree>
 
 //! Forks the child, reads acknowledgements until kKillAfter, SIGKILLs it, drains the pipe.
 //! Returns per thread the number of acknowledged operations (empty on failure).
-template <class Tree>
-std::vector<std::uint64_t> run_child_and_kill(const std::vector<std::string>& keys,
-                                              const std::string& path,
-                                              const IndexOptions& opts) {
+std::vector<std::uint64_t> run_child_and_kill(const KindShape& ks,
+                                              const std::vector<std::string>& keys,
+                                              const std::string& path) {
   int fds[2];
   if (pipe(fds) != 0) {
     ADD_FAILURE() << "pipe failed";
@@ -111,7 +113,7 @@ std::vector<std::uint64_t> run_child_and_kill(const std::vector<std::string>& ke
   }
   if (pid == 0) {
     close(fds[0]);
-    child_run<Tree>(keys, path, fds[1], opts);
+    child_run(ks, keys, path, fds[1]);
   }
   close(fds[1]);
   std::vector<std::uint64_t> acked(kWriters, 0);
@@ -137,8 +139,8 @@ std::vector<std::uint64_t> run_child_and_kill(const std::vector<std::string>& ke
   return acked;
 }
 
-template <class Tree>
-void reopen_and_check(const std::vector<std::string>& keys, const std::string& path,
+void reopen_and_check(const KindShape& ks, const std::vector<std::string>& keys,
+                      const std::string& path,
                       const std::vector<std::uint64_t>& acked) {
   std::map<std::size_t, Value> expect;
   std::map<std::size_t, std::optional<Value>> in_flight;  // key -> its value after the op
@@ -151,9 +153,9 @@ void reopen_and_check(const std::vector<std::string>& keys, const std::string& p
     const ThreadOp next = op_of(t, acked[t]);
     in_flight[next.key] = next.remove ? std::nullopt : std::optional<Value>(next.value);
   }
-  auto pool = Pool::open(path, std::string(Tree::kKind));
+  auto pool = Pool::open(path, ks.kind);
   ASSERT_TRUE(pool) << pool.error().message;
-  auto tree = Tree::open(**pool);
+  auto tree = registry::find(ks.kind)->open(**pool);
   ASSERT_TRUE(tree) << tree.error().message;
   std::size_t present = 0;
   for (std::size_t k = 0; k < keys.size(); ++k) {
@@ -181,39 +183,55 @@ void reopen_and_check(const std::vector<std::string>& keys, const std::string& p
   EXPECT_TRUE((*tree)->verify().ok());
 }
 
-struct Shape {
-  const char* name;
-  std::uint64_t leaf, fanout;
-  std::uint64_t group = 0;  //!< leaves per leaf group (0: none)
-};
+class ThreadsKill : public ::testing::TestWithParam<KindShape> {};
 
-class FPTreeThreadsKill : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(FPTreeThreadsKill, AcknowledgedWritesOfEveryWriterThreadSurviveKill9) {
-  using Tree = FPTree;
-  IndexOptions opts;
-  opts.words = {GetParam().leaf, GetParam().fanout, 0, GetParam().group};
+TEST_P(ThreadsKill, AcknowledgedWritesOfEveryWriterThreadSurviveKill9) {
+  const KindShape& ks = GetParam();
   const auto keys = make_keys(Gen::random_bytes, kKeys, 23);
   const auto dir = std::filesystem::temp_directory_path() /
-                   (std::string("fptree_threads_kill_") + GetParam().name + "_" +
-                    std::to_string(::getpid()));
+                   (ks.name() + "_threads_kill_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "pool").string();
-  const auto acked = run_child_and_kill<Tree>(keys, path, opts);
+  const auto acked = run_child_and_kill(ks, keys, path);
   if (!acked.empty()) {
-    std::printf("[fptree %s threads kill] acknowledged per writer:", GetParam().name);
+    std::printf("[%s threads kill] acknowledged per writer:", ks.name().c_str());
     for (auto a : acked) std::printf(" %llu", static_cast<unsigned long long>(a));
     std::printf("\n");
     for (auto a : acked) EXPECT_GT(a, 0u) << "a writer never ran";
-    reopen_and_check<Tree>(keys, path, acked);
+    reopen_and_check(ks, keys, path, acked);
   }
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, FPTreeThreadsKill,
-                         ::testing::Values(Shape{"default", 0, 0}, Shape{"tiny", 4, 3},
-                                           Shape{"tinyGroups", 4, 3, 3}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(ConcurrentKinds, ThreadsKill,
+                         ::testing::ValuesIn(kind_shapes(kKill, /*concurrent=*/true)),
+                         [](const auto& info) { return info.param.name(); });
+
+// One writer process, upserts and removes through a file pool, for every persistent kind.
+class Kill : public ::testing::TestWithParam<KindShape> {};
+
+TEST_P(Kill, AcknowledgedWritesSurviveKill9) {
+  const KindShape& ks = GetParam();
+  const registry::Entry* e = registry::find(ks.kind);
+  const IndexOptions o = ks.options();
+  KillReopenSpec spec;
+  spec.tree = crashsim::Factory{ks.kind, [e, o](Pool& p) { return e->create(p, o); },
+                                [e](Pool& p) { return e->open(p); }};
+  spec.keys = make_keys(Gen::random_bytes, 4000, 5);
+  spec.stream = random_upserts_and_removes(spec.keys.size());
+  spec.kill_after = 6000;
+  kill_and_reopen(spec);
+}
+
+std::vector<KindShape> persistent_defaults() {
+  std::vector<KindShape> out;
+  for (const registry::Entry* e : registry::all())
+    if (e->persistent) out.push_back({e->name, traits_of(e->name).shapes.front(), true});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(PersistentKinds, Kill, ::testing::ValuesIn(persistent_defaults()),
+                         [](const auto& info) { return info.param.kind; });
 
 }  // namespace
 }  // namespace wort::test
