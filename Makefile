@@ -64,7 +64,7 @@ test: test-release test-asan test-tsan
 
 soak: build
 	@cd $(BUILD) && WORT_TEST_SCALE=full ctest -j $(JOBS) --output-on-failure --timeout 3600 \
-	  -R 'PaperSets/|Dists/'
+	  -R 'PaperSets/'
 	@cd $(BUILD) && WORT_FUZZ_TRIALS=300 ./kit_damaged_pool_test
 
 mutate: deps
