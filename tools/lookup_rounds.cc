@@ -6,7 +6,7 @@
 // `wort bench` runs one case after another: its "vs art" column divides two phases that
 // ran a minute apart, and on a shared VM whose speed moves by tens of percent within a run
 // that ratio moved a lot between runs of one build (ART+CoW Clustered lookups: 1.12, 1.84
-// and 0.96x `art` in three; docs/RESULTS.md, "Session 16"). Here a round builds a fresh
+// and 0.96x `art` in three; docs/experiments/2026-11-28-lookup-rounds.md). Here a round builds a fresh
 // tree of every index on the same keys (each in its own pool, pages mapped before it
 // starts, as `wort bench` does; the volatile `art` keeps its nodes in a malloc'd arena,
 // whose pages fault in during its inserts, as in `wort bench`), times the
