@@ -5,6 +5,7 @@
 // emptied tree is a null head. After a reopen the bulk-built inner nodes have the height
 // ceil(log_fanout(leaves)). Also the DRAM InnerTree on its own (routing, previous_leaf).
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <map>
 #include <sstream>
@@ -208,6 +209,61 @@ TEST(FPTreeInner, RoutesAndFindsPreviousLeaf) {
   ASSERT_TRUE(t.for_each_leaf([&](std::uint64_t l, const std::string*, const std::string*) { order.push_back(l); }));
   ASSERT_EQ(order.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(order[i], 64 * (i + 1));
+}
+
+
+// key_head is the first 8 bytes, big-endian, zero-padded, for every length (0..12 here).
+TEST(FPTreeInner, KeyHeadIsTheFirstEightBytesBigEndian) {
+  std::string k;
+  for (std::size_t len = 0; len <= 12; ++len) {
+    std::uint64_t want = 0;
+    for (std::size_t i = 0; i < 8; ++i)
+      want = (want << 8) | (i < len ? static_cast<std::uint8_t>(0xf0 + i) : 0u);
+    EXPECT_EQ(fptree_index::key_head(as_key(k)), want) << len;
+    k.push_back(static_cast<char>(0xf0 + len));
+  }
+}
+
+// One wide leaf-level node (fanout 4096): the branch-free search over the heads, and the
+// string comparison among separators that share a head (prefixes, embedded and trailing
+// zeros, 8-byte keys equal to a separator), route each key as std::upper_bound over the
+// separators does (child i covers [sep[i-1], sep[i])).
+TEST(FPTreeInner, WideNodeRoutesAsUpperBound) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {
+    std::string b(8, '\0');
+    for (int j = 0; j < 8; ++j) b[j] = static_cast<char>((i * 37 + j * 11) % 7 == 0 ? 0 : 'a' + (i * 13 + j) % 5);
+    keys.push_back(b.substr(0, static_cast<std::size_t>(i % 12)));
+    keys.push_back(b + std::string(static_cast<std::size_t>(i % 3), static_cast<char>(i % 2 ? 0 : 'z')));
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{17}, keys.size()}) {
+    InnerTree t(4096);
+    std::vector<std::pair<std::uint64_t, std::string>> leaves;
+    for (std::size_t i = 0; i < count; ++i) leaves.emplace_back(64 * (i + 1), keys[i * keys.size() / count]);
+    const std::vector<std::pair<std::uint64_t, std::string>> built = leaves;
+    t.build(leaves);
+    ASSERT_EQ(t.height(), 1u);
+    std::vector<std::string> probes = keys;
+    for (const std::string& k : keys) {
+      probes.push_back(k + std::string(1, '\0'));
+      if (!k.empty()) probes.push_back(k.substr(0, k.size() - 1));
+    }
+    for (const std::string& k : probes) {
+      // leaf 0 also takes keys below its (unused) first key
+      std::size_t want = 0;
+      for (std::size_t i = 1; i < count; ++i)
+        if (built[i].second <= k) want = i;
+      InnerTree::Path p;
+      EXPECT_EQ(t.find(as_key(k), &p), built[want].first) << count << " " << k.size();
+      std::uint64_t leaf = 0, v = 0;
+      const InnerTree::Node* n = nullptr;
+      ASSERT_TRUE(t.find_optimistic(as_key(k), &leaf, &n, &v));
+      EXPECT_EQ(leaf, built[want].first);
+      EXPECT_TRUE(InnerTree::validate(n, v));
+    }
+  }
 }
 
 }  // namespace

@@ -14,9 +14,6 @@ namespace {
 
 using Node = InnerTree::Node;
 
-//! First 8 bytes of k as a big-endian integer, zero-padded. If head(a) < head(b) then
-//! a < b in byte-string order (the first differing byte decides, and a zero pad in a
-//! against a real byte in b means a is a prefix of b); equal heads decide nothing.
 //! Moves `count` words of a node array from a[src..] to a[dst..], |dst - src| == 1 (a
 //! shift by one slot), inside the node's writer section (begin_write .. end_write). A
 //! reader racing it reads each word whole — 8-byte aligned, written by one store, plain or
@@ -82,58 +79,7 @@ void slide(std::atomic<T>* a, std::size_t dst, std::size_t src, std::size_t coun
 #endif
 }
 
-std::uint64_t head(std::string_view k) noexcept {
-  std::uint64_t h = 0;
-  for (std::size_t i = 0; i < 8; ++i)
-    h = (h << 8) | (i < k.size() ? static_cast<std::uint8_t>(k[i]) : 0u);
-  return h;
-}
-
-//! Child index whose range holds k: the number of separators <= k. Safe on a node a writer
-//! is changing (the reader validates afterwards): the count is clamped to the capacity and
-//! a separator slot not written yet (null) ends the search.
-std::size_t route(const Node& n, Key k) noexcept {
-  const std::string_view kv = as_string(k);
-  const std::uint64_t kh = head(kv);
-  std::size_t cnt = n.count();
-  if (cnt == 0) return 0;
-  if (cnt > n.cap) cnt = n.cap;
-  // The arrays' addresses never change: hoisted, so the atomic loads in the loop do not
-  // make the compiler reload them each round.
-  const std::atomic<std::uint64_t>* heads = n.heads.get();
-  const std::atomic<const std::string*>* keys = n.keys.get();
-  std::size_t lo = 0, hi = cnt - 1;
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    const std::uint64_t h = heads[mid].load(std::memory_order_relaxed);
-    bool less;
-    if (kh != h) {
-      less = kh < h;
-    } else {
-      const std::string* s = keys[mid].load(std::memory_order_acquire);
-      if (s == nullptr) return lo;  // torn by a writer: the validation fails
-      less = kv < std::string_view(*s);
-    }
-    if (less)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
-//! The version of n once no writer is inside it; false if n is obsolete (out of the tree).
-bool read_version(const Node* n, std::uint64_t* v) noexcept {
-  for (;;) {
-    const std::uint64_t x = n->version.load(std::memory_order_acquire);
-    if ((x & InnerTree::kObsolete) != 0) return false;
-    if ((x & InnerTree::kWriting) == 0) {
-      *v = x;
-      return true;
-    }
-    __builtin_ia32_pause();
-  }
-}
+std::uint64_t head(const std::string& s) noexcept { return key_head(as_key(s)); }
 
 }  // namespace
 
@@ -239,38 +185,24 @@ void InnerTree::build(std::vector<std::pair<std::uint64_t, std::string>> leaves)
   root_.store(level.front().first, std::memory_order_release);
 }
 
-bool InnerTree::find_optimistic(Key k, std::uint64_t* leaf, const Node** node,
-                                std::uint64_t* v) const {
-restart:
-  const Node* n = root_.load(std::memory_order_acquire);
-  if (n == nullptr) return false;
-  std::uint64_t nv;
-  // A root that was replaced (grown or collapsed) is rewritten before the swap: check the
-  // root pointer after the version (optimistic lock coupling's root check).
-  if (!read_version(n, &nv) || root_.load(std::memory_order_acquire) != n) goto restart;
-  for (;;) {
-    const std::size_t i = route(*n, k);
-    const std::uint64_t c = n->kids[i].load(std::memory_order_acquire);
-    if (n->leaf_level) {
-      *leaf = c;
-      *node = n;
-      *v = nv;
-      return true;
-    }
-    if (!validate(n, nv)) goto restart;  // c is a child of n as n was at nv
-    const Node* ch = reinterpret_cast<const Node*>(c);
-    std::uint64_t cv;
-    if (!read_version(ch, &cv) || !validate(n, nv)) goto restart;
-    n = ch;
-    nv = cv;
+std::size_t InnerTree::route_ties(const Node& n, std::size_t lo, std::size_t seps, Key k,
+                                  std::uint64_t kh) noexcept {
+  const std::string_view kv = as_string(k);
+  const std::atomic<const std::string*>* keys = n.keys.get();
+  for (; lo < seps && n.heads[lo].load(std::memory_order_relaxed) == kh; ++lo) {
+    const std::string* s = keys[lo].load(std::memory_order_acquire);
+    if (s == nullptr) return lo;  // torn by a writer: the validation fails
+    if (kv < std::string_view(*s)) return lo;
   }
+  return lo;
 }
 
 std::uint64_t InnerTree::find(Key k, Path* path) const {
   path->clear();
+  const std::uint64_t kh = key_head(k);
   Node* n = root_.load(std::memory_order_acquire);
   for (;;) {
-    const std::size_t i = route(*n, k);
+    const std::size_t i = route(*n, k, kh);
     path->emplace_back(n, i);
     if (n->leaf_level) return n->leaf(i);
     n = n->kid(i);

@@ -32,8 +32,10 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,6 +58,24 @@ inline void seq_release_fence() noexcept {
 #if !defined(__SANITIZE_THREAD__)
   std::atomic_thread_fence(std::memory_order_release);
 #endif
+}
+
+//! First 8 bytes of k as a big-endian integer, zero-padded. If key_head(a) < key_head(b)
+//! then a < b in byte-string order (the first differing byte decides, and a zero pad in a
+//! against a real byte in b means a is a prefix of b); equal heads decide nothing. One load
+//! and a byte swap for a key of 8 bytes or more.
+inline std::uint64_t key_head(Key k) noexcept {
+  std::uint64_t w = 0;
+  if (k.size() >= 8) {
+    std::memcpy(&w, k.data(), 8);
+  } else {
+    for (std::size_t i = 0; i < k.size(); ++i)
+      w |= std::uint64_t{static_cast<std::uint8_t>(k[i])} << (8 * i);  // memory order
+  }
+  if constexpr (std::endian::native == std::endian::little)
+    return __builtin_bswap64(w);
+  else
+    return k.size() >= 8 ? w : __builtin_bswap64(w);  // the loop built little-endian
 }
 
 class InnerTree {
@@ -118,7 +138,14 @@ class InnerTree {
   //! Optimistic descent for `k`: the leaf, and the leaf-level node and its version, which
   //! the caller validates after it has read the leaf's own version (lock coupling into the
   //! leaf). Returns false if the tree is empty. Restarts internally on a failed validation.
+  //! Inline (below): it is most of a lookup.
   bool find_optimistic(Key k, std::uint64_t* leaf, const Node** node, std::uint64_t* v) const;
+  //! Child index of n whose range holds k (kh = key_head(k)): the number of separators
+  //! <= k. Safe on a node a writer is changing (the reader validates afterwards): the count
+  //! is clamped to the capacity and a separator slot not written yet (null) ends the search.
+  static std::size_t route(const Node& n, Key k, std::uint64_t kh) noexcept;
+  //! The version of n once no writer is inside it; false if n is obsolete (out of the tree).
+  static bool read_version(const Node* n, std::uint64_t* v) noexcept;
   //! True if n still has version v (after an acquire fence: the reads before it are done).
   static bool validate(const Node* n, std::uint64_t v) noexcept {
     seq_acquire_fence();
@@ -146,6 +173,10 @@ class InnerTree {
   std::uint64_t dram_bytes() const noexcept;
 
  private:
+  //! route's rare case: separators from `lo` share k's head; their strings decide.
+  [[gnu::noinline]] static std::size_t route_ties(const Node& n, std::size_t lo,
+                                                  std::size_t seps, Key k,
+                                                  std::uint64_t kh) noexcept;
   Node* new_node(bool leaf) const { return new Node(leaf, fanout_ + 1); }
   static void begin_write(Node* n) noexcept;
   static void end_write(Node* n) noexcept;
@@ -163,5 +194,68 @@ class InnerTree {
   RetireFn retire_ = nullptr;
   void* retire_ctx_ = nullptr;
 };
+
+// Branch-free lower bound over the heads (the number of separators whose head is below
+// kh: each of those is below k), then the separators whose head equals kh, if any, by
+// their strings (route_ties). Heads ascend (key_head is monotone in key order); a torn
+// read while a writer shifts them only yields another index below the count.
+inline std::size_t InnerTree::route(const Node& n, Key k, std::uint64_t kh) noexcept {
+  std::size_t cnt = n.count();
+  if (cnt > n.cap) cnt = n.cap;
+  if (cnt <= 1) return 0;
+  const std::size_t seps = cnt - 1;
+  const std::atomic<std::uint64_t>* heads = n.heads.get();
+  std::size_t base = 0, len = seps;
+  while (len > 1) {
+    const std::size_t half = len / 2;
+    base = heads[base + half].load(std::memory_order_relaxed) < kh ? base + half : base;
+    len -= half;
+  }
+  const std::uint64_t h = heads[base].load(std::memory_order_relaxed);
+  const std::size_t lo = base + (h < kh ? 1 : 0);
+  if (lo == seps || heads[lo].load(std::memory_order_relaxed) != kh) [[likely]]
+    return lo;
+  return route_ties(n, lo, seps, k, kh);
+}
+
+inline bool InnerTree::read_version(const Node* n, std::uint64_t* v) noexcept {
+  for (;;) {
+    const std::uint64_t x = n->version.load(std::memory_order_acquire);
+    if ((x & kObsolete) != 0) return false;
+    if ((x & kWriting) == 0) [[likely]] {
+      *v = x;
+      return true;
+    }
+    __builtin_ia32_pause();
+  }
+}
+
+inline bool InnerTree::find_optimistic(Key k, std::uint64_t* leaf, const Node** node,
+                                       std::uint64_t* v) const {
+  const std::uint64_t kh = key_head(k);
+restart:
+  const Node* n = root_.load(std::memory_order_acquire);
+  if (n == nullptr) return false;
+  std::uint64_t nv;
+  // A root that was replaced (grown or collapsed) is rewritten before the swap: check the
+  // root pointer after the version (optimistic lock coupling's root check).
+  if (!read_version(n, &nv) || root_.load(std::memory_order_acquire) != n) goto restart;
+  for (;;) {
+    const std::size_t i = route(*n, k, kh);
+    const std::uint64_t c = n->kids[i].load(std::memory_order_acquire);
+    if (n->leaf_level) {
+      *leaf = c;
+      *node = n;
+      *v = nv;
+      return true;
+    }
+    if (!validate(n, nv)) goto restart;  // c is a child of n as n was at nv
+    const Node* ch = reinterpret_cast<const Node*>(c);
+    std::uint64_t cv;
+    if (!read_version(ch, &cv) || !validate(n, nv)) goto restart;
+    n = ch;
+    nv = cv;
+  }
+}
 
 }  // namespace wort::fptree_index

@@ -110,20 +110,22 @@ class LeafRef {
 
 inline std::uint64_t LeafRef::fingerprint_hits(std::uint8_t fp) const noexcept {
   const std::uint8_t* f = fingerprints();
-  const std::uint32_t c = g_->capacity;
   std::uint64_t hits = 0;
 #if defined(__SSE2__)
-  // Whole 16-byte groups read at most C' + 8 bytes past the fingerprints: inside the leaf
-  // (next, inline_map, lock follow); the bits past C are masked off below.
+  // Always four 16-byte groups, unrolled (no loop on the capacity): 64 bytes from the first
+  // fingerprint end at leaf byte 72, inside every leaf (the smallest is 80 bytes); the bits
+  // past C are masked off below, and a reader racing a writer validates afterwards.
+  static_assert(LeafGeometry::kFingerprintOff + kMaxLeafCapacity <=
+                LeafGeometry::of(kMinLeafCapacity).bytes);
   const __m128i want = _mm_set1_epi8(static_cast<char>(fp));
-  for (std::uint32_t i = 0; i < c; i += 16) {
+  const auto group = [&](int i) noexcept {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + i));
-    hits |= static_cast<std::uint64_t>(
-                static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, want))))
-            << i;
-  }
+    return static_cast<std::uint64_t>(
+        static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, want))));
+  };
+  hits = group(0) | group(16) << 16 | group(32) << 32 | group(48) << 48;
 #else
-  for (std::uint32_t i = 0; i < c; ++i) hits |= std::uint64_t{f[i] == fp} << i;
+  for (std::uint32_t i = 0; i < g_->capacity; ++i) hits |= std::uint64_t{f[i] == fp} << i;
 #endif
   return hits & g_->mask();
 }

@@ -41,20 +41,13 @@ using namespace fptree_index;
 
 namespace {
 
-//! A slot and its key's first 8 bytes, big-endian, zero-padded: ordering by the head orders
+//! A slot and its key's key_head (fptree_inner.h): ordering by the head orders
 //! by key wherever heads differ (a shorter key pads with zeros, below any longer key that
 //! shares its bytes); equal heads fall back to compare_keys.
 struct HeadSlot {
   std::uint64_t head;
   int slot;
 };
-
-std::uint64_t key_head(Key k) noexcept {
-  std::uint64_t h = 0;
-  for (std::size_t i = 0; i < 8; ++i)
-    h = (h << 8) | (i < k.size() ? static_cast<std::uint8_t>(k[i]) : 0u);
-  return h;
-}
 
 }  // namespace
 

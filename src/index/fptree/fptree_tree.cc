@@ -95,7 +95,7 @@ std::uint64_t FPTree::leaf_version_wait(std::uint64_t off) const noexcept {
   }
 }
 
-bool FPTree::reader_leaf(Key k, std::uint64_t* off, std::uint64_t* v) const {
+inline bool FPTree::reader_leaf(Key k, std::uint64_t* off, std::uint64_t* v) const {
   for (;;) {
     const InnerTree::Node* n;
     std::uint64_t nv;
