@@ -21,9 +21,10 @@
 // Eviction runs on a small pool filled by a session that answers out of memory: a set of the
 // size it is full of (CLOCK victims, unlinked then freed, a victim's block reused) and a set
 // of a new size (a whole apart chunk evacuated, its items evicted, its last free a durable
-// free span, carved for the new class). A key an eviction step does not name reads, at a
-// crash point inside the step, as before or after the step on its own, whole (its own
-// value, flags, exptime and cas) or gone; the audit after recovery finds no leaked block.
+// free span, carved for the new class; or, when the set replaces an item of that chunk, a
+// free span after the set's commit). At a crash point inside an eviction step every key
+// reads, on its own, as before or after the step: whole (its own value, flags, exptime and
+// cas) or gone, never with another item's bytes; the audit after recovery finds no leak.
 // tools/mutations/server.txt is the catalogue `make mutate` runs against this file.
 #include <gtest/gtest.h>
 
@@ -241,7 +242,7 @@ struct Ctx {
       pending_flush = at;
     }
   }
-  //! A set that must evict: afterwards every key the index no longer names is gone from
+  //! A set that evicts: afterwards every key the index no longer names is gone from
   //! the model (an index lookup: no pool write, no access bit). `chunk`: the set is of a new
   //! size class, so the items of a whole chunk are evicted (evict_chunk, an evacuation), not
   //! CLOCK victims of the set's own class; its item lands in the evacuated chunk's space.
