@@ -378,11 +378,15 @@ def fig_mix(data, out, written):
     runs = [(c, phase(c, "run")) for c in data.cases if phase(c, "run")]
     if not runs:
         return
-    fig, ax = plt.subplots(figsize=(9, 4.4))
+    one_dist = len({c["dist"] for c, _ in runs}) == 1
+    groups_n = sum(len(p["latency_ns"]) for _, p in runs)
+    # ~0.75 inch a group: each tick label ("fastfair" over "update") fits under its bars.
+    fig, ax = plt.subplots(figsize=(max(9, 0.75 * groups_n), 4.4))
     labels, groups = [], []
     for c, p in runs:
         for op, lat in p["latency_ns"].items():
-            labels.append(f"{c['index']}/{c['dist']}\n{op}")
+            name = c["index"] if one_dist else f"{c['index']}/{c['dist']}"
+            labels.append(f"{name}\n{op}")
             groups.append([lat.get(k) for k in ("p50", "p90", "p99", "p99_9")])
     width = 0.2
     for k, name in enumerate(("p50", "p90", "p99", "p99.9")):
@@ -393,8 +397,9 @@ def fig_mix(data, out, written):
     ax.set_yscale("log")
     ax.set_ylabel("latency (ns, sampled, wall clock)")
     legend_outside(ax)
-    ax.set_title(f"Latency percentiles, workload {data.doc['options']['workload']}\n{subtitle(data.doc)}",
-                 fontsize=9)
+    dist = f" on {DIST_LABEL.get(runs[0][0]['dist'], runs[0][0]['dist'])} keys" if one_dist else ""
+    ax.set_title(f"Latency percentiles, workload {data.doc['options']['workload']}{dist}\n"
+                 f"{subtitle(data.doc)}", fontsize=9)
     save(fig, out, "mix_latency.png", written)
 
     fig, ax = plt.subplots(figsize=(9, 4.2))
