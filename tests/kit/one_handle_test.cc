@@ -13,15 +13,21 @@ namespace {
 
 using kittest::key_of;
 
-class OneHandle : public ::testing::TestWithParam<std::string> {};
+class OneHandle : public ::testing::TestWithParam<std::string> {
+ protected:
+  //! The options of every pool here: 8 MiB holding the test's kind.
+  PoolOptions options() const {
+    PoolOptions o;
+    o.size = 8u << 20;
+    o.kind = GetParam();
+    return o;
+  }
+};
 
 TEST_P(OneHandle, ASecondOpenOfTheSamePoolIsRefusedUntilTheFirstHandleIsGone) {
   const std::string kind = GetParam();
   kittest::TempPath path(kind + "-onehandle");
-  PoolOptions o;
-  o.size = 8u << 20;
-  o.kind = kind;
-  auto pool = Pool::create(path.str(), o);
+  auto pool = Pool::create(path.str(), options());
   ASSERT_TRUE(pool) << pool.error().message;
   {
     auto a = Index::create(**pool, kind);
@@ -52,10 +58,7 @@ TEST_P(OneHandle, ASecondOpenOfTheSamePoolIsRefusedUntilTheFirstHandleIsGone) {
 TEST_P(OneHandle, TheHandleKeepsItsPoolOpenWhenThePoolIsDeletedFirst) {
   const std::string kind = GetParam();
   kittest::TempPath path(kind + "-outlive");
-  PoolOptions o;
-  o.size = 8u << 20;
-  o.kind = kind;
-  auto pool = Pool::create(path.str(), o);
+  auto pool = Pool::create(path.str(), options());
   ASSERT_TRUE(pool) << pool.error().message;
   auto index = Index::create(**pool, kind);
   ASSERT_TRUE(index) << index.error().message;
@@ -80,10 +83,7 @@ TEST_P(OneHandle, AKeyOneByteOverTheKindsLimitIsRefused) {
   const std::string kind = GetParam();
   const registry::Entry* e = registry::find(kind);
   ASSERT_NE(e, nullptr);
-  PoolOptions o;
-  o.size = 8u << 20;
-  o.kind = kind;
-  auto pool = Pool::create_in_memory(o);
+  auto pool = Pool::create_in_memory(options());
   ASSERT_TRUE(pool) << pool.error().message;
   auto index = Index::create(**pool, kind);
   ASSERT_TRUE(index) << index.error().message;
