@@ -202,8 +202,10 @@ class IndexAdapter final : public Index {
 
  private:
   std::unique_ptr<T> impl_;
-  //! Serialises the callers of a kind without its own concurrency (unused otherwise).
-  mutable std::shared_mutex serial_;
+  //! Serialises the callers of a kind without its own concurrency (nothing for the others).
+  struct NoMutex {};
+  [[no_unique_address]] mutable std::conditional_t<kOwnConcurrency, NoMutex, std::shared_mutex>
+      serial_;
 };
 
 //! Wraps a concrete index (or its error) in the type-erased handle: what the registry and

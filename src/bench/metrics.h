@@ -75,8 +75,26 @@ inline std::uint64_t lines_written_back(const pm::Counters& c) noexcept {
   return c.lines_flushed + c.nt_stores;
 }
 
+//! The persistence figures per operation of anything with `counters` and `ops` (OpStats,
+//! PhaseResult): written back (flushed + non-temporal) and its two parts, flushes, fences.
+template <class Self>
+struct PersistPerOp {
+  //! Lines written back per operation (lines_written_back: flushed + non-temporal stores).
+  double written_back_per_op() const noexcept { return per(lines_written_back(self().counters)); }
+  //! Lines flushed per operation (one part of written_back_per_op).
+  double lines_per_op() const noexcept { return per(self().counters.lines_flushed); }
+  //! Non-temporal stores per operation (the other part).
+  double nt_stores_per_op() const noexcept { return per(self().counters.nt_stores); }
+  double flushes_per_op() const noexcept { return per(self().counters.flushes); }
+  double fences_per_op() const noexcept { return per(self().counters.fences); }
+
+ private:
+  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
+  double per(std::uint64_t n) const noexcept { return per_op(static_cast<double>(n), self().ops); }
+};
+
 //! One operation kind within a phase.
-struct OpStats {
+struct OpStats : PersistPerOp<OpStats> {
   std::uint64_t ops = 0;
   std::uint64_t misses = 0;  //!< not_found / exists / fewer keys than expected
   LatencyHistogram latency;  //!< sampled (every Nth operation)
@@ -89,13 +107,6 @@ struct OpStats {
     latency.merge(o.latency);
     counters = counters + o.counters;
   }
-  double written_back_per_op() const noexcept {
-    return per_op(static_cast<double>(lines_written_back(counters)), ops);
-  }
-  double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
-  double nt_stores_per_op() const noexcept { return per_op(static_cast<double>(counters.nt_stores), ops); }
-  double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
-  double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
 };
 
 //! Cache figures of a phase (hardware counters or callgrind's simulation).
@@ -109,7 +120,7 @@ struct CacheStats {
 };
 
 //! One measured phase (insert, search, range, load, run).
-struct PhaseResult {
+struct PhaseResult : PersistPerOp<PhaseResult> {
   std::string name;
   std::uint64_t ops = 0;
   double seconds = 0;
@@ -128,16 +139,6 @@ struct PhaseResult {
   double throughput() const noexcept { return seconds > 0 ? static_cast<double>(ops) / seconds : std::nan(""); }
   double ns_per_op() const noexcept { return per_op(seconds * 1e9, ops); }
   double cpu_ns_per_op() const noexcept { return per_op(cpu_seconds * 1e9, ops); }
-  //! Lines written back per operation (lines_written_back: flushed + non-temporal stores).
-  double written_back_per_op() const noexcept {
-    return per_op(static_cast<double>(lines_written_back(counters)), ops);
-  }
-  //! Lines flushed per operation (one part of written_back_per_op).
-  double lines_per_op() const noexcept { return per_op(static_cast<double>(counters.lines_flushed), ops); }
-  //! Non-temporal stores per operation (the other part).
-  double nt_stores_per_op() const noexcept { return per_op(static_cast<double>(counters.nt_stores), ops); }
-  double flushes_per_op() const noexcept { return per_op(static_cast<double>(counters.flushes), ops); }
-  double fences_per_op() const noexcept { return per_op(static_cast<double>(counters.fences), ops); }
   std::uint64_t misses() const noexcept;
   //! Thread t's operations over its own wall time (NaN if it did not run).
   double thread_throughput(std::size_t t) const noexcept {
