@@ -406,6 +406,8 @@ class Run {
     jitter(t);
     if (!so_.ungated_cas) sched_->wait_turn(t);
   }
+  //! Writer t spins waiting for another writer (Tracer::on_wait): the turn passes on now.
+  void writer_waits(std::size_t t) { sched_->waiting(t); }
   Simulator& sim() { return sim_; }
 
  private:
@@ -525,6 +527,7 @@ class WriterTracer final : public pm::Tracer {
     r_->writer_event(t_, false, [&] { r_->sim().on_volatile_store(d, s, n); });
   }
   void on_before_cas(void*) override { r_->writer_gate(t_); }
+  void on_wait(const void*) override { r_->writer_waits(t_); }
   void on_nt_store(void* d, std::uint64_t v) override {
     r_->writer_event(t_, false, [&] { r_->sim().on_nt_store(d, v); });
   }

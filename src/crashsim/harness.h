@@ -129,9 +129,11 @@ struct ScheduleOptions {
   //! At every switch point of the running writer (before each fence, at each operation
   //! boundary) the seeded coin hands the turn to another writer with this probability.
   double switch_probability = 0.5;
-  //! The running writer, outside any traced event, counts as stalled (blocked on a lock
-  //! the paused writer holds) after burning this much CPU, sleeping this long (a futex), or
-  //! this much wall time whatever it does; the turn then passes on.
+  //! The running writer stalls (the turn passes on) when it starts a wait loop that
+  //! announces itself (Tracer::on_wait: the indexes' lock and sequence spins); outside any
+  //! traced event, it also counts as stalled (blocked on something that does not announce
+  //! itself) after burning this much CPU, sleeping this long (a futex), or this much wall
+  //! time whatever it does.
   double stall_cpu_ms = 2;
   double stall_sleep_ms = 20;
   double stall_wall_s = 5;

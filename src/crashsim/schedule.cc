@@ -22,7 +22,8 @@ Scheduler::Scheduler(Params p)
       loose_(p_.threads, 0),
       clock_(p_.threads, 0),
       tid_(p_.threads, 0),
-      attached_(p_.threads, 0) {
+      attached_(p_.threads, 0),
+      wait_seen_(p_.threads, UINT64_MAX) {
   fresh_[0] = 1;
 }
 
@@ -116,6 +117,26 @@ void Scheduler::wait_turn(std::size_t t) {
   std::unique_lock l(mu_);
   cv_.wait(l, [&] { return turn_ == t; });
   loose_[t] = 0;  // it runs with the turn now (fresh_ stays: it has made no event yet)
+}
+
+void Scheduler::waiting(std::size_t t) {
+  std::lock_guard l(mu_);
+  if (turn_ != t || in_event_ || done_[t]) return;
+  // What t read before this call may predate the turn coming to it (the writer that passed
+  // the turn may have released the lock first): the first call holding the turn only marks
+  // it, and t reads the word again; a second call at the same event count means t saw the
+  // word held while it held the turn — blocked (no other writer changes the word meanwhile:
+  // a writer changes the words others wait on only while it holds the turn, and a loose
+  // writer only spins).
+  if (wait_seen_[t] != seq_) {
+    wait_seen_[t] = seq_;
+    return;
+  }
+  for (std::size_t u = 0; u < p_.threads; ++u)
+    if (u != t && !done_[u]) {
+      stall_switch();
+      return;
+    }
 }
 
 void Scheduler::finish(std::size_t t) {

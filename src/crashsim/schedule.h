@@ -67,6 +67,10 @@ class Scheduler {
   //! writer that sees the lock free waits here instead of taking it in parallel with the
   //! turn holder, so which writer gets a lock follows the schedule, not OS timing.
   void wait_turn(std::size_t t);
+  //! Writer t is in a wait loop (Tracer::on_wait: it spins on a lock word or a sequence
+  //! another writer holds): if it holds the turn, outside any event, the turn passes on now
+  //! and t runs loose — the stall is where t began to wait, not where a clock noticed it.
+  void waiting(std::size_t t);
   //! Writer t has no more operations.
   void finish(std::size_t t);
   //! The main thread's loop until every writer finished. False if the writers hung (the
@@ -109,6 +113,7 @@ class Scheduler {
   std::vector<clockid_t> clock_;
   std::vector<pid_t> tid_;
   std::vector<char> attached_;
+  std::vector<std::uint64_t> wait_seen_;  // waiting(): event count of a writer's first call
   std::string hang_detail_;
 };
 

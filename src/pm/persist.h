@@ -144,6 +144,35 @@ inline void before_lock_attempt(void* lock) noexcept {
   if (Tracer* t = detail::tls_tracer) [[unlikely]] detail::before_lock_attempt_traced(t, lock);
 }
 
+namespace detail {
+[[gnu::noinline, gnu::cold]] inline void waiting_traced(Tracer* t, const void* word) noexcept {
+  t->on_wait(word);
+}
+}  // namespace detail
+
+//! On every turn of a loop that waits for another writer (spins on a lock word it holds, or
+//! on a sequence its SMO keeps odd): tells the tracer (Tracer::on_wait), whose scheduler
+//! hands the turn on at once. Called only on the waiting path; untraced, a thread-local load
+//! and a test beside a `pause`.
+inline void waiting(const void* word) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]] detail::waiting_traced(t, word);
+}
+
+//! After a wait on a word another writer changes (a spin until an SMO ends, or until a
+//! locked block turns out unlinked) and before acting on what the wait read: tells the
+//! tracer as before_lock_attempt does. The crash simulator's scheduler lets a writer that
+//! stalled spinning run loose, in parallel with the writer holding the turn; from here it
+//! waits for its turn, so the reads that follow (a descent, a restart) do not race the turn
+//! holder's stores and the schedule does not depend on OS timing. The caller then reads the
+//! word again: what it read before may have changed by the time its turn came (a lock
+//! attempt after the wait needs no call: pm::cas_volatile and before_lock_attempt wait for
+//! the turn, and the attempt itself reads the word again). Untraced: a thread-local load
+//! and a test.
+inline void after_wait(const void* word) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    detail::before_lock_attempt_traced(t, const_cast<void*>(word));
+}
+
 //! store_volatile with release ordering: a lock word's unlock, or the stamp that tells
 //! lock-free readers the volatile metadata written before it is complete.
 template <class T>

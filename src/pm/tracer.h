@@ -29,6 +29,11 @@ class Tracer {
   //! then reported by on_volatile_store. Not a store: the crash simulator's scheduler uses it
   //! only to make a writer wait for its turn before it may take a lock.
   virtual void on_before_cas(void* dst) { (void)dst; }
+  //! The thread waits for another writer: called on every turn of a wait loop (a spin on a
+  //! lock word another writer holds, or on a sequence an SMO keeps odd), outside any store.
+  //! The crash simulator's scheduler hands the turn on here at once, so where a writer
+  //! blocks is part of the schedule rather than found by timing.
+  virtual void on_wait(const void* word) { (void)word; }
   //! A non-temporal 8-byte store: written back without a flush, ordered by the next fence.
   virtual void on_nt_store(void* dst, std::uint64_t value) = 0;
   //! Write-back of the cache lines overlapping [addr, addr+len).

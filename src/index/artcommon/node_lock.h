@@ -110,6 +110,7 @@ class LockTable {
   [[gnu::noinline, gnu::cold]] static void contended(Word* w) noexcept {
     for (;;) {
       for (unsigned spins = 0; w->load(std::memory_order_relaxed) != 0; ++spins) {
+        pm::waiting(w);
         if (spins < 64) __builtin_ia32_pause();
         else sched_yield();
       }

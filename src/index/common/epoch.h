@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "pm/allocator.h"
+#include "pm/persist.h"
 #include "pm/tracer.h"
 
 namespace wort::kit {
@@ -487,7 +488,14 @@ class EpochReclaimer {
     const unsigned hi = g.hi.load(std::memory_order_acquire);
     for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {
       if (i == me) continue;
-      for (unsigned spins = 0; g.busy[i].v.load(std::memory_order_acquire) != 0; ++spins) {
+      for (unsigned spins = 0;; ++spins) {
+        if (g.busy[i].v.load(std::memory_order_acquire) == 0) {
+          if (spins == 0) break;
+          pm::after_wait(&g.busy[i].v);  // on in its turn (crash simulator): read again
+          spins = ~0u;
+          continue;
+        }
+        pm::waiting(&g.busy[i].v);
         if (spins < 128) __builtin_ia32_pause();
         else std::this_thread::yield();
       }

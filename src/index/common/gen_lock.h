@@ -52,8 +52,12 @@ inline constexpr unsigned kGenLockSpins = 128;
   for (unsigned spins = 0;;) {
     const std::uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     const bool current = (v >> 2) == gen;
-    if (current && (v & kGenObsolete) != 0) return false;
+    if (current && (v & kGenObsolete) != 0) {
+      pm::after_wait(w);  // the caller restarts its descent: in its turn (crash simulator)
+      return false;
+    }
     if (current && (v & kGenLocked) != 0) {
+      pm::waiting(w);
       if (++spins < kGenLockSpins) {
         __builtin_ia32_pause();
       } else {

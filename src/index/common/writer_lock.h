@@ -26,6 +26,7 @@ class WriterMutex {
   [[gnu::noinline, gnu::cold]] static void contended(std::atomic<bool>& held) noexcept {
     do {
       for (unsigned spins = 0; held.load(std::memory_order_relaxed); ++spins) {
+        pm::waiting(&held);
         if (spins < 64) __builtin_ia32_pause();
         else sched_yield();
       }

@@ -391,7 +391,15 @@ constexpr unsigned kLeafAttempts = 16;  // validation failures before the struct
 std::uint64_t FastFairTree::smo_quiet() const noexcept {
   for (unsigned spins = 0;; ++spins) {
     const std::uint64_t q = smo_seq_.load(std::memory_order_acquire);
-    if ((q & 1u) == 0) [[likely]] return q;
+    if ((q & 1u) == 0) [[likely]] {
+      if (spins == 0) [[likely]] return q;
+      // A writer that waited descends next: in its turn (pm::after_wait; crash simulator),
+      // and on the sequence as it is then.
+      pm::after_wait(&smo_seq_);
+      spins = ~0u;  // read again, as a first look
+      continue;
+    }
+    pm::waiting(&smo_seq_);
     if (spins < 64) __builtin_ia32_pause();
     else sched_yield();
   }

@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "pm/persist.h"
 #include "wort/key.h"
 #include "wort/status.h"
 
@@ -219,13 +220,20 @@ inline std::size_t InnerTree::route(const Node& n, Key k, std::uint64_t kh) noex
 }
 
 inline bool InnerTree::read_version(const Node* n, std::uint64_t* v) noexcept {
-  for (;;) {
+  for (bool waited = false;;) {
     const std::uint64_t x = n->version.load(std::memory_order_acquire);
-    if ((x & kObsolete) != 0) return false;
-    if ((x & kWriting) == 0) [[likely]] {
+    if ((x & (kObsolete | kWriting)) != kWriting) [[likely]] {
+      if (waited) [[unlikely]] {
+        pm::after_wait(&n->version);  // reads on in its turn (crash simulator): read again
+        waited = false;
+        continue;
+      }
+      if ((x & kObsolete) != 0) return false;
       *v = x;
       return true;
     }
+    pm::waiting(&n->version);
+    waited = true;
     __builtin_ia32_pause();
   }
 }

@@ -117,6 +117,7 @@ std::uint32_t FPTree::claim_log() noexcept {
         return static_cast<std::uint32_t>(std::countr_zero(bit));
       continue;
     }
+    pm::waiting(&logs_busy_);
     if (spins < 64)
       __builtin_ia32_pause();
     else

@@ -87,7 +87,13 @@ std::uint64_t FPTree::leaf_version_wait(std::uint64_t off) const noexcept {
   const std::atomic<std::uint64_t>& w = stripe(off);
   for (unsigned spins = 0;; ++spins) {
     const std::uint64_t v = w.load(std::memory_order_acquire);
-    if ((v & kActiveMask) == 0 || skip_leaf_validation_) return v;
+    if ((v & kActiveMask) == 0 || skip_leaf_validation_) {
+      if (spins == 0) [[likely]] return v;
+      pm::after_wait(&w);  // reads on in its turn (crash simulator): read again, as a first look
+      spins = ~0u;
+      continue;
+    }
+    pm::waiting(&w);
     if (spins < 64)
       __builtin_ia32_pause();
     else
