@@ -81,7 +81,7 @@ CATALOGUE_DIR = os.path.join(ROOT, "tools", "mutations")
 TREE_PARTS = ["CMakeLists.txt", "src", "include", "tests", "tools", "examples", "cmake"]
 
 # Which crash-test binaries (and gtest filters) cover a source file.
-# (Index creation goes through the shared kit, src/index/common, which the catalogue does not
+# (Index creation goes through the shared kit, src/index/kit, which the catalogue does not
 # mutate: the index folders are covered by their own crash tests, which also recompile fewer
 # translation units than pool_crash_test, which instantiates every tree.)
 COVER = [
@@ -113,7 +113,7 @@ COVER = [
     # and the item write with each index's commit
     ("src/server/", [("server_store_crash_test", "*"), ("server_item_crash_test", "*")]),
     # the kit's value commits (tools/mutations/kit.txt): every index that calls them
-    ("src/index/common/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
+    ("src/index/kit/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
                                    ("crash_pmart_crash_test", "-*Kill9*"),
                                    ("crash_fastfair_crash_test", "-*Kill9*"),
                                    ("crash_roart_crash_test", "-*Kill9*"),

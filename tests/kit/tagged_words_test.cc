@@ -1,6 +1,6 @@
 // Generation-tagged words from the future: for every registered persistent index, a pool
 // whose lock words, obsolete marks and metadata generations (the words tagged with the
-// pool's open generation: index/common/gen_lock.h) are rewritten to carry the generation the
+// pool's open generation: index/kit/gen_lock.h) are rewritten to carry the generation the
 // next open will take — held, or marked obsolete — must be refused by that open (corrupt).
 // Opened, such a word is a lock nobody releases (every writer that reached it spun forever,
 // and ROART's readers too: the session-18 audit's crafted pool), an obsolete mark that sends

@@ -22,7 +22,7 @@
 // that meets it writes the publishing store back and fences first: help_fresh) and their new
 // nodes born locked (their lock stripe taken before publication, released after the
 // commit's fence: no other writer commits below them before then); blocks a write unlinks are retired to an
-// epoch reclaimer (index/common/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
+// epoch reclaimer (index/kit/epoch.h) that readers and writers pin. verify(), stats(), dump() and visit_blocks() want
 // a quiescent tree. See README.md.
 //
 // Every structural change ends in one 8-byte store: a node's commit word (in-place add or
@@ -50,8 +50,8 @@
 #include "index/artcommon/node_lock.h"
 #include "index/artcommon/node_ops.h"
 #include "index/artcommon/sync.h"
-#include "index/common/epoch.h"
-#include "index/common/writer_lock.h"  // kit::WriterMutex: remove's reserve
+#include "index/kit/epoch.h"
+#include "index/kit/writer_lock.h"  // kit::WriterMutex: remove's reserve
 #include "wort/index.h"
 
 namespace wort::artcommon {

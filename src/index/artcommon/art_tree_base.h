@@ -3,7 +3,7 @@
 #pragma once
 
 #include "index/artcommon/art_tree.h"
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "index/artcommon/art_tree.h"
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 

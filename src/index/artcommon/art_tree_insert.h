@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "index/artcommon/art_tree.h"
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 
 namespace wort::artcommon {
 

@@ -19,7 +19,7 @@
 #include <limits>
 
 #include "index/artcommon/art_tree.h"
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 
 namespace wort::artcommon {
 

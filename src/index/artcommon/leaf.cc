@@ -1,6 +1,6 @@
 #include "index/artcommon/leaf.h"
 
-#include "index/common/radix_key.h"
+#include "index/kit/radix_key.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 

@@ -21,7 +21,7 @@
 //
 // stored once, by the write that unlinks the node, before it releases the node's stripe
 // (pm::store_volatile_release: volatile, never flushed on purpose, never a commit). A mark
-// of an older generation means nothing (kit::gen_lock's rule, index/common/gen_lock.h), and
+// of an older generation means nothing (kit::gen_lock's rule, index/kit/gen_lock.h), and
 // a reused block's image copy (pm::copy_changed) rewrites line 0 with a clean word. A
 // writer that has taken a node's stripe reads the mark: obsolete → restart. Readers never
 // look at it; they read the type byte with a relaxed atomic byte load (type_of), so the
@@ -40,7 +40,7 @@
 #include <cstdint>
 
 #include "index/artcommon/art_layout.h"
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 #include "pm/check.h"
 #include "pm/persist.h"
 #include "wort/index.h"

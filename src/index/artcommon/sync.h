@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include "index/artcommon/art_layout.h"
-#include "index/common/hot_load.h"
+#include "index/kit/hot_load.h"
 #include "pm/persist.h"
 
 #if defined(__SANITIZE_THREAD__)

@@ -1,4 +1,4 @@
-// index/common/zeroed_array.h — a fixed array of zeroed words whose pages become resident
+// index/kit/zeroed_array.h — a fixed array of zeroed words whose pages become resident
 // only when written: DRAM tables sized by the pool, of which a run touches a part.
 //
 // calloc of a large block takes fresh zero pages from mmap and writes nothing, where a

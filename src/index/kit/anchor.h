@@ -1,4 +1,4 @@
-// index/common/anchor.h — create and open an index's anchor block, and run the recovery
+// index/kit/anchor.h — create and open an index's anchor block, and run the recovery
 // trace: the part of opening a pool that every index shares.
 //
 // An anchor is the one block the pool root names. Its first field is a u64 magic that says
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"
 #include "wort/index.h"

@@ -1,4 +1,4 @@
-// index/common/hot_load.h — the load of a child-pointer word on a lock-free lookup's hot path.
+// index/kit/hot_load.h — the load of a child-pointer word on a lock-free lookup's hot path.
 //
 // Such a word is read with acquire ordering (a writer may change it under the reader), but
 // GCC gives `__atomic_load_n` of an indexed array element an address add of its own — one

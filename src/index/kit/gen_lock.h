@@ -1,4 +1,4 @@
-// index/common/gen_lock.h — a writers' lock word that may live inside a pool block because
+// index/kit/gen_lock.h — a writers' lock word that may live inside a pool block because
 // no restart can ever see it held: it is tagged with the pool's open generation
 // (Pool::generation(), bumped on every open).
 //

@@ -1,4 +1,4 @@
-// index/common/writer_lock.h — one writer at a time: a DRAM spin lock, outside the pool, so
+// index/kit/writer_lock.h — one writer at a time: a DRAM spin lock, outside the pool, so
 // a restart can never see it held (FAST&FAIR's and FPTree's structure locks, the ART
 // engine's lock of remove's reserve).
 #pragma once

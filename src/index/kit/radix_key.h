@@ -1,4 +1,4 @@
-// index/common/radix_key.h — partial keys of arbitrary byte-string keys, for radix trees.
+// index/kit/radix_key.h — partial keys of arbitrary byte-string keys, for radix trees.
 //
 // A key of n bytes is a string of n * 8 / Bits partial keys, most significant first (so the
 // order of partial-key strings is the byte order of keys, and 8-byte big-endian integer keys
@@ -6,7 +6,7 @@
 // key be a prefix of another gives it its own slot, sorting before every partial key.
 //
 // Header-only and free of any index's layout: WORT uses it with Bits = 4, the ART folders
-// (artcommon, for WOART / ART+CoW) with Bits = 8. src/index/common/ has no .cc files, so it
+// (artcommon, for WOART / ART+CoW) with Bits = 8. src/index/kit/ has no .cc files, so it
 // is no index library; indexes include it without depending on each other.
 #pragma once
 

@@ -1,4 +1,4 @@
-// index/common/checked_walk.h — the walk over pool blocks that trusts no word it has not
+// index/kit/checked_walk.h — the walk over pool blocks that trusts no word it has not
 // checked. Every index's recovery trace, verify() and stats() walk through it, so a damaged
 // pool ends in a Status::corrupt naming the first bad word, never in a crash or a hang.
 //
@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "index/common/zeroed_array.h"
+#include "index/kit/zeroed_array.h"
 #include "pm/allocator.h"
 #include "wort/pool.h"
 #include "wort/status.h"
@@ -97,7 +97,7 @@ class CheckedWalk {
   }
 
   //! Checks a generation-tagged word read from the block entered at `block`: a writers'
-  //! lock word (index/common/gen_lock.h: the tag above bit `shift`, flag bits `flags`
+  //! lock word (index/kit/gen_lock.h: the tag above bit `shift`, flag bits `flags`
   //! below) or an obsolete mark. While the open's trace is pending, no word can carry this
   //! session's generation yet, so one held or marked obsolete in it is damage: opened, it
   //! stopped every writer that reached it (a crafted word with the generation the open was
