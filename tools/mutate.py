@@ -92,10 +92,10 @@ COVER = [
     ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*")]),
     ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*")]),
     # art_tree_read.h holds the ART engine readers' help of fresh leaves (as wort_tree.cc)
-    ("src/index/artcommon/art_tree_read.h", [("crash_pmart_crash_test", "-*Kill9*"),
+    ("src/index/art_engine/art_tree_read.h", [("crash_pmart_crash_test", "-*Kill9*"),
                                             ("crash_dirty_read_test",
                                              "*NoneInTheArtEngineTrees*")]),
-    ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*")]),
+    ("src/index/art_engine/", [("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/index/fastfair/", [("crash_fastfair_crash_test", "-*Kill9*")]),
     ("src/index/wbtree/", [("crash_wbtree_crash_test", "-*Kill9*")]),
     ("src/index/nvtree/", [("crash_nvtree_crash_test", "-*Kill9*")]),

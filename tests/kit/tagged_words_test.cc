@@ -99,7 +99,7 @@ TEST_P(TaggedWords, WordsTaggedWithTheNextOpensGenerationAreRefusedAtOpen) {
     if (w >> 2 == g) {  // a kit::gen_lock word (locked 1, obsolete 2)
       w = next << 2 | 1;
       ++lock_words;
-    } else if (w >> 10 == g) {  // the ART engine's obsolete mark (artcommon/node_lock.h)
+    } else if (w >> 10 == g) {  // the ART engine's obsolete mark (art_engine/node_lock.h)
       w = next << 10 | 0x200 | (w & 0xff);
       ++marks;
     } else if (w == g) {  // ROART's node metadata generation

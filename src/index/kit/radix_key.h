@@ -5,9 +5,9 @@
 // sort numerically). Position count(k) is "the key ends here": a radix tree that lets one
 // key be a prefix of another gives it its own slot, sorting before every partial key.
 //
-// Header-only and free of any index's layout: WORT uses it with Bits = 4, the ART folders
-// (artcommon, for WOART / ART+CoW) with Bits = 8. src/index/kit/ has no .cc files, so it
-// is no index library; indexes include it without depending on each other.
+// Header-only and free of any index's layout: WORT uses it with Bits = 4, the ART engine
+// (src/index/art_engine, for WOART / ART+CoW) with Bits = 8. It is part of the kit, which
+// indexes link without depending on each other.
 #pragma once
 
 #include <cstddef>
