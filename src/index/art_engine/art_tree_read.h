@@ -82,7 +82,7 @@ void ArtEngine<F>::help_fresh(const Leaf* l) const {
       with_ops(type_of(n), [&](auto ops) {
         using Ops = decltype(ops);
         ptr = Ops::slot(n, b);
-        if constexpr (Ops::kInPlace) word = Ops::commit_word(n, b);
+        if constexpr (Ops::kInPlace) word = Ops::add_word(n, b);
         else word = ptr;
       });
       if (ptr == nullptr) break;  // gone: l's commit is durable

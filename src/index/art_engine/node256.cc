@@ -39,7 +39,7 @@ void Node256Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entr
   init_base(img.base, kType, hdr, eok);
   std::memset(img.child, 0, sizeof img.child);
   for (unsigned i = 0; i < e.n; ++i) img.child[e.bytes[i]] = e.refs[i];
-  publish_image(dst, &img, sizeof img);
+  write_image(dst, &img, sizeof img);
 }
 
 bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
@@ -51,7 +51,7 @@ bool Node256Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   return true;
 }
 
-const void* Node256Ops::commit_word(const NodeBase* n, std::uint8_t b) noexcept {
+const void* Node256Ops::add_word(const NodeBase* n, std::uint8_t b) noexcept {
   return &as256(n)->child[b];
 }
 

@@ -27,7 +27,7 @@ struct Node256Ops {
   //! release_to_readers + pm::publish), persist.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
   //! The child word of b (add's commit word).
-  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
+  static const void* add_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Null pointer store (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);

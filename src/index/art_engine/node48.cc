@@ -88,7 +88,7 @@ void Node48Ops::build(NodeBase* dst, const NodeHeader& hdr, Ref eok, const Entri
     img.child[i] = e.refs[i];
     img.index[e.bytes[i]] = static_cast<std::uint8_t>(i + 1);
   }
-  publish_image(dst, &img, sizeof img);
+  write_image(dst, &img, sizeof img);
 }
 
 Ref Node48Ops::any_child(const NodeBase* n, std::uint8_t* b) noexcept {
@@ -116,7 +116,7 @@ bool Node48Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   return true;
 }
 
-const void* Node48Ops::commit_word(const NodeBase* n, std::uint8_t b) noexcept {
+const void* Node48Ops::add_word(const NodeBase* n, std::uint8_t b) noexcept {
   return &as48(n)->index[b];
 }
 

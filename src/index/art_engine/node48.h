@@ -36,7 +36,7 @@ struct Node48Ops {
   //! back. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
   //! The index byte of b (add's commit word).
-  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
+  static const void* add_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Removes b: clears its index byte (the commit) and persists it.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   //! Internal consistency (index bytes in range, no slot named twice, no null child).

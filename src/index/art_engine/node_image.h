@@ -23,7 +23,7 @@ inline void init_base(NodeBase& b, NodeType type, const NodeHeader& hdr, Ref eok
 
 //! Copies a finished image into a fresh block and writes back the lines that changed (no
 //! fence).
-inline void publish_image(void* dst, const void* image, std::size_t n) noexcept {
+inline void write_image(void* dst, const void* image, std::size_t n) noexcept {
   pm::copy_changed(dst, image, n);
 }
 

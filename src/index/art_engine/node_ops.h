@@ -53,7 +53,7 @@ concept NodeOps = requires(const NodeBase* cn, NodeBase* n, std::uint8_t b, unsi
 
 //! A node type that adds and removes children in place, each with its own commit store
 //! (add: cached, pm::publish / publish_field_cached; remove: pm::commit_nt; see sync.h); false from add means full.
-//! commit_word(n, b): the word whose store publishes an in-place add under b (the slot word,
+//! add_word(n, b): the word whose store publishes an in-place add under b (the slot word,
 //! the bitmap, the index byte, the child word) — what a reader that meets a fresh leaf
 //! under b writes back (ArtEngine::help_fresh).
 template <class Ops>
@@ -61,7 +61,7 @@ concept InPlaceNodeOps = NodeOps<Ops> && Ops::kInPlace &&
     requires(NodeBase* n, const NodeBase* cn, std::uint8_t b, Ref r) {
       { Ops::add(n, b, r) } -> std::same_as<bool>;
       { Ops::remove(n, b) };
-      { Ops::commit_word(cn, b) } -> std::same_as<const void*>;
+      { Ops::add_word(cn, b) } -> std::same_as<const void*>;
     };
 
 //! A copy-on-write node type: every change builds a new node (ArtEngine::rebuild).

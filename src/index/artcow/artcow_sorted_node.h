@@ -56,7 +56,7 @@ struct SortedNode {
       img.key[i] = e.bytes[i];
       img.child[i] = e.refs[i];
     }
-    art_engine::publish_image(dst, &img, offsetof(NodeT, child) + e.n * sizeof(Ref));
+    art_engine::write_image(dst, &img, offsetof(NodeT, child) + e.n * sizeof(Ref));
   }
 
   //! Count within capacity, keys strictly ascending, no null child.

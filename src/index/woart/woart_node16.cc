@@ -117,7 +117,7 @@ void Node16Ops::build(NodeBase* dst, const art_engine::NodeHeader& hdr, Ref eok,
   // Bytes up to child[e.n] only: a position whose bit is clear is never read (its key and
   // pointer are written by the add that sets the bit), so a reused block's old bytes may
   // stay there, and no line is written back for them.
-  art_engine::publish_image(dst, &img, offsetof(Node16, child) + e.n * sizeof(Ref));
+  art_engine::write_image(dst, &img, offsetof(Node16, child) + e.n * sizeof(Ref));
 }
 
 bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
@@ -137,7 +137,7 @@ bool Node16Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   return true;
 }
 
-const void* Node16Ops::commit_word(const NodeBase* n, std::uint8_t) noexcept {
+const void* Node16Ops::add_word(const NodeBase* n, std::uint8_t) noexcept {
   return &as16(n)->bitmap;
 }
 

@@ -32,7 +32,7 @@ struct Node16Ops {
   //! cached: publish_field_cached), persist. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
   //! The bitmap (add's commit word).
-  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
+  static const void* add_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Bitmap with b's bit clear (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);

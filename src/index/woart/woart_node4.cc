@@ -132,7 +132,7 @@ void Node4Ops::build(NodeBase* dst, const art_engine::NodeHeader& hdr, Ref eok,
     img.slots.idx[i] = static_cast<std::uint8_t>(i + 1);
     img.child[i] = e.refs[i];
   }
-  art_engine::publish_image(dst, &img, sizeof img);
+  art_engine::write_image(dst, &img, sizeof img);
 }
 
 bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
@@ -152,7 +152,7 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   return true;
 }
 
-const void* Node4Ops::commit_word(const NodeBase* n, std::uint8_t) noexcept {
+const void* Node4Ops::add_word(const NodeBase* n, std::uint8_t) noexcept {
   return &as4(n)->slots;
 }
 

@@ -27,7 +27,7 @@ struct Node4Ops {
   //! persist. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
   //! The slot word (add's commit word).
-  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
+  static const void* add_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Slot word without b (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);
