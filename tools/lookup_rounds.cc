@@ -11,7 +11,7 @@
 // starts, as `wort bench` does; the volatile `art` keeps its nodes in a malloc'd arena,
 // whose pages fault in during its inserts, as in `wort bench`), times the
 // inserts; then three passes of lookups over every key in another shuffled order (the
-// registry's lookup_direct loop: the concrete class, as `wort bench`'s search-direct), the
+// concrete class's lookup loop, bench/lookup_loops.h, as `wort bench`'s search-direct), the
 // indexes in turn, each index's fastest pass being its figure for the round; every value is
 // checked. Thread CPU time per operation.
 //
@@ -40,6 +40,7 @@
 #include "bench/runner.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "bench/lookup_loops.h"
 #include "index/registry.h"
 #include "wort/index.h"
 #include "wort/key.h"
@@ -57,7 +58,7 @@ double median(std::vector<double> v) {
 
 struct Keys {
   std::vector<std::array<std::byte, 8>> insert;  // insertion order; value = rank + 1
-  std::string packed_bytes;                      // search order, as registry::PackedKeys
+  std::string packed_bytes;                      // search order, as bench::PackedKeys
   std::vector<std::size_t> offsets;
   std::uint64_t expected_sum = 0;
 };
@@ -130,9 +131,9 @@ Tree build(const std::string& kind, const Keys& k) {
 // answer.
 double lookup_pass(const std::string& kind, const Tree& t, const Keys& k) {
   const std::size_t n = k.insert.size();
-  const registry::PackedKeys p{reinterpret_cast<const std::byte*>(k.packed_bytes.data()), k.offsets.data(), n};
+  const bench::PackedKeys p{reinterpret_cast<const std::byte*>(k.packed_bytes.data()), k.offsets.data(), n};
   const double t0 = bench::thread_cpu_seconds();
-  const registry::LookupTally r = registry::find(kind)->lookup_direct(*t.idx, p);
+  const bench::LookupTally r = bench::concrete_lookups(kind)->direct(*t.idx, p);
   const double ns = (bench::thread_cpu_seconds() - t0) * 1e9 / static_cast<double>(n);
   if (r.found != n || r.value_sum != k.expected_sum)
     fail(kind, std::to_string(r.found) + " of " + std::to_string(n) + " keys found, value sum " +
@@ -223,7 +224,7 @@ int main(int argc, char** argv) {
   if (n == 0 || rounds == 0 || kinds.empty()) return usage();
   for (const std::string& kind : kinds) {
     const registry::Entry* e = registry::find(kind);
-    if (e == nullptr || !e->lookup_direct) {
+    if (e == nullptr || bench::concrete_lookups(kind) == nullptr) {
       std::fprintf(stderr, "lookup_rounds: unknown index '%s' (see `wort list`)\n", kind.c_str());
       return 2;
     }

@@ -81,7 +81,7 @@ CATALOGUE_DIR = os.path.join(ROOT, "tools", "mutations")
 TREE_PARTS = ["CMakeLists.txt", "src", "include", "tests", "tools", "examples", "cmake"]
 
 # Which crash-test binaries (and gtest filters) cover a source file.
-# (Index creation goes through the shared kit, src/index/common, which the catalogue does not
+# (Index creation goes through the shared kit, src/index/kit, which the catalogue does not
 # mutate: the index folders are covered by their own crash tests, which also recompile fewer
 # translation units than pool_crash_test, which instantiates every tree.)
 COVER = [
@@ -92,10 +92,10 @@ COVER = [
     ("src/index/woart/", [("crash_pmart_crash_test", "*woart*:-*Kill9*")]),
     ("src/index/artcow/", [("crash_pmart_crash_test", "*artcow*:-*Kill9*")]),
     # art_tree_read.h holds the ART engine readers' help of fresh leaves (as wort_tree.cc)
-    ("src/index/artcommon/art_tree_read.h", [("crash_pmart_crash_test", "-*Kill9*"),
+    ("src/index/art_engine/art_tree_read.h", [("crash_pmart_crash_test", "-*Kill9*"),
                                             ("crash_dirty_read_test",
                                              "*NoneInTheArtEngineTrees*")]),
-    ("src/index/artcommon/", [("crash_pmart_crash_test", "-*Kill9*")]),
+    ("src/index/art_engine/", [("crash_pmart_crash_test", "-*Kill9*")]),
     ("src/index/fastfair/", [("crash_fastfair_crash_test", "-*Kill9*")]),
     ("src/index/wbtree/", [("crash_wbtree_crash_test", "-*Kill9*")]),
     ("src/index/nvtree/", [("crash_nvtree_crash_test", "-*Kill9*")]),
@@ -113,7 +113,7 @@ COVER = [
     # and the item write with each index's commit
     ("src/server/", [("server_store_crash_test", "*"), ("server_item_crash_test", "*")]),
     # the kit's value commits (tools/mutations/kit.txt): every index that calls them
-    ("src/index/common/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
+    ("src/index/kit/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
                                    ("crash_pmart_crash_test", "-*Kill9*"),
                                    ("crash_fastfair_crash_test", "-*Kill9*"),
                                    ("crash_roart_crash_test", "-*Kill9*"),

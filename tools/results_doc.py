@@ -528,7 +528,7 @@ def main():
             "is a loop of independent lookups, whose cache misses the core overlaps with the next",
             "lookups' (a throughput); `search-chained` runs the same lookups with each key's address",
             "computed from the previous lookup's value (plus a zero that depends on it:",
-            "`registry::lookup_chained`), so no lookup starts before the one before it has read its",
+            "`bench::lookup_chained`), so no lookup starts before the one before it has read its",
             "leaf (a latency). A sampled lookup is timed alone between two clock reads, so its mean",
             "should match `search-chained`, not `search-direct` (CPU ns for the two loops; the",
             "samples are wall time, which the machine's other jobs can only inflate).", "",

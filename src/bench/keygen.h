@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "index/registry.h"
+#include "bench/lookup_loops.h"
 #include "wort/key.h"
 #include "wort/status.h"
 
@@ -60,9 +60,9 @@ class KeySet {
   void reserve(std::size_t n, std::size_t bytes);
   //! Total key bytes.
   std::size_t total_bytes() const noexcept { return bytes_.size(); }
-  //! The keys as the registry's direct lookup loop takes them (valid while *this lives
+  //! The keys as the lookup loops take them (bench/lookup_loops.h; valid while *this lives
   //! unchanged).
-  registry::PackedKeys packed() const noexcept {
+  PackedKeys packed() const noexcept {
     return {reinterpret_cast<const std::byte*>(bytes_.data()), offsets_.data(), size()};
   }
   //! Where the keys came from ("generated", or the word file and how many lines it had).

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "bench/llc.h"
+#include "bench/lookup_loops.h"
 #include "bench/recovery.h"
 #include "bench/rng.h"
 #include "bench/sampler.h"
@@ -259,9 +260,9 @@ Result<void> open_case_pool(const BenchOptions& o, const std::string& index,
 }
 
 // The `search` phase's lookups again (same keys, same order) in a tight loop, `loop(keys)`:
-// registry::lookup_each on wort::Index (search-virtual) or the entry's lookup_direct on the
-// concrete class (search-direct). Neither has timed()'s per-op bookkeeping, so the two
-// differ only in the call. Chunks of 1024 keys keep the progress bar moving (one call of
+// lookup_each on wort::Index (search-virtual) or the kind's concrete loops on its class
+// (search-direct, search-chained: bench/lookup_loops.h). Neither has timed()'s per-op
+// bookkeeping, so the two differ only in the call. Chunks of 1024 keys keep the progress bar moving (one call of
 // `loop` per chunk). No latency samples: single lookups are not timed here.
 template <class Loop>
 PhaseResult run_lookup_loop(const BenchOptions& o, const std::string& name, Loop&& loop,
@@ -274,11 +275,11 @@ PhaseResult run_lookup_loop(const BenchOptions& o, const std::string& name, Loop
   return run_phase(one, name, tag, n, progress, label,
                    [&](PhaseCtx& ctx, unsigned, WorkerStats& w) {
     constexpr std::uint64_t kChunk = 1024;
-    const registry::PackedKeys all = search_keys.packed();
+    const PackedKeys all = search_keys.packed();
     OpStats& s = w.per_type[static_cast<std::size_t>(OpType::lookup)];
     for (std::uint64_t b = 0; b < n; b += kChunk) {
-      const registry::PackedKeys part{all.bytes, all.offsets + b, std::min(kChunk, n - b)};
-      const registry::LookupTally t = loop(part);
+      const PackedKeys part{all.bytes, all.offsets + b, std::min(kChunk, n - b)};
+      const LookupTally t = loop(part);
       // Each key's value is its rank + 1 (as in `search`): a wrong value shows in the sum.
       std::uint64_t expected_sum = 0;
       for (std::uint64_t i = b; i < b + part.count; ++i) expected_sum += order[i] + 1u;
@@ -314,10 +315,11 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
                const std::string& label) {
   const std::uint64_t n = keys.size();
   auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
-  const bool direct = o.search_direct && o.threads <= 1 && entry != nullptr && entry->lookup_direct;
+  const ConcreteLookups* concrete = entry != nullptr ? concrete_lookups(entry->name) : nullptr;
+  const bool direct = o.search_direct && o.threads <= 1 && concrete != nullptr && concrete->direct;
   // The phases below, weighted by their operations: insert, search, the adapter loops, ranges.
   std::vector<double> plan{static_cast<double>(n), static_cast<double>(n)};
-  if (direct) plan.insert(plan.end(), entry->lookup_chained ? 3 : 2, static_cast<double>(n));
+  if (direct) plan.insert(plan.end(), concrete->chained ? 3 : 2, static_cast<double>(n));
   for (double frac : o.range_fractions)
     if (std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5)) < n)
       plan.push_back(static_cast<double>(o.range_queries));
@@ -350,15 +352,15 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
   if (direct) {
     const Index& cidx = idx;
     c.phases.push_back(run_lookup_loop(
-        o, "search-virtual", [&](const registry::PackedKeys& p) { return registry::lookup_each(cidx, p); },
+        o, "search-virtual", [&](const PackedKeys& p) { return lookup_each(cidx, p); },
         search_keys, order, tag("search-virtual"), cp.next_phase(), label));
     c.phases.push_back(run_lookup_loop(
-        o, "search-direct", [&](const registry::PackedKeys& p) { return entry->lookup_direct(cidx, p); },
+        o, "search-direct", [&](const PackedKeys& p) { return concrete->direct(cidx, p); },
         search_keys, order, tag("search-direct"), cp.next_phase(), label));
-    // One lookup's latency: each lookup waits for the one before (registry::lookup_chained).
-    if (entry->lookup_chained)
+    // One lookup's latency: each lookup waits for the one before (lookup_chained).
+    if (concrete->chained)
       c.phases.push_back(run_lookup_loop(
-          o, "search-chained", [&](const registry::PackedKeys& p) { return entry->lookup_chained(cidx, p); },
+          o, "search-chained", [&](const PackedKeys& p) { return concrete->chained(cidx, p); },
           search_keys, order, tag("search-chained"), cp.next_phase(), label));
   }
   search_keys = KeySet{};

@@ -101,7 +101,7 @@ class Allocator {
   std::size_t block_size(std::uint64_t offset) const noexcept;
   //! True if `offset` starts a block of a carved chunk (live or free, traced or not) with
   //! room for `len` bytes. Never reads pool memory past the chunk table: the checked walk
-  //! (index/common/checked_walk.h) asks it before following a pool word.
+  //! (index/kit/checked_walk.h) asks it before following a pool word.
   bool holds(std::uint64_t offset, std::size_t len) const noexcept;
 
   //! Recovery: marks every block the walker reports as in use and frees the rest of the old

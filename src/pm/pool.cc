@@ -189,7 +189,7 @@ Result<void> check_mutable(const PoolHeader& h, const std::string& name) {
     return bad(Status::corrupt, name,
                "clean-shutdown flag is " + std::to_string(h.clean_shutdown) + ", not 0 or 1");
   // The generation counts opens from 1, and lock words carry it shifted left by up to 10
-  // bits (index/common/gen_lock.h, artcommon/node_lock.h): a damaged one past 2^40 (a
+  // bits (index/kit/gen_lock.h, art_engine/node_lock.h): a damaged one past 2^40 (a
   // million opens a second for 35 years) would wrap there and turn every lock off.
   if (h.generation == 0 || h.generation >= pm::kMaxGeneration)
     return bad(Status::corrupt, name,

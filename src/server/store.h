@@ -56,8 +56,8 @@
 #include <string_view>
 #include <vector>
 
-#include "index/common/epoch.h"
-#include "index/common/zeroed_array.h"
+#include "index/kit/epoch.h"
+#include "index/kit/zeroed_array.h"
 #include "pm/allocator.h"
 #include "pm/size_classes.h"
 #include "server/item_layout.h"
@@ -389,7 +389,7 @@ class Store {
   std::atomic<bool> ballast_short_{false};  // a ballast block was given back
   std::string sweep_hand_;
   // The side tables are ZeroedArrays: resident only where items have been
-  // (index/common/zeroed_array.h).
+  // (index/kit/zeroed_array.h).
   kit::ZeroedArray<std::uint64_t> ref_bits_;    // CLOCK bit per 16-byte granule
   kit::ZeroedArray<std::uint64_t> token_bits_;  // recache token sent, per granule
   // Per 32-byte granule (two items never share one: an item block is >= 48 bytes):

@@ -13,6 +13,7 @@
 
 #include "bench/bench.h"
 #include "bench/json.h"
+#include "bench/lookup_loops.h"
 #include "bench/report.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
@@ -151,6 +152,7 @@ class BenchLogIndex {
   std::uint64_t pm_bytes_ = 0;
 };
 WORT_REGISTER_INDEX(BenchLogIndex);
+WORT_BENCH_LOOKUPS(BenchLogIndex);
 
 // Small runs: under the sanitizers everything is slower.
 std::size_t scaled(std::size_t n) {
@@ -651,17 +653,17 @@ TEST(RunnerTest, SearchDirectIsOptionalAndSingleThreaded) {
   EXPECT_EQ(threaded[0].phase("search-chained"), nullptr);
 }
 
-// The registry's loops count only present keys and sum their values, the same through the
-// concrete class (lookup_direct, lookup_chained) and through wort::Index (lookup_each).
+// The lookup loops count only present keys and sum their values, the same through the
+// concrete class (the kind's concrete loops: direct, chained) and through wort::Index (lookup_each).
 TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   auto pool = Pool::create_in_memory(PoolOptions{.size = 8 << 20, .kind = "benchlog"});
   ASSERT_TRUE(pool.ok()) << pool.error().message;
   auto idx = Index::create(*pool.value(), "benchlog");
   ASSERT_TRUE(idx.ok()) << idx.error().message;
-  const registry::Entry* e = registry::find("benchlog");
+  const ConcreteLookups* e = concrete_lookups("benchlog");
   ASSERT_NE(e, nullptr);
-  ASSERT_TRUE(e->lookup_direct);
-  ASSERT_TRUE(e->lookup_chained);
+  ASSERT_TRUE(e->direct);
+  ASSERT_TRUE(e->chained);
   KeySet keys;
   for (int i = 0; i < 100; ++i) {
     const std::string k = "key" + std::to_string(i);
@@ -672,21 +674,21 @@ TEST(RegistryTest, LookupDirectCountsHitsAndSumsValues) {
   }
   std::uint64_t want_sum = 0, want_found = 0;
   for (int i = 0; i < 100; i += 3) want_sum += 1000 + i, ++want_found;
-  const registry::LookupTally t = e->lookup_direct(*idx.value(), keys.packed());
+  const LookupTally t = e->direct(*idx.value(), keys.packed());
   EXPECT_EQ(t.found, want_found);
   EXPECT_EQ(t.value_sum, want_sum);
-  const registry::LookupTally v = registry::lookup_each(*idx.value(), keys.packed());
+  const LookupTally v = lookup_each(*idx.value(), keys.packed());
   EXPECT_EQ(v.found, want_found);
   EXPECT_EQ(v.value_sum, want_sum);
   // The chained loop looks up the same keys in the same order (misses included: a miss
   // chains through 0 as a hit does through its value).
-  const registry::LookupTally ch = e->lookup_chained(*idx.value(), keys.packed());
+  const LookupTally ch = e->chained(*idx.value(), keys.packed());
   EXPECT_EQ(ch.found, want_found);
   EXPECT_EQ(ch.value_sum, want_sum);
-  EXPECT_EQ(registry::zero_depending_on(0x1234), 0u);
+  EXPECT_EQ(zero_depending_on(0x1234), 0u);
   // A sub-range of the packed keys (as the bench's chunks use): keys 3..5, one present.
-  const registry::PackedKeys all = keys.packed();
-  const registry::LookupTally part = e->lookup_direct(*idx.value(), {all.bytes, all.offsets + 3, 3});
+  const PackedKeys all = keys.packed();
+  const LookupTally part = e->direct(*idx.value(), {all.bytes, all.offsets + 3, 3});
   EXPECT_EQ(part.found, 1u);
   EXPECT_EQ(part.value_sum, 1003u);
 }

@@ -125,11 +125,11 @@ TEST(DirtyReadOracle, CatchesWortReadersIgnoringTheFreshMark) {
   }
 }
 
-// The ART engine's inserts commit with cached stores too (src/index/artcommon/README.md, "No
+// The ART engine's inserts commit with cached stores too (src/index/art_engine/README.md, "No
 // dirty reads"): readers that ignore a new leaf's fresh mark
-// (artcommon::g_broken_reader_ignores_fresh) return it before its insert is durable.
+// (art_engine::g_broken_reader_ignores_fresh) return it before its insert is durable.
 TEST(DirtyReadOracle, CatchesArtEngineReadersIgnoringTheFreshMark) {
-  BrokenSwitch broken(artcommon::g_broken_reader_ignores_fresh);
+  BrokenSwitch broken(art_engine::g_broken_reader_ignores_fresh);
   for (const crashsim::Factory& f :
        {crashsim::factory_of<woart::Woart>(), crashsim::factory_of<artcow::ArtCow>()}) {
     const crashsim::Report r = run_and_print(f, {}, node_life(), reads_only());

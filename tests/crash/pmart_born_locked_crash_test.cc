@@ -1,4 +1,4 @@
-// The ART engine's insert commits are cached stores (src/index/artcommon/README.md, "No dirty
+// The ART engine's insert commits are cached stores (src/index/art_engine/README.md, "No dirty
 // reads"): between an insert's commit store and its fence another writer can reach the new
 // node the store publishes. Every new node an insert publishes (a leaf split's NODE4, a
 // prefix split's parent and ART+CoW's copy of the split node, a grown or copied node) is
@@ -6,7 +6,7 @@
 // the fence — so no other writer commits below it before it is durable. Concurrent crash
 // histories (crashsim::run_concurrent_kv), two writers whose inserts meet in the nodes the
 // other one's inserts create: clean as built, on WOART and ART+CoW; with the new nodes born
-// unlocked (artcommon::g_broken_new_node_unlocked) the second writer's insert is acknowledged
+// unlocked (art_engine::g_broken_new_node_unlocked) the second writer's insert is acknowledged
 // while the first one's commit is not yet durable, and a crash image without that commit
 // loses it (LOST_ACK).
 #include <gtest/gtest.h>
@@ -95,8 +95,8 @@ TEST(ArtBornLocked, InsertsMeetingInANewNodeAreClean) {
 }
 
 struct BrokenSwitch {
-  BrokenSwitch() { artcommon::g_broken_new_node_unlocked.store(true); }
-  ~BrokenSwitch() { artcommon::g_broken_new_node_unlocked.store(false); }
+  BrokenSwitch() { art_engine::g_broken_new_node_unlocked.store(true); }
+  ~BrokenSwitch() { art_engine::g_broken_new_node_unlocked.store(false); }
 };
 
 TEST(ArtBornLocked, NewNodeBornUnlockedLosesAnAcknowledgedInsert) {

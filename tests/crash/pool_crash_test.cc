@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "crashsim/harness.h"
-#include "index/artcommon/art_tree.h"
+#include "index/art_engine/art_tree.h"
 #include "index/artcow/artcow.h"
 #include "index/woart/woart.h"
 #include "index/wort/wort_tree.h"

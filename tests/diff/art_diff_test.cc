@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "index/art/art_tree.h"
+#include "baseline/art/art_tree.h"
 #include "wort/pool.h"
 
 namespace wort::art {
@@ -24,7 +24,7 @@ TEST(ArtIndex, RegisteredAndVolatile) {
   ASSERT_TRUE(ix.ok()) << ix.error().message;
   ASSERT_EQ((*ix)->insert(as_key("k"), 1), Status::ok);
   EXPECT_EQ((*pool)->root(), 0u);  // nothing lives in the pool
-  auto reopened = ArtTree::open(**pool);
+  auto reopened = VolatileArt::open(**pool);
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status(), Status::invalid_argument);
   const IndexStats s = (*ix)->stats();

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 #include "kit/kit_support.h"
 #include "pm/tracer.h"
 #include "support/solo_probe.h"

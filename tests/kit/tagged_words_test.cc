@@ -1,6 +1,6 @@
 // Generation-tagged words from the future: for every registered persistent index, a pool
 // whose lock words, obsolete marks and metadata generations (the words tagged with the
-// pool's open generation: index/common/gen_lock.h) are rewritten to carry the generation the
+// pool's open generation: index/kit/gen_lock.h) are rewritten to carry the generation the
 // next open will take — held, or marked obsolete — must be refused by that open (corrupt).
 // Opened, such a word is a lock nobody releases (every writer that reached it spun forever,
 // and ROART's readers too: the session-18 audit's crafted pool), an obsolete mark that sends
@@ -99,7 +99,7 @@ TEST_P(TaggedWords, WordsTaggedWithTheNextOpensGenerationAreRefusedAtOpen) {
     if (w >> 2 == g) {  // a kit::gen_lock word (locked 1, obsolete 2)
       w = next << 2 | 1;
       ++lock_words;
-    } else if (w >> 10 == g) {  // the ART engine's obsolete mark (artcommon/node_lock.h)
+    } else if (w >> 10 == g) {  // the ART engine's obsolete mark (art_engine/node_lock.h)
       w = next << 10 | 0x200 | (w & 0xff);
       ++marks;
     } else if (w == g) {  // ROART's node metadata generation

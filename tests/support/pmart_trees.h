@@ -1,5 +1,5 @@
 // tests/support/pmart_trees.h — the two persistent-memory ART variants that share the
-// artcommon engine (WOART and ART+CoW), for tests written once and run on both: a gtest type
+// ART engine (WOART and ART+CoW), for tests written once and run on both: a gtest type
 // list with names by kind (test names read PmartCrash/woart.LeafSplit), and the same trees
 // as type-erased factories for value-parameterised tests.
 #pragma once

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 #include "pm/tracer.h"
 
 namespace wort::test {

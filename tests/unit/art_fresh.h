@@ -1,4 +1,4 @@
-// The ART engine's fresh leaves (src/index/artcommon/README.md, "No dirty reads"), for one
+// The ART engine's fresh leaves (src/index/art_engine/README.md, "No dirty reads"), for one
 // flavor (woart_fresh_test.cc, artcow_fresh_test.cc): an insert commits with a cached store
 // and its new leaf carries the session's mark until the commit's fence has passed. A reader
 // that meets a marked leaf of its key writes back the leaf's commit word and the pointer
@@ -6,7 +6,7 @@
 // session is cleared without either; a miss on a marked leaf (another key) helps nothing.
 // The marks are set here by hand on a quiescent tree (the window in which a real insert
 // leaves one is a few instructions long: the crash simulator's dirty-read oracle covers it,
-// dirty_read_test). Broken variant: artcommon::g_broken_reader_ignores_fresh.
+// dirty_read_test). Broken variant: art_engine::g_broken_reader_ignores_fresh.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,19 +16,19 @@
 #include <string>
 #include <vector>
 
-#include "index/artcommon/leaf.h"
+#include "index/art_engine/leaf.h"
 #include "pm/persist.h"
 #include "support/diff_harness.h"
 #include "support/keygen.h"
 
 namespace wort::test::art_fresh {
 
-using artcommon::fresh_mark;
-using artcommon::Leaf;
+using art_engine::fresh_mark;
+using art_engine::Leaf;
 
 struct BrokenSwitch {
-  BrokenSwitch() { artcommon::g_broken_reader_ignores_fresh.store(true); }
-  ~BrokenSwitch() { artcommon::g_broken_reader_ignores_fresh.store(false); }
+  BrokenSwitch() { art_engine::g_broken_reader_ignores_fresh.store(true); }
+  ~BrokenSwitch() { art_engine::g_broken_reader_ignores_fresh.store(false); }
 };
 
 inline constexpr std::uint64_t kKeys[] = {0xabcdef0123456700ull, 0xabcdef0123456711ull,

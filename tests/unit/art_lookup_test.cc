@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "index/art/art_tree.h"
+#include "baseline/art/art_tree.h"
 #include "wort/key.h"
 
 namespace wort::art {
 namespace {
 
-std::optional<Value> get(const ArtTree& t, const std::string& k) { return t.lookup(as_key(k)); }
+std::optional<Value> get(const VolatileArt& t, const std::string& k) { return t.lookup(as_key(k)); }
 
 TEST(ArtLookup, KeysDivergingInsideASkippedPrefixAreNotFound) {
-  ArtTree t;
+  VolatileArt t;
   // Two keys sharing a 20-byte prefix: one node whose prefix is 20 bytes long (8 inline).
   const std::string p(20, 'p');
   ASSERT_EQ(t.insert(as_key(p + "A"), 1), Status::ok);
@@ -43,7 +43,7 @@ TEST(ArtLookup, KeysDivergingInsideASkippedPrefixAreNotFound) {
 TEST(ArtLookup, IntegerKeysDifferingOnlyInSkippedBytes) {
   // 8-byte keys: the root's prefix covers the common high bytes; keys that differ there
   // and agree on every branch byte must miss.
-  ArtTree t;
+  VolatileArt t;
   std::vector<std::uint64_t> in;
   for (std::uint64_t i = 0; i < 300; ++i) in.push_back(0x0102030400000000ull + i * 7);
   for (std::uint64_t k : in) ASSERT_EQ(t.insert(u64_key(k), k), Status::ok);

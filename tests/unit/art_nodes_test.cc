@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "index/art/art_tree.h"
+#include "baseline/art/art_tree.h"
 #include "wort/key.h"
 
 namespace wort::art {
@@ -65,7 +65,7 @@ class Checked {
     }
   }
 
-  ArtTree& tree() { return tree_; }
+  VolatileArt& tree() { return tree_; }
   const std::map<std::string, Value>& ref() const { return ref_; }
 
  private:
@@ -103,12 +103,12 @@ class Checked {
     EXPECT_EQ(got, want) << "range";
   }
 
-  ArtTree tree_;
+  VolatileArt tree_;
   std::map<std::string, Value> ref_;
 };
 
 // Which single inner-node type a tree of exactly one inner node has.
-std::string only_node_type(const ArtTree& t) {
+std::string only_node_type(const VolatileArt& t) {
   std::string type;
   std::uint64_t total = 0;
   for (const auto& [name, n] : t.stats().nodes) {
@@ -283,7 +283,7 @@ TEST(ArtNodes, RandomOpsOverSmallAlphabetMatchMap) {
 }
 
 TEST(ArtNodes, StatsCountInnerNodesOnThePath) {
-  ArtTree t;
+  VolatileArt t;
   EXPECT_EQ(t.stats().keys, 0u);
   ASSERT_EQ(t.insert(as_key("solo"), 1), Status::ok);
   EXPECT_EQ(t.stats().max_leaf_depth, 0u);  // a lone leaf hangs from the root slot
@@ -307,7 +307,7 @@ TEST(ArtNodes, StatsCountInnerNodesOnThePath) {
 }
 
 TEST(ArtNodes, VisitorCanStopScanEarly) {
-  ArtTree t;
+  VolatileArt t;
   for (unsigned i = 0; i < 100; ++i) {
     std::string k = "k";
     k += std::to_string(i);

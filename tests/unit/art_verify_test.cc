@@ -6,25 +6,25 @@
 #include <string>
 #include <utility>
 
-#include "index/art/art_tree.h"
-#include "index/art/leaf.h"
-#include "index/art/node16.h"
-#include "index/art/node256.h"
-#include "index/art/node4.h"
-#include "index/art/node48.h"
+#include "baseline/art/art_tree.h"
+#include "baseline/art/leaf.h"
+#include "baseline/art/node16.h"
+#include "baseline/art/node256.h"
+#include "baseline/art/node4.h"
+#include "baseline/art/node48.h"
 
 namespace wort::art {
 
 class ArtTreeTestPeer {
  public:
-  static Ref root(const ArtTree& t) { return t.root_; }
-  static std::size_t& count(ArtTree& t) { return t.count_; }
+  static Ref root(const VolatileArt& t) { return t.root_; }
+  static std::size_t& count(VolatileArt& t) { return t.count_; }
 };
 
 namespace {
 
 // A tree whose root node has `children` leaf children "r" + byte (and terminal "r").
-ArtTree* tree_with_root_children(ArtTree& t, unsigned children) {
+VolatileArt* tree_with_root_children(VolatileArt& t, unsigned children) {
   EXPECT_EQ(t.insert(as_key("r"), 0), Status::ok);
   for (unsigned i = 0; i < children; ++i) {
     std::string k = "r";
@@ -35,7 +35,7 @@ ArtTree* tree_with_root_children(ArtTree& t, unsigned children) {
   return &t;
 }
 
-void expect_corrupt(const ArtTree& t, const std::string& words) {
+void expect_corrupt(const VolatileArt& t, const std::string& words) {
   auto v = t.verify();
   ASSERT_FALSE(v.ok()) << "verify() missed: " << words;
   EXPECT_EQ(v.status(), Status::corrupt);
@@ -43,7 +43,7 @@ void expect_corrupt(const ArtTree& t, const std::string& words) {
 }
 
 TEST(ArtVerify, CatchesWrongKeyCount) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 3);
   ++ArtTreeTestPeer::count(t);
   expect_corrupt(t, "count says");
@@ -52,7 +52,7 @@ TEST(ArtVerify, CatchesWrongKeyCount) {
 }
 
 TEST(ArtVerify, CatchesUnsortedNode4Keys) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 3);
   auto* n = static_cast<Node4*>(ArtTreeTestPeer::root(t).node());
   ASSERT_EQ(n->type, NodeType::node4);
@@ -65,7 +65,7 @@ TEST(ArtVerify, CatchesUnsortedNode4Keys) {
 }
 
 TEST(ArtVerify, CatchesLeafUnderTheWrongByte) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 3);
   auto* n = static_cast<Node4*>(ArtTreeTestPeer::root(t).node());
   std::swap(n->children[0], n->children[1]);  // keys sorted, leaves crossed
@@ -75,7 +75,7 @@ TEST(ArtVerify, CatchesLeafUnderTheWrongByte) {
 }
 
 TEST(ArtVerify, CatchesWrongInlinePrefix) {
-  ArtTree t;
+  VolatileArt t;
   ASSERT_EQ(t.insert(as_key("prefix-1"), 1), Status::ok);
   ASSERT_EQ(t.insert(as_key("prefix-2"), 2), Status::ok);
   Node* n = ArtTreeTestPeer::root(t).node();
@@ -87,7 +87,7 @@ TEST(ArtVerify, CatchesWrongInlinePrefix) {
 }
 
 TEST(ArtVerify, CatchesNodeThatShouldHaveCollapsed) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 1);  // terminal "r" + child "rA"
   Node* n = ArtTreeTestPeer::root(t).node();
   Leaf* term = std::exchange(n->terminal, nullptr);  // leaves one entry: a bare child
@@ -97,7 +97,7 @@ TEST(ArtVerify, CatchesNodeThatShouldHaveCollapsed) {
 }
 
 TEST(ArtVerify, CatchesNode48IndexingOneSlotTwice) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 20);
   auto* n = static_cast<Node48*>(ArtTreeTestPeer::root(t).node());
   ASSERT_EQ(n->type, NodeType::node48);
@@ -109,7 +109,7 @@ TEST(ArtVerify, CatchesNode48IndexingOneSlotTwice) {
 }
 
 TEST(ArtVerify, CatchesNode256CountMismatchAndUnderfullTypes) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 60);
   auto* n = static_cast<Node256*>(ArtTreeTestPeer::root(t).node());
   ASSERT_EQ(n->type, NodeType::node256);
@@ -120,7 +120,7 @@ TEST(ArtVerify, CatchesNode256CountMismatchAndUnderfullTypes) {
 }
 
 TEST(ArtVerify, CatchesUnderfullNode16) {
-  ArtTree t;
+  VolatileArt t;
   tree_with_root_children(t, 5);
   auto* n = static_cast<Node16*>(ArtTreeTestPeer::root(t).node());
   ASSERT_EQ(n->type, NodeType::node16);

@@ -3,7 +3,7 @@
 // come from a crash, and open() must refuse it as corrupt rather than "repair" it.
 #include <gtest/gtest.h>
 
-#include "index/artcommon/header.h"
+#include "index/art_engine/header.h"
 #include "index/artcow/artcow.h"
 #include "pm/persist.h"
 #include "support/diff_harness.h"
@@ -19,12 +19,12 @@ TEST(Recovery, StaleDepthIsCorruptNotRepaired) {
   DiffChecker d(crashsim::factory_of<Tree>(), 8ull << 20);
   d.insert(u64_str(a), 1);
   d.insert(u64_str(b), 2);
-  auto* anchor = d.pool().at<artcommon::Anchor>(d.pool().root());
-  auto* n = d.pool().at<artcommon::NodeBase>(artcommon::ref_offset(anchor->root));
+  auto* anchor = d.pool().at<art_engine::Anchor>(d.pool().root());
+  auto* n = d.pool().at<art_engine::NodeBase>(art_engine::ref_offset(anchor->root));
   ASSERT_EQ(n->hdr.prefix_len, 7);
   ASSERT_TRUE(Tree::open(d.pool()).ok());
   const auto key = u64_key(a);
-  pm::store_persist(&n->hdr, artcommon::make_header(3, 4, Key(key)));  // a WOART-style split
+  pm::store_persist(&n->hdr, art_engine::make_header(3, 4, Key(key)));  // a WOART-style split
   auto t = Tree::open(d.pool());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status(), Status::corrupt);

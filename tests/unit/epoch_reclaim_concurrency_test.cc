@@ -1,4 +1,4 @@
-// The reclaimer's report of what is retired and not yet freed (src/index/common/epoch.h,
+// The reclaimer's report of what is retired and not yet freed (src/index/kit/epoch.h,
 // for_each_retired) against a reclaim under way on another thread. A reclaim takes its
 // blocks out of the lists under their latches and frees them after; a report that read the
 // lists in between used to return with such a block in neither place, and ROART's
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 
 namespace wort::test {
 namespace {

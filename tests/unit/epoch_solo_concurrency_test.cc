@@ -1,4 +1,4 @@
-// The solo path of the epoch reclaimer (src/index/common/epoch.h, "solo"), at the kit level:
+// The solo path of the epoch reclaimer (src/index/kit/epoch.h, "solo"), at the kit level:
 // a write that began while its thread was the only one holding an epoch id (SoloWrite) may
 // skip its locks, so a thread that arrives must not read or write before that write ends.
 // Its own binary: the main thread never pins here, so a thread started by a test can be
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "crashsim/simulator.h"
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 #include "support/solo_probe.h"
 
 namespace wort::test {

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/gen_lock.h"
+#include "index/kit/gen_lock.h"
 
 namespace wort::test {
 namespace {

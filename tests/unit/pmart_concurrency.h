@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/artcommon/sync.h"
+#include "index/art_engine/sync.h"
 #include "support/keygen.h"
 #include "unit/conc_fixture.h"
 #include "wort/index.h"
@@ -80,7 +80,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
       ConcFixture<TypeParam> f;
       auto key = [](char b, char tail) { return std::string{b, tail}; };
       std::map<std::string, Value> ref = insert_letter_keys(f, fanout, "B1");
-      artcommon::g_broken_walk_trusts_snapshot = broken;
+      art_engine::g_broken_walk_trusts_snapshot = broken;
       std::vector<std::string> seen;
       f.tree->scan(Key{}, 1000, [&](Key kk, Value) {
         seen.emplace_back(reinterpret_cast<const char*>(kk.data()), kk.size());
@@ -91,7 +91,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
         }
         return true;
       });
-      artcommon::g_broken_walk_trusts_snapshot = false;
+      art_engine::g_broken_walk_trusts_snapshot = false;
       const auto [ascending, all_there] = scan_order(seen, ref, "B1");  // "B1": seen or not
       if (broken && in_place && fanout < 48) {
         EXPECT_FALSE(ascending) << "the broken walk was not caught";
@@ -107,7 +107,7 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedUnderIt) {
 // The same reuse, between the walk's load of B's child pointer and its re-check of B's
 // commit word: at the scan's first key "A1" the visitor removes "B1" and inserts "@1" (and,
 // in a second round, "@2": a node) into B's slot; the walk then reads that slot's pointer
-// ('@'), and a hook run right after the load (artcommon::g_walk_hook) removes the '@' keys
+// ('@'), and a hook run right after the load (art_engine::g_walk_hook) removes the '@' keys
 // and inserts "B1" again, into the same slot. The commit word names B once more (an A-B-A),
 // so only the walk's second read of the pointer shows that what it read was '@'s. The scan
 // must stay ascending and report every key that was there throughout; the broken walk that
@@ -142,9 +142,9 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
           for (char t = '1'; t <= last; ++t) EXPECT_EQ(f.tree->remove(as_key(key('@', t))), Status::ok);
           EXPECT_EQ(f.tree->insert(as_key(key('B', '1')), conc_value_of(key('B', '1'))), Status::ok);
         };
-        artcommon::g_walk_ctx = &aba;
-        artcommon::g_walk_hook = &WalkAba::run;
-        artcommon::g_broken_walk_skips_pointer_reread = broken;
+        art_engine::g_walk_ctx = &aba;
+        art_engine::g_walk_hook = &WalkAba::run;
+        art_engine::g_broken_walk_skips_pointer_reread = broken;
         std::vector<std::string> seen;
         f.tree->scan(Key{}, 1000, [&](Key kk, Value) {
           seen.emplace_back(reinterpret_cast<const char*>(kk.data()), kk.size());
@@ -156,8 +156,8 @@ TYPED_TEST_P(PmartConcurrency, AScanSkipsAnEntryReusedBetweenItsLoads) {
           }
           return true;
         });
-        artcommon::g_walk_hook = nullptr;
-        artcommon::g_broken_walk_skips_pointer_reread = false;
+        art_engine::g_walk_hook = nullptr;
+        art_engine::g_broken_walk_skips_pointer_reread = false;
         const bool fired = !aba.armed;
         if (!fired) WalkAba::run(&aba);  // the same end state: '@' keys gone, "B1" back
         const auto [ascending, all_there] = scan_order(seen, ref, "B1");  // "B1": seen or not

@@ -1,4 +1,4 @@
-// The epoch reclaimer behind the concurrent ART engine (src/index/common/epoch.h): what a
+// The epoch reclaimer behind the concurrent ART engine (src/index/kit/epoch.h): what a
 // pin keeps alive, deterministically (one thread, a free function that records), and a
 // threaded run for the TSan build. Named *_concurrency_test so the TSan build runs it.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 
 namespace wort::test {
 namespace {

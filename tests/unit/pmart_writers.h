@@ -1,5 +1,5 @@
 // tests/unit/pmart_writers.h — the ART engine's per-node writer locks (ROWEX;
-// src/index/artcommon/README.md "Concurrency"), a typed test instantiated by
+// src/index/art_engine/README.md "Concurrency"), a typed test instantiated by
 // woart_concurrency_test.cc and artcow_concurrency_test.cc beside pmart_concurrency.h:
 //
 // - HotNodes: four writers insert, remove and upsert short keys that collide in a handful of
@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/artcommon/art_tree.h"
+#include "index/art_engine/art_tree.h"
 #include "unit/pmart_concurrency.h"
 
 namespace wort::test {
@@ -190,10 +190,10 @@ bool interleave(ConcFixture<Tree>& f, std::function<void()> paused,
   HookCtl ctl;
   ctl.during = std::move(change);
   ctl.pause_thread = std::this_thread::get_id();
-  artcommon::g_writer_locking_ctx = &ctl;
-  artcommon::g_writer_locking_hook.store(&hook_fn);
+  art_engine::g_writer_locking_ctx = &ctl;
+  art_engine::g_writer_locking_hook.store(&hook_fn);
   paused();
-  artcommon::g_writer_locking_hook.store(nullptr);
+  art_engine::g_writer_locking_hook.store(nullptr);
   EXPECT_TRUE(ctl.fired);
   for (const auto& [k, v] : expect) {
     const auto got = f.tree->lookup(as_key(k));
@@ -258,10 +258,10 @@ TYPED_TEST_P(PmartWriters, SkippedValidationIsCaught) {
       ++run;
       ConcFixture<T> f;
       for (const auto& k : sc.preload) ASSERT_EQ(f.tree->insert(as_key(k), val(k)), Status::ok);
-      artcommon::g_broken_writer_skips_validation.store(broken);
+      art_engine::g_broken_writer_skips_validation.store(broken);
       const bool ok = interleave<T>(
           f, [&] { sc.paused(*f.tree); }, [&] { sc.change(*f.tree); }, sc.expect);
-      artcommon::g_broken_writer_skips_validation.store(false);
+      art_engine::g_broken_writer_skips_validation.store(false);
       if (broken) {
         EXPECT_FALSE(ok) << sc.name << ": the broken variant was not caught";
       } else {

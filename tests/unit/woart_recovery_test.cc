@@ -6,7 +6,7 @@
 // through real crash images; this test names them.
 #include <gtest/gtest.h>
 
-#include "index/artcommon/header.h"
+#include "index/art_engine/header.h"
 #include "index/woart/woart.h"
 #include "pm/persist.h"
 #include "support/diff_harness.h"
@@ -16,30 +16,30 @@ namespace wort::test {
 namespace {
 
 using Tree = woart::Woart;
-using artcommon::Anchor;
-using artcommon::NodeBase;
+using art_engine::Anchor;
+using art_engine::NodeBase;
 
 NodeBase* root_node(Pool& pool) {
   const Anchor* a = pool.at<Anchor>(pool.root());
-  EXPECT_FALSE(artcommon::is_leaf(a->root));
-  return pool.at<NodeBase>(artcommon::ref_offset(a->root));
+  EXPECT_FALSE(art_engine::is_leaf(a->root));
+  return pool.at<NodeBase>(art_engine::ref_offset(a->root));
 }
 
 NodeBase* child_node(Pool& pool, NodeBase* n, std::uint8_t b) {
-  artcommon::Ref found = artcommon::kNull;
-  auto fn = [&](std::uint8_t c, artcommon::Ref ref) {
+  art_engine::Ref found = art_engine::kNull;
+  auto fn = [&](std::uint8_t c, art_engine::Ref ref) {
     if (c == b) found = ref;
     return true;
   };
   switch (n->type) {
-    case artcommon::NodeType::woart_node4: woart::Node4Ops::for_each_from(n, 0, fn); break;
-    case artcommon::NodeType::woart_node16: woart::Node16Ops::for_each_from(n, 0, fn); break;
-    case artcommon::NodeType::node48: artcommon::Node48Ops::for_each_from(n, 0, fn); break;
-    default: artcommon::Node256Ops::for_each_from(n, 0, fn); break;
+    case art_engine::NodeType::woart_node4: woart::Node4Ops::for_each_from(n, 0, fn); break;
+    case art_engine::NodeType::woart_node16: woart::Node16Ops::for_each_from(n, 0, fn); break;
+    case art_engine::NodeType::node48: art_engine::Node48Ops::for_each_from(n, 0, fn); break;
+    default: art_engine::Node256Ops::for_each_from(n, 0, fn); break;
   }
-  EXPECT_NE(found, artcommon::kNull);
-  EXPECT_FALSE(artcommon::is_leaf(found));
-  return pool.at<NodeBase>(artcommon::ref_offset(found));
+  EXPECT_NE(found, art_engine::kNull);
+  EXPECT_FALSE(art_engine::is_leaf(found));
+  return pool.at<NodeBase>(art_engine::ref_offset(found));
 }
 
 // The root has a 7-byte path; a key leaving it at byte 2 makes WOART store, in the root,
@@ -54,7 +54,7 @@ TEST(Recovery, InterruptedPrefixSplitIsRepaired) {
   ASSERT_EQ(n->hdr.depth, 0);
   ASSERT_EQ(n->hdr.prefix_len, 7);
   const auto key = u64_key(a);
-  pm::store_persist(&n->hdr, artcommon::make_header(3, 4, Key(key)));
+  pm::store_persist(&n->hdr, art_engine::make_header(3, 4, Key(key)));
   EXPECT_FALSE(d.index().verify().ok()) << "the stale header must be visible to verify()";
   EXPECT_EQ(d.index().lookup(Key(key)), std::optional<Value>(1)) << "lookups skip the path";
   d.reopen();
@@ -81,7 +81,7 @@ TEST(Recovery, InterruptedMergeIsRepaired) {
   ASSERT_EQ(c->hdr.depth, 7);
   ASSERT_EQ(c->hdr.prefix_len, 0);
   const auto key = u64_key(0x1100);
-  pm::store_persist(&c->hdr, artcommon::make_header(0, 7, Key(key)));
+  pm::store_persist(&c->hdr, art_engine::make_header(0, 7, Key(key)));
   EXPECT_FALSE(d.index().verify().ok());
   d.reopen();
   root = root_node(d.pool());
@@ -103,7 +103,7 @@ TEST(Recovery, ImpossibleHeaderIsCorrupt) {
   d.insert(u64_str(0x2200), 3);
   NodeBase* c = child_node(d.pool(), root_node(d.pool()), 0x11);
   const auto key = u64_key(0x1100);
-  pm::store_persist(&c->hdr, artcommon::make_header(2, 1, Key(key)));  // branches at 3 < 7
+  pm::store_persist(&c->hdr, art_engine::make_header(2, 1, Key(key)));  // branches at 3 < 7
   auto t = Tree::open(d.pool());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status(), Status::corrupt);
@@ -118,14 +118,14 @@ TEST(Recovery, LeafKeyLongerThanAnyKeyIsCorrupt) {
   d.insert(u64_str(0x1100), 1);
   d.insert(u64_str(0x1101), 2);
   d.insert(u64_str(0x2200), 3);
-  artcommon::Ref leaf_ref = artcommon::kNull;
-  woart::Node4Ops::for_each_from(root_node(d.pool()), 0, [&](std::uint8_t b, artcommon::Ref r) {
+  art_engine::Ref leaf_ref = art_engine::kNull;
+  woart::Node4Ops::for_each_from(root_node(d.pool()), 0, [&](std::uint8_t b, art_engine::Ref r) {
     if (b == 0x22) leaf_ref = r;
     return true;
   });
-  ASSERT_TRUE(artcommon::is_leaf(leaf_ref));
-  auto* l = d.pool().at<artcommon::Leaf>(artcommon::ref_offset(leaf_ref));
-  pm::store_persist(&l->key_len, static_cast<decltype(l->key_len)>(artcommon::kMaxArtKey + 1));
+  ASSERT_TRUE(art_engine::is_leaf(leaf_ref));
+  auto* l = d.pool().at<art_engine::Leaf>(art_engine::ref_offset(leaf_ref));
+  pm::store_persist(&l->key_len, static_cast<decltype(l->key_len)>(art_engine::kMaxArtKey + 1));
   auto t = Tree::open(d.pool());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status(), Status::corrupt);

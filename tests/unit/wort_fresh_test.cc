@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/gen_lock.h"
+#include "index/kit/gen_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/persist.h"
 #include "support/keygen.h"

@@ -1,4 +1,4 @@
-// tools/compare/public_art.cc — our volatile `art` (the concrete class wort::art::ArtTree,
+// tools/compare/public_art.cc — our volatile `art` (the concrete class wort::art::VolatileArt,
 // called directly, as `wort bench`'s search-direct does) against the two public ARTs people
 // compare with: armon/libart (C, src/art.c) and the single-threaded ART of Leis et al.'s
 // ARTSynchronized (ART/, namespace ART_unsynchronized). Same keys, same process, rounds
@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "bench/keygen.h"
-#include "index/art/art_tree.h"
+#include "baseline/art/art_tree.h"
 #include "wort/key.h"
 extern "C" {
 #include "art.h"  // armon/libart
@@ -103,8 +103,8 @@ struct Keys {
 // ---- the three indexes behind one face --------------------------------------------------
 
 struct Ours {
-  std::unique_ptr<wort::art::ArtTree> t;
-  void fresh() { t.reset(); t = std::make_unique<wort::art::ArtTree>(); }
+  std::unique_ptr<wort::art::VolatileArt> t;
+  void fresh() { t.reset(); t = std::make_unique<wort::art::VolatileArt>(); }
   void drop() { t.reset(); }
   void insert_all(const Keys& k) {
     for (std::size_t i = 0; i < k.n(); ++i)

@@ -1,11 +1,11 @@
 #include "index/artcow/artcow.h"
 
-#include "index/artcommon/art_tree_impl.h"
+#include "index/art_engine/art_tree_impl.h"
 #include "index/registry.h"
 
-namespace wort::artcommon {
-template class ArtTree<artcow::ArtCowFlavor>;
-}  // namespace wort::artcommon
+namespace wort::art_engine {
+template class ArtEngine<artcow::ArtCowFlavor>;
+}  // namespace wort::art_engine
 
 namespace wort::artcow {
 static_assert(IndexConcept<ArtCow>);

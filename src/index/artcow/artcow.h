@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "index/artcommon/art_tree.h"
+#include "index/art_engine/art_tree.h"
 #include "index/artcow/artcow_node16.h"
 #include "index/artcow/artcow_node4.h"
 
@@ -21,6 +21,6 @@ struct ArtCowFlavor {
 };
 
 //! The concrete index class (IndexConcept).
-using ArtCow = artcommon::ArtTree<ArtCowFlavor>;
+using ArtCow = art_engine::ArtEngine<ArtCowFlavor>;
 
 }  // namespace wort::artcow

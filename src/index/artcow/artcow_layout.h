@@ -2,7 +2,7 @@
 // with sorted partial keys, never edited in place once published. A change copies the
 // node, edits the copy, writes it back and swaps the parent's pointer (the commit).
 // NODE48, NODE256 (edited in place, as in WOART/WORT), leaves and the node base are in
-// artcommon/art_layout.h.
+// art_engine/art_layout.h.
 //
 // NODE4 (64 bytes, one cache line):
 //   +------------+-------+---------+-------+--------------------------+
@@ -19,12 +19,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "index/artcommon/art_layout.h"
+#include "index/art_engine/art_layout.h"
 
 namespace wort::artcow {
 
-using artcommon::NodeBase;
-using artcommon::Ref;
+using art_engine::NodeBase;
+using art_engine::Ref;
 
 struct Node4 {
   NodeBase base;

@@ -15,11 +15,11 @@ using Sorted = SortedNode<Node4, 4, &position_of>;
 Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept { return Sorted::find(n, b); }
 Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept { return Sorted::slot(n, b); }
 unsigned Node4Ops::count(const NodeBase* n) noexcept { return Sorted::count(n); }
-bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, art_engine::ChildFn fn) {
   return Sorted::for_each_from(n, from, fn);
 }
-void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
-                     const artcommon::Entries& e) noexcept {
+void Node4Ops::build(NodeBase* dst, const art_engine::NodeHeader& hdr, Ref eok,
+                     const art_engine::Entries& e) noexcept {
   Sorted::build(dst, kType, hdr, eok, e);
 }
 bool Node4Ops::check(const NodeBase* n, std::string* why) { return Sorted::check(n, kName, why); }

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "index/artcommon/entries.h"
-#include "index/artcommon/node_image.h"
-#include "index/artcommon/sync.h"
+#include "index/art_engine/entries.h"
+#include "index/art_engine/node_image.h"
+#include "index/art_engine/sync.h"
 #include "index/artcow/artcow_layout.h"
 
 namespace wort::artcow {
@@ -25,7 +25,7 @@ struct SortedNode {
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept {
     const NodeT* x = as(n);
     const int p = Position(x, b);
-    return p < 0 ? artcommon::kNull : artcommon::load(&x->child[p]);
+    return p < 0 ? art_engine::kNull : art_engine::load(&x->child[p]);
   }
 
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept {
@@ -36,10 +36,10 @@ struct SortedNode {
 
   static unsigned count(const NodeBase* n) noexcept { return as(n)->count; }
 
-  static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+  static bool for_each_from(const NodeBase* n, unsigned from, art_engine::ChildFn fn) {
     const NodeT* x = as(n);
     for (unsigned i = 0; i < x->count && i < Cap; ++i)
-      if (x->key[i] >= from && !fn(x->key[i], artcommon::load(&x->child[i]))) return false;
+      if (x->key[i] >= from && !fn(x->key[i], art_engine::load(&x->child[i]))) return false;
     return true;
   }
 
@@ -47,16 +47,16 @@ struct SortedNode {
   //! the image into the fresh block `dst`: its bytes up to child[e.n] only. Nothing reads a
   //! child past `count` (a copy replaces the node on every change), so the block's old
   //! bytes may stay there: a reused block is not written back a line it need not hold.
-  static void build(NodeBase* dst, artcommon::NodeType type, const artcommon::NodeHeader& hdr,
-                    Ref eok, const artcommon::Entries& e) noexcept {
+  static void build(NodeBase* dst, art_engine::NodeType type, const art_engine::NodeHeader& hdr,
+                    Ref eok, const art_engine::Entries& e) noexcept {
     NodeT img{};  // value-initialised: every field, pad bytes included, starts at zero
-    artcommon::init_base(img.base, type, hdr, eok);
+    art_engine::init_base(img.base, type, hdr, eok);
     img.count = static_cast<std::uint8_t>(e.n);
     for (unsigned i = 0; i < e.n; ++i) {
       img.key[i] = e.bytes[i];
       img.child[i] = e.refs[i];
     }
-    artcommon::publish_image(dst, &img, offsetof(NodeT, child) + e.n * sizeof(Ref));
+    art_engine::write_image(dst, &img, offsetof(NodeT, child) + e.n * sizeof(Ref));
   }
 
   //! Count within capacity, keys strictly ascending, no null child.
@@ -66,7 +66,7 @@ struct SortedNode {
     for (unsigned i = 0; i < x->count; ++i) {
       if (i > 0 && x->key[i - 1] >= x->key[i])
         return *why = std::string(name) + " keys not ascending", false;
-      if (x->child[i] == artcommon::kNull) return *why = std::string(name) + " null child", false;
+      if (x->child[i] == art_engine::kNull) return *why = std::string(name) + " null child", false;
     }
     return true;
   }

@@ -33,7 +33,7 @@
 //   last_idx  reserved (the paper's last-index hint is not kept: the end is the first
 //             kEmpty key, which a linear search reads anyway).
 //   slots     records per node, checked against the anchor by the walk.
-//   spare     a leaf's writer lock, kit::gen_lock (index/common/gen_lock.h): tagged with
+//   spare     a leaf's writer lock, kit::gen_lock (index/kit/gen_lock.h): tagged with
 //             the pool's open generation, so a restart never sees it held; stored only with
 //             pm::cas_volatile / store_volatile_release (never written back on purpose), or
 //             in a fresh leaf's image by the SMO that creates it locked. Unused in inner

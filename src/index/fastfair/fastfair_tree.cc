@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
 #include "pm/persist.h"

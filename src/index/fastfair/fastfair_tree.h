@@ -23,9 +23,9 @@
 
 #include <atomic>
 
-#include "index/common/epoch.h"
-#include "index/common/gen_lock.h"
-#include "index/common/writer_lock.h"
+#include "index/kit/epoch.h"
+#include "index/kit/gen_lock.h"
+#include "index/kit/writer_lock.h"
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
 #include "index/fastfair/fastfair_node.h"

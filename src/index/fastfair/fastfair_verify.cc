@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/fastfair/fastfair_tree.h"
 #include "pm/allocator.h"
 

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/fastfair/fastfair_tree.h"
 #include "pm/allocator.h"
 #include "pm/check.h"

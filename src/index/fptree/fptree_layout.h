@@ -56,7 +56,7 @@
 //               empty) keep their byte-string order and stay distinguishable: the tag is the
 //               length class, not a sentinel inside the 64 bits. Only bits of free slots are
 //               ever changed, so it needs no commit of its own.
-//   lock        the leaf's writer lock, kit::gen_lock (index/common/gen_lock.h): tagged with
+//   lock        the leaf's writer lock, kit::gen_lock (index/kit/gen_lock.h): tagged with
 //               the pool generation, so a restart never sees it held. Volatile state
 //               (cas_volatile / store_volatile_release), never a commit; a split's new leaf
 //               is written with it held by the splitting writer, the first leaf with 0.

@@ -12,7 +12,7 @@
 // commit is durable (the allocator's contract).
 #include <thread>
 
-#include "index/common/gen_lock.h"
+#include "index/kit/gen_lock.h"
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "pm/check.h"

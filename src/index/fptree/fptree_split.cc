@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/gen_lock.h"
+#include "index/kit/gen_lock.h"
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "pm/check.h"

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <thread>
 
-#include "index/common/anchor.h"
-#include "index/common/gen_lock.h"
+#include "index/kit/anchor.h"
+#include "index/kit/gen_lock.h"
 #include "index/fptree/fptree_hash.h"
 #include "index/fptree/fptree_walk.h"
 #include "index/registry.h"

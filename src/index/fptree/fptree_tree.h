@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "index/common/epoch.h"
-#include "index/common/writer_lock.h"
+#include "index/kit/epoch.h"
+#include "index/kit/writer_lock.h"
 #include "index/fptree/fptree_groups.h"
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_layout.h"

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/fptree/fptree_layout.h"
 #include "index/fptree/fptree_leaf.h"
 #include "wort/index.h"

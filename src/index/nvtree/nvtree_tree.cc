@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/nvtree/nvtree_leaf.h"
 #include "index/registry.h"
 #include "pm/allocator.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/nvtree/nvtree_leaf.h"
 #include "index/nvtree/nvtree_tree.h"
 #include "pm/allocator.h"

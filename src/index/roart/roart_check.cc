@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/roart/roart_tree.h"
 #include "pm/allocator.h"
 

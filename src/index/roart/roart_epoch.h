@@ -1,6 +1,6 @@
 // roart/roart_epoch.h — ROART's epoch-based reclamation of unlinked blocks (its DCMM uses
 // epochs for lock-free readers, §3.4.2) is the shared kit::EpochReclaimer
-// (src/index/common/epoch.h: the protocol, and why a crash meanwhile leaks nothing). Every
+// (src/index/kit/epoch.h: the protocol, and why a crash meanwhile leaks nothing). Every
 // public operation holds a Pinned for its length; a writer that unlinks a block (its
 // unlinking commit already durable) retires it.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "index/common/epoch.h"
+#include "index/kit/epoch.h"
 
 namespace wort::roart {
 

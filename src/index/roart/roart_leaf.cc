@@ -1,7 +1,7 @@
 #include "index/roart/roart_leaf.h"
 
-#include "index/common/anchor.h"
-#include "index/common/radix_key.h"
+#include "index/kit/anchor.h"
+#include "index/kit/radix_key.h"
 #include "pm/allocator.h"
 #include "pm/check.h"
 #include "pm/persist.h"

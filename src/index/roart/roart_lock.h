@@ -1,6 +1,6 @@
 // roart/roart_lock.h — writers' lock words (ROWEX, §3.4.1): one V word in every inner node
 // and leaf array, and one in DRAM for the anchor's root slot. The word is the kit's
-// generation-tagged lock (src/index/common/gen_lock.h): a restart, which bumps the pool
+// generation-tagged lock (src/index/kit/gen_lock.h): a restart, which bumps the pool
 // generation, never sees one held. `obsolete` is set by the writer that unlinked the block
 // (a grown / shrunk / split / merged-away node or array) as it unlocks; a writer that then
 // gets the lock restarts from the root. Readers never look at the lock: they are lock-free.
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "index/common/gen_lock.h"
+#include "index/kit/gen_lock.h"
 #include "index/roart/roart_layout.h"
 #include "pm/check.h"
 

@@ -54,8 +54,8 @@
 #include <thread>
 #include <vector>
 
-#include "index/common/anchor.h"
-#include "index/common/checked_walk.h"
+#include "index/kit/anchor.h"
+#include "index/kit/checked_walk.h"
 #include "index/roart/roart_tree.h"
 #include "pm/allocator.h"
 

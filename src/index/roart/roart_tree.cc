@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/registry.h"
 #include "index/roart/roart_lock.h"
 #include "pm/allocator.h"

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/registry.h"
 #include "pm/allocator.h"
 #include "pm/check.h"

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/wbtree/wbtree_key.h"
 #include "index/wbtree/wbtree_layout.h"
 #include "wort/key.h"

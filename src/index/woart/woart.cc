@@ -1,11 +1,11 @@
 #include "index/woart/woart.h"
 
-#include "index/artcommon/art_tree_impl.h"
+#include "index/art_engine/art_tree_impl.h"
 #include "index/registry.h"
 
-namespace wort::artcommon {
-template class ArtTree<woart::WoartFlavor>;
-}  // namespace wort::artcommon
+namespace wort::art_engine {
+template class ArtEngine<woart::WoartFlavor>;
+}  // namespace wort::art_engine
 
 namespace wort::woart {
 static_assert(IndexConcept<Woart>);

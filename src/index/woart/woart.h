@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "index/artcommon/art_tree.h"
+#include "index/art_engine/art_tree.h"
 #include "index/woart/woart_node16.h"
 #include "index/woart/woart_node4.h"
 
@@ -21,6 +21,6 @@ struct WoartFlavor {
 };
 
 //! The concrete index class (IndexConcept).
-using Woart = artcommon::ArtTree<WoartFlavor>;
+using Woart = art_engine::ArtEngine<WoartFlavor>;
 
 }  // namespace wort::woart

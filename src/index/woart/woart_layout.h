@@ -1,5 +1,5 @@
 // woart/woart_layout.h — WOART's own node layouts (paper §3.5, Figure 5). NODE48, NODE256,
-// leaves and the common node base are in artcommon/art_layout.h.
+// leaves and the common node base are in art_engine/art_layout.h.
 //
 // NODE4 (64 bytes, one cache line):
 //   +------------+-----------------------------------+----------------------------+
@@ -22,12 +22,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "index/artcommon/art_layout.h"
+#include "index/art_engine/art_layout.h"
 
 namespace wort::woart {
 
-using artcommon::NodeBase;
-using artcommon::Ref;
+using art_engine::NodeBase;
+using art_engine::Ref;
 
 //! The 8-byte commit word of NODE4.
 struct alignas(8) SlotWord {

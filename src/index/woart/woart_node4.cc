@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstring>
 
-#include "index/artcommon/node_image.h"
-#include "index/artcommon/node_lock.h"
-#include "index/artcommon/sync.h"
+#include "index/art_engine/node_image.h"
+#include "index/art_engine/node_lock.h"
+#include "index/art_engine/sync.h"
 #include "pm/persist.h"
 
 namespace wort::woart {
@@ -61,7 +61,7 @@ SlotWord without_entry(SlotWord s, unsigned p) noexcept {
 }  // namespace
 
 //! The slot word, read whole (lock-free readers: one snapshot per node visit).
-static SlotWord slots_of(const Node4* x) noexcept { return artcommon::load_word(&x->slots); }
+static SlotWord slots_of(const Node4* x) noexcept { return art_engine::load_word(&x->slots); }
 
 //! The child index + 1 of key byte b in slot word w (read as a little-endian 8-byte word:
 //! key bytes in bits 0-31, child indexes in 32-63), or 0. One pass, no branch per entry:
@@ -81,12 +81,12 @@ Ref Node4Ops::find(const NodeBase* n, std::uint8_t b) noexcept {
   const Node4* x = as4(n);
   const auto* word = reinterpret_cast<const std::uint64_t*>(&x->slots);
   for (;;) {
-    const std::uint64_t w = artcommon::load(word);
+    const std::uint64_t w = art_engine::load(word);
     const unsigned ci = child_index_in(w, b);
-    if (ci == 0) return artcommon::kNull;
-    const Ref r = artcommon::load(&x->child[ci - 1]);
+    if (ci == 0) return art_engine::kNull;
+    const Ref r = art_engine::load(&x->child[ci - 1]);
     // A slot reused since the slot word was read may hold an uncommitted leaf (node_ops.h).
-    if (!artcommon::is_leaf(r) || artcommon::load(word) == w) [[likely]] return r;
+    if (!art_engine::is_leaf(r) || art_engine::load(word) == w) [[likely]] return r;
   }
 }
 
@@ -99,20 +99,20 @@ Ref* Node4Ops::slot(NodeBase* n, std::uint8_t b) noexcept {
 
 unsigned Node4Ops::count(const NodeBase* n) noexcept { return used(slots_of(as4(n))); }
 
-bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn) {
+bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, art_engine::ChildFn fn) {
   const Node4* x = as4(n);
   const SlotWord s = slots_of(x);
   const auto* word = reinterpret_cast<const std::uint64_t*>(&x->slots);
   const std::uint64_t snap = std::bit_cast<std::uint64_t>(s);
   for (unsigned i = 0; i < 4 && s.idx[i] != 0; ++i) {
     if (s.key[i] < from) continue;
-    const Ref c = artcommon::load(&x->child[s.idx[i] - 1]);
+    const Ref c = art_engine::load(&x->child[s.idx[i] - 1]);
     // The snapshot is older than this pointer by every subtree visited since: the entry
     // may have been removed and its child index reused by another key byte (whose leaf
     // may have split into a node). Still named by the same entry now, and the pointer read
     // again unchanged: the pointer was its (sync.h, still_named).
-    if (!artcommon::still_named(&x->child[s.idx[i] - 1], c, [&] {
-          const std::uint64_t w = artcommon::load(word);  // unchanged: no need to look
+    if (!art_engine::still_named(&x->child[s.idx[i] - 1], c, [&] {
+          const std::uint64_t w = art_engine::load(word);  // unchanged: no need to look
           return w == snap || child_index_in(w, s.key[i]) == s.idx[i];
         }))
       continue;  // removed since the snapshot
@@ -121,10 +121,10 @@ bool Node4Ops::for_each_from(const NodeBase* n, unsigned from, artcommon::ChildF
   return true;
 }
 
-void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
-                     const artcommon::Entries& e) noexcept {
+void Node4Ops::build(NodeBase* dst, const art_engine::NodeHeader& hdr, Ref eok,
+                     const art_engine::Entries& e) noexcept {
   Node4 img;
-  artcommon::init_base(img.base, kType, hdr, eok);
+  art_engine::init_base(img.base, kType, hdr, eok);
   std::memset(&img.slots, 0, sizeof img.slots);
   std::memset(img.child, 0, sizeof img.child);
   for (unsigned i = 0; i < e.n; ++i) {
@@ -132,11 +132,11 @@ void Node4Ops::build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
     img.slots.idx[i] = static_cast<std::uint8_t>(i + 1);
     img.child[i] = e.refs[i];
   }
-  artcommon::publish_image(dst, &img, sizeof img);
+  art_engine::write_image(dst, &img, sizeof img);
 }
 
 bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
-  WORT_DCHECK(artcommon::type_of(n) == kType && r != artcommon::kNull && find(n, b) == artcommon::kNull);
+  WORT_DCHECK(art_engine::type_of(n) == kType && r != art_engine::kNull && find(n, b) == art_engine::kNull);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   if (used(s) == 4) return false;
@@ -146,18 +146,18 @@ bool Node4Ops::add(NodeBase* n, std::uint8_t b, Ref r) noexcept {
   // line-aligned), stores to one line persist in order, so the commit's write-back of the
   // slot word carries child[ci] with it (the same-line rule). The new leaf, written back
   // by make_leaf, is ordered by the publish's leading fence.
-  artcommon::release_to_readers(&x->slots);
+  art_engine::release_to_readers(&x->slots);
   pm::publish(reinterpret_cast<std::uint64_t*>(&x->slots),
               std::bit_cast<std::uint64_t>(with_entry(s, b, ci)));
   return true;
 }
 
-const void* Node4Ops::commit_word(const NodeBase* n, std::uint8_t) noexcept {
+const void* Node4Ops::add_word(const NodeBase* n, std::uint8_t) noexcept {
   return &as4(n)->slots;
 }
 
 void Node4Ops::remove(NodeBase* n, std::uint8_t b) noexcept {
-  WORT_DCHECK(artcommon::type_of(n) == kType);
+  WORT_DCHECK(art_engine::type_of(n) == kType);
   Node4* x = as4(n);
   const SlotWord s = x->slots;
   const int p = position_of(s, b);
@@ -180,7 +180,7 @@ bool Node4Ops::check(const NodeBase* n, std::string* why) {
     if (named & (1u << (s.idx[i] - 1))) return *why = "node4 child named twice", false;
     named |= 1u << (s.idx[i] - 1);
     if (i > 0 && s.key[i - 1] >= s.key[i]) return *why = "node4 keys not ascending", false;
-    if (x->child[s.idx[i] - 1] == artcommon::kNull) return *why = "node4 null child", false;
+    if (x->child[s.idx[i] - 1] == art_engine::kNull) return *why = "node4 null child", false;
   }
   return true;
 }

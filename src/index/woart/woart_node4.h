@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include "index/artcommon/entries.h"
+#include "index/art_engine/entries.h"
 #include "index/woart/woart_layout.h"
 
 namespace wort::woart {
 
 struct Node4Ops {
-  static constexpr artcommon::NodeType kType = artcommon::NodeType::woart_node4;
+  static constexpr art_engine::NodeType kType = art_engine::NodeType::woart_node4;
   static constexpr std::size_t kBytes = sizeof(Node4);
   static constexpr unsigned kCapacity = 4;
   static constexpr bool kInPlace = true;
@@ -20,14 +20,14 @@ struct Node4Ops {
   static Ref find(const NodeBase* n, std::uint8_t b) noexcept;
   static Ref* slot(NodeBase* n, std::uint8_t b) noexcept;
   static unsigned count(const NodeBase* n) noexcept;
-  static bool for_each_from(const NodeBase* n, unsigned from, artcommon::ChildFn fn);
-  static void build(NodeBase* dst, const artcommon::NodeHeader& hdr, Ref eok,
-                    const artcommon::Entries& e) noexcept;
+  static bool for_each_from(const NodeBase* n, unsigned from, art_engine::ChildFn fn);
+  static void build(NodeBase* dst, const art_engine::NodeHeader& hdr, Ref eok,
+                    const art_engine::Entries& e) noexcept;
   //! Algorithm 3: pointer, persist, slot word (the commit, cached: pm::publish),
   //! persist. False if full.
   static bool add(NodeBase* n, std::uint8_t b, Ref r) noexcept;
   //! The slot word (add's commit word).
-  static const void* commit_word(const NodeBase* n, std::uint8_t b) noexcept;
+  static const void* add_word(const NodeBase* n, std::uint8_t b) noexcept;
   //! Slot word without b (the commit), persist.
   static void remove(NodeBase* n, std::uint8_t b) noexcept;
   static bool check(const NodeBase* n, std::string* why);

@@ -16,7 +16,7 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-#include "index/common/anchor.h"
+#include "index/kit/anchor.h"
 #include "index/wort/wort_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"

@@ -25,7 +25,7 @@
 //   child[14], child[15] and the lock word).
 //
 //   The persistent image is bytes [0, 144) (kNodeImageBytes): what make_node copies and
-//   writes back. `lock` is the node's writers' lock (kit::gen_lock, index/common/gen_lock.h):
+//   writes back. `lock` is the node's writers' lock (kit::gen_lock, index/kit/gen_lock.h):
 //   volatile state tagged with the pool's open generation, stored only with
 //   pm::cas_volatile / pm::store_volatile*, never written back on purpose, so a restart
 //   never sees it held whatever a crash left in PM. A fresh node's lock word is set to 0

@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "index/common/epoch.h"
-#include "index/common/gen_lock.h"
+#include "index/kit/epoch.h"
+#include "index/kit/gen_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/check.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "index/common/radix_key.h"
+#include "index/kit/radix_key.h"
 #include "index/wort/wort_layout.h"
 #include "index/wort/wort_leaf.h"
 #include "wort/pool.h"

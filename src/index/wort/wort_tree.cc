@@ -3,8 +3,8 @@
 #include <bit>
 #include <cstring>
 
-#include "index/common/anchor.h"
-#include "index/common/hot_load.h"
+#include "index/kit/anchor.h"
+#include "index/kit/hot_load.h"
 #include "index/registry.h"
 #include "index/wort/wort_walk.h"
 #include "pm/allocator.h"

@@ -30,8 +30,8 @@
 #include <ostream>
 #include <string_view>
 
-#include "index/common/epoch.h"
-#include "index/common/gen_lock.h"
+#include "index/kit/epoch.h"
+#include "index/kit/gen_lock.h"
 #include "index/wort/wort_node.h"
 #include "wort/index.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "index/common/checked_walk.h"
+#include "index/kit/checked_walk.h"
 #include "index/wort/wort_node.h"
 
 namespace wort::wort_index {
