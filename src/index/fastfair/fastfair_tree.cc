@@ -148,8 +148,8 @@ struct ScanVisits {
   std::uint64_t last = kEmpty;  // the last key word passed to v
   bool stop = false;
 
-  bool below_start(std::uint64_t k) const { return last == kEmpty && kr.compare(s, k) > 0; }
-  void visit(std::uint64_t k, std::uint64_t val) {
+  [[gnu::always_inline]] bool below_start(std::uint64_t k) const { return last == kEmpty && kr.compare(s, k) > 0; }
+  [[gnu::always_inline]] void visit(std::uint64_t k, std::uint64_t val) {
     if (last == kEmpty ? kr.compare(s, k) > 0 : kr.compare_words(k, last) <= 0) return;
     std::byte scratch[8];
     ++n;
@@ -162,7 +162,8 @@ struct ScanVisits {
 //! seen unchanged since the node's read began (`c`: so far the read is consistent). False:
 //! the counter changed or a slot changed under the read; the node is read again and the keys
 //! already visited are skipped.
-bool scan_ltr(const Node* nd, unsigned slots, SwitchCount c, ScanVisits& sv) {
+[[gnu::always_inline]] inline bool scan_ltr(const Node* nd, unsigned slots, SwitchCount c,
+                                            ScanVisits& sv) {
   std::uint64_t k = ld(&nd->rec[0].key);
   for (unsigned i = 0; i < slots && k != kEmpty && !sv.stop; ++i) {
     if (sv.below_start(k)) {  // below the start: key only
@@ -184,8 +185,8 @@ bool scan_ltr(const Node* nd, unsigned slots, SwitchCount c, ScanVisits& sv) {
 
 //! One leaf of a scan, read consistently in the direction of its switch counter; *after:
 //! its sibling word loaded before the read's last counter check (see sibling_for).
-void scan_leaf(const Node* nd, unsigned slots, ScanVisits& sv, Record* recs,
-               std::uint64_t* after) {
+[[gnu::always_inline]] inline void scan_leaf(const Node* nd, unsigned slots, ScanVisits& sv,
+                                             Record* recs, std::uint64_t* after) {
   for (;;) {
     const SwitchCount c = ld(&nd->h.switch_counter);
     if (c & 1u) {

@@ -134,8 +134,8 @@ inline bool Roart::put_at_slot(NodeBase* owner, ChildSlot slot, Ref r, unsigned 
   return true;
 }
 
-//! Without locks: whether k continues through n's (at level pos) compressed path to an existing child; if
-//! so, (owner, slot, depth) move to that child's slot.
+//! Without locks: whether k continues through the compressed path of n (at level pos) to an
+//! existing child; if so, (owner, slot, depth) move to that child's slot.
 inline bool Roart::descend_unlocked(NodeBase* n, unsigned pos, Key k, NodeBase*& owner,
                                     ChildSlot& slot, unsigned& depth) const {
   const PrefixWord p = n->prefix;  // one load: a split may change it meanwhile
@@ -150,10 +150,10 @@ inline bool Roart::descend_unlocked(NodeBase* n, unsigned pos, Key k, NodeBase*&
   return true;
 }
 
-//! put_once at node n (in `slot`, at `depth`; its level `pos`), where the key leaves the path the descent
-//! took: under the locks of n's owner and n, decided again — a prefix split, the key's eok,
-//! or a new child; go_on: a child for the key byte arrived meanwhile, and (owner, slot,
-//! depth) move to it (the locks are released).
+//! put_once at node n (in `slot`, at `depth`; its level `pos`), where the key leaves the
+//! path the descent took: under the locks of n's owner and n, decided again — a prefix
+//! split, the key's eok, or a new child; go_on: a child for the key byte arrived meanwhile,
+//! and (owner, slot, depth) move to it (the locks are released).
 inline Roart::WriteStep Roart::put_at_node(NodeBase*& owner, ChildSlot& slot, Ref r,
                                            NodeBase* n, unsigned pos, unsigned& depth,
                                            Key k, Value v, bool overwrite, Status* out) {

@@ -221,9 +221,9 @@ class Roart {
                                                       NodeBase*& owner, ChildSlot& slot,
                                                       unsigned& depth) const;
   [[gnu::always_inline]] inline WriteStep put_at_node(NodeBase*& owner, ChildSlot& slot, Ref r,
-                                                      NodeBase* n, unsigned pos, unsigned& depth,
-                                                      Key k, Value v, bool overwrite,
-                                                      Status* out);
+                                                      NodeBase* n, unsigned pos,
+                                                      unsigned& depth, Key k, Value v,
+                                                      bool overwrite, Status* out);
   Status put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
