@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "bench/metrics.h"
@@ -36,28 +37,84 @@ void print_counters(const char* what, const pm::Counters& c, std::uint64_t ops) 
               bench::per_op(static_cast<double>(c.fences), ops));
 }
 
-}  // namespace
-
-int demo_main(const Args& args) {
-  std::string kind, path;
+struct DemoOptions {
+  std::string kind, path;  // path empty: a temporary pool in /dev/shm
   std::uint64_t n = 100000;
   pm::Config cfg;
+};
+
+//! The options; nullopt after --help (printed).
+std::optional<DemoOptions> parse_demo_args(const Args& args) {
+  DemoOptions o;
   ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
       std::fputs(kDemoHelp, stdout);
-      return 0;
-    } else if (r.is("--index")) kind = r.value();
-    else if (r.is("--keys")) n = parse_count(r.value(), "--keys");
-    else if (r.is("--pool")) path = r.value();
+      return std::nullopt;
+    } else if (r.is("--index")) o.kind = r.value();
+    else if (r.is("--keys")) o.n = parse_count(r.value(), "--keys");
+    else if (r.is("--pool")) o.path = r.value();
     else if (r.is("--pm-mode")) {
-      if (!pm::parse(r.value(), cfg.mode)) throw UsageError("--pm-mode: real, emulated or none");
+      if (!pm::parse(r.value(), o.cfg.mode)) throw UsageError("--pm-mode: real, emulated or none");
     } else throw UsageError("unknown option '" + r.peek() + "'");
   }
+  return o;
+}
+
+//! Inserts keys 1..n and looks them up, printing the persistence counters of each phase and
+//! the index's stats; true if every insert succeeded and every key was found.
+bool insert_and_look_up(Index& idx, std::uint64_t n) {
+  pm::reset_counters();
+  std::uint64_t failed = 0;
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    const auto key = u64_key(k);
+    if (idx.insert(key, k * 10) != Status::ok) ++failed;
+  }
+  const pm::Counters ins = pm::counters();
+  pm::reset_counters();
+  std::uint64_t found = 0;
+  for (std::uint64_t k = 1; k <= n; ++k)
+    if (auto v = idx.lookup(u64_key(k)); v && *v == k * 10) ++found;
+  const pm::Counters look = pm::counters();
+  print_counters("insert", ins, n);
+  print_counters("lookup", look, n);
+  const IndexStats st = idx.stats();
+  std::printf("  found %llu of %llu keys; %llu inserts failed; avg leaf depth %.2f; %.1f PM bytes/key;"
+              " %.1f DRAM bytes/key\n",
+              static_cast<unsigned long long>(found), static_cast<unsigned long long>(n),
+              static_cast<unsigned long long>(failed), st.avg_leaf_depth,
+              bench::per_op(static_cast<double>(st.pm_bytes), st.keys),
+              bench::per_op(static_cast<double>(st.dram_bytes), st.keys));
+  return found == n && failed == 0;
+}
+
+//! Reopens the closed pool and counts the keys 1..n found again (printed).
+std::uint64_t reopen_and_count(const std::string& path, const std::string& kind,
+                               std::uint64_t n) {
+  auto pool = Pool::open(path, kind);
+  if (!pool) throw std::runtime_error("reopen: " + pool.error().message);
+  auto idx = Index::open(*pool.value());
+  if (!idx) throw std::runtime_error("reopen index: " + idx.error().message);
+  std::uint64_t again = 0;
+  for (std::uint64_t k = 1; k <= n; ++k)
+    if (idx.value()->lookup(u64_key(k))) ++again;
+  std::printf("  after close and reopen: %llu of %llu keys found\n",
+              static_cast<unsigned long long>(again), static_cast<unsigned long long>(n));
+  return again;
+}
+
+}  // namespace
+
+int demo_main(const Args& args) {
+  std::optional<DemoOptions> opts = parse_demo_args(args);
+  if (!opts) return 0;
+  std::string& kind = opts->kind;
+  std::string& path = opts->path;
+  const std::uint64_t n = opts->n;
   const auto kinds = Index::kinds();
   if (kinds.empty()) throw std::runtime_error("no index is registered in this build");
   if (kind.empty()) kind = std::find(kinds.begin(), kinds.end(), "wort") != kinds.end() ? "wort" : kinds.front();
-  if (auto c = pm::configure(cfg); !c) throw std::runtime_error(c.error().message);
+  if (auto c = pm::configure(opts->cfg); !c) throw std::runtime_error(c.error().message);
   const bool temp = path.empty();
   if (temp) {
     path = "/dev/shm/wort-demo-" + std::to_string(::getpid()) + ".pool";
@@ -77,54 +134,19 @@ int demo_main(const Args& args) {
               kind.c_str(), path.c_str(), static_cast<unsigned long long>(po.size >> 20),
               std::string(pm::to_string(pm::config().mode)).c_str(),
               std::string(pm::to_string(pm::config().insn)).c_str());
-
-  pm::reset_counters();
-  std::uint64_t failed = 0;
-  for (std::uint64_t k = 1; k <= n; ++k) {
-    const auto key = u64_key(k);
-    if (idx.value()->insert(key, k * 10) != Status::ok) ++failed;
-  }
-  const pm::Counters ins = pm::counters();
-  pm::reset_counters();
-  std::uint64_t found = 0;
-  for (std::uint64_t k = 1; k <= n; ++k)
-    if (auto v = idx.value()->lookup(u64_key(k)); v && *v == k * 10) ++found;
-  const pm::Counters look = pm::counters();
-  print_counters("insert", ins, n);
-  print_counters("lookup", look, n);
-  const IndexStats st = idx.value()->stats();
-  std::printf("  found %llu of %llu keys; %llu inserts failed; avg leaf depth %.2f; %.1f PM bytes/key;"
-              " %.1f DRAM bytes/key\n",
-              static_cast<unsigned long long>(found), static_cast<unsigned long long>(n),
-              static_cast<unsigned long long>(failed), st.avg_leaf_depth,
-              bench::per_op(static_cast<double>(st.pm_bytes), st.keys),
-              bench::per_op(static_cast<double>(st.dram_bytes), st.keys));
+  const bool ok = insert_and_look_up(*idx.value(), n);
 
   // A volatile baseline (the DRAM ART) keeps nothing in the pool: nothing to reopen.
-  if (pool.value()->root() == 0) {
+  const bool in_pool = pool.value()->root() != 0;
+  if (!in_pool)
     std::printf("  %s keeps its nodes in DRAM (no pool root): nothing survives a reopen\n",
                 kind.c_str());
-    idx.value().reset();
-    pool.value().reset();
-    if (temp) ::unlink(path.c_str());
-    return found == n && failed == 0 ? 0 : 1;
-  }
   // Close cleanly and reopen: the keys must all be there.
   idx.value().reset();
   pool.value().reset();
-  auto pool2 = Pool::open(path, kind);
-  if (!pool2) throw std::runtime_error("reopen: " + pool2.error().message);
-  auto idx2 = Index::open(*pool2.value());
-  if (!idx2) throw std::runtime_error("reopen index: " + idx2.error().message);
-  std::uint64_t again = 0;
-  for (std::uint64_t k = 1; k <= n; ++k)
-    if (idx2.value()->lookup(u64_key(k))) ++again;
-  std::printf("  after close and reopen: %llu of %llu keys found\n",
-              static_cast<unsigned long long>(again), static_cast<unsigned long long>(n));
-  idx2.value().reset();
-  pool2.value().reset();
+  const bool again = !in_pool || reopen_and_count(path, kind, n) == n;
   if (temp) ::unlink(path.c_str());
-  return found == n && again == n && failed == 0 ? 0 : 1;
+  return ok && again ? 0 : 1;
 }
 
 }  // namespace wort::cli

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -183,62 +184,83 @@ int check_pool(server::StoreOptions so, bool size_given, bool kind_given) {
   return a.ok() ? 0 : 1;
 }
 
-}  // namespace
-
-int serve_main(const Args& args) {
+struct ServeArgs {
   server::ServerOptions o;
   bool check = false, kind_given = false, size_given = false, daemon = false;
   std::string pidfile, user;
+};
+
+//! The store's options (pool, index kind, size, items, eviction, lock); false: not one.
+bool store_option(ArgReader& r, ServeArgs& a) {
+  server::StoreOptions& so = a.o.store;
+  if (r.is("--pool")) so.pool_path = r.value();
+  else if (r.is("--index")) {
+    so.kind = r.value();
+    a.kind_given = true;
+  } else if (r.is("-m") || r.is("--memory-limit")) {
+    so.pool_bytes = parse_count(r.value(), "-m") << 20;
+    a.size_given = true;
+  } else if (r.is("-I") || r.is("--max-item-size")) so.max_item_size = parse_bytes(r.value(), "-I");
+  else if (r.is("-M") || r.is("--disable-evictions")) so.no_evict = true;
+  else if (r.is("--global-lock")) so.global_lock = true;
+  else return false;
+  return true;
+}
+
+//! The network server's options; false: not one.
+bool server_option(ArgReader& r, server::ServerOptions& o) {
+  if (r.is("-p") || r.is("--port")) o.port = static_cast<int>(parse_count(r.value(), "-p"));
+  else if (r.is("-l") || r.is("--listen")) o.addr = r.value();
+  else if (r.is("-t") || r.is("--threads")) o.threads = static_cast<int>(parse_count(r.value(), "-t"));
+  else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
+  else if (r.is("--port-file")) o.port_file = r.value();
+  else if (r.is("-F") || r.is("--disable-flush-all")) o.flush_enabled = false;
+  else if (r.is("-b") || r.is("--listen-backlog")) o.backlog = static_cast<int>(parse_count(r.value(), "-b"));
+  else if (r.is("-v") || r.is("--verbose")) o.verbosity = std::max(o.verbosity, 1);
+  else if (r.is("-vv")) o.verbosity = 2;
+  else if (r.is("-vvv")) o.verbosity = 2;  // memcached's cap for the command's level
+  else if (r.is("-U") || r.is("--udp-port")) {
+    if (parse_count(r.value(), "-U") != 0) throw UsageError("-U: UDP is not supported (only -U 0)");
+  } else if (r.is("-B") || r.is("--protocol")) {
+    if (r.value() != "ascii")
+      throw UsageError("-B: only 'ascii' (the binary protocol is not implemented)");
+  } else return false;
+  return true;
+}
+
+//! An option that is none of ours: memcached's that are not supported say so.
+[[noreturn]] void refuse_option(const std::string& a) {
+  const std::string name = a.substr(0, a.find('='));
+  for (const Refused& x : kRefused)
+    if (name == x.short_name || (*x.long_name != '\0' && name == x.long_name))
+      throw UsageError("memcached's " + std::string(x.short_name) +
+                       (*x.long_name ? std::string(" (") + x.long_name + ")" : "") + " (" +
+                       x.what + ") is not supported");
+  throw UsageError("unknown option '" + a + "'");
+}
+
+//! The options; nullopt after --help or --version (printed).
+std::optional<ServeArgs> parse_serve_args(const Args& args) {
+  ServeArgs a;
   ArgReader r(args);
   while (r.more()) {
     if (r.is("--help") || r.is("-h")) {
       std::fputs(kServeHelp, stdout);
-      return 0;
-    } else if (r.is("--pool")) o.store.pool_path = r.value();
-    else if (r.is("--index")) {
-      o.store.kind = r.value();
-      kind_given = true;
-    }
-    else if (r.is("-p") || r.is("--port")) o.port = static_cast<int>(parse_count(r.value(), "-p"));
-    else if (r.is("-l") || r.is("--listen")) o.addr = r.value();
-    else if (r.is("-t") || r.is("--threads")) o.threads = static_cast<int>(parse_count(r.value(), "-t"));
-    else if (r.is("-m") || r.is("--memory-limit")) {
-      o.store.pool_bytes = parse_count(r.value(), "-m") << 20;
-      size_given = true;
-    }
-    else if (r.is("-c") || r.is("--conn-limit")) o.maxconns = static_cast<int>(parse_count(r.value(), "-c"));
-    else if (r.is("-I") || r.is("--max-item-size")) o.store.max_item_size = parse_bytes(r.value(), "-I");
-    else if (r.is("-M") || r.is("--disable-evictions")) o.store.no_evict = true;
-    else if (r.is("--global-lock")) o.store.global_lock = true;
-    else if (r.is("--port-file")) o.port_file = r.value();
-    else if (r.is("--check")) check = true;
-    else if (r.is("-F") || r.is("--disable-flush-all")) o.flush_enabled = false;
-    else if (r.is("-b") || r.is("--listen-backlog")) o.backlog = static_cast<int>(parse_count(r.value(), "-b"));
-    else if (r.is("-v") || r.is("--verbose")) o.verbosity = std::max(o.verbosity, 1);
-    else if (r.is("-vv")) o.verbosity = 2;
-    else if (r.is("-vvv")) o.verbosity = 2;  // memcached's cap for the command's level
-    else if (r.is("-U") || r.is("--udp-port")) {
-      if (parse_count(r.value(), "-U") != 0) throw UsageError("-U: UDP is not supported (only -U 0)");
-    } else if (r.is("-B") || r.is("--protocol")) {
-      if (r.value() != "ascii")
-        throw UsageError("-B: only 'ascii' (the binary protocol is not implemented)");
-    } else if (r.is("-d") || r.is("--daemon")) daemon = true;
-    else if (r.is("-P") || r.is("--pidfile")) pidfile = r.value();
-    else if (r.is("-u") || r.is("--user")) user = r.value();
-    else if (r.is("-V") || r.is("--version")) {
+      return std::nullopt;
+    } else if (r.is("-V") || r.is("--version")) {
       std::printf("wort serve %s\n", server::kVersion);
-      return 0;
-    } else {
-      const std::string a = r.peek();
-      const std::string name = a.substr(0, a.find('='));
-      for (const Refused& x : kRefused)
-        if (name == x.short_name || (*x.long_name != '\0' && name == x.long_name))
-          throw UsageError("memcached's " + std::string(x.short_name) +
-                           (*x.long_name ? std::string(" (") + x.long_name + ")" : "") + " (" +
-                           x.what + ") is not supported");
-      throw UsageError("unknown option '" + a + "'");
-    }
+      return std::nullopt;
+    } else if (store_option(r, a) || server_option(r, a.o)) {
+    } else if (r.is("--check")) a.check = true;
+    else if (r.is("-d") || r.is("--daemon")) a.daemon = true;
+    else if (r.is("-P") || r.is("--pidfile")) a.pidfile = r.value();
+    else if (r.is("-u") || r.is("--user")) a.user = r.value();
+    else refuse_option(r.peek());
   }
+  return a;
+}
+
+void check_serve_args(const server::ServerOptions& o) {
   if (o.store.pool_path.empty()) throw UsageError("--pool PATH is required");
   if (o.port < 0 || o.port > 65535) throw UsageError("-p: a port 0..65535");
   // Every thread that calls a concurrent index (or the store's epochs) holds one of
@@ -253,25 +275,38 @@ int serve_main(const Args& args) {
   if (!std::filesystem::exists(o.store.pool_path) && o.store.max_item_size > o.store.pool_bytes / 2)
     throw UsageError("-I: at most half of -m for a new pool (" +
                      std::to_string(o.store.pool_bytes >> 20) + " MiB)");
-  if (!user.empty()) become_user(user);
-  if (check) return check_pool(o.store, size_given, kind_given);
+}
+
+//! Room for every connection plus the pool, listener, epoll and eventfd descriptors.
+void raise_fd_limit(const server::ServerOptions& o) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(o.maxconns) + 64 + 3 * static_cast<rlim_t>(o.threads);
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = std::min(want, rl.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+
+int serve_main(const Args& args) {
+  std::optional<ServeArgs> parsed = parse_serve_args(args);
+  if (!parsed) return 0;
+  ServeArgs& a = *parsed;
+  server::ServerOptions& o = a.o;
+  check_serve_args(o);
+  if (!a.user.empty()) become_user(a.user);
+  if (a.check) return check_pool(o.store, a.size_given, a.kind_given);
   int report_fd = -1;
-  if (daemon) {
+  if (a.daemon) {
     // Paths relative to the start directory keep meaning the same files.
     o.store.pool_path = std::filesystem::absolute(o.store.pool_path).string();
     if (!o.port_file.empty()) o.port_file = std::filesystem::absolute(o.port_file).string();
-    if (!pidfile.empty()) pidfile = std::filesystem::absolute(pidfile).string();
+    if (!a.pidfile.empty()) a.pidfile = std::filesystem::absolute(a.pidfile).string();
     report_fd = daemonize();
   }
-  // Room for every connection plus the pool, listener, epoll and eventfd descriptors.
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-    const rlim_t want = static_cast<rlim_t>(o.maxconns) + 64 + 3 * static_cast<rlim_t>(o.threads);
-    if (rl.rlim_cur < want) {
-      rl.rlim_cur = std::min(want, rl.rlim_max);
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-  }
+  raise_fd_limit(o);
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -281,21 +316,21 @@ int serve_main(const Args& args) {
                  std::string(to_string(s.error().code)).c_str());
     return 1;
   }
-  warn_ignored((*s)->store(), size_given, kind_given);
+  warn_ignored((*s)->store(), a.size_given, a.kind_given);
   std::fprintf(stderr,
                "wort serve: %s pool %s (%s index, %s), listening on %s:%d, %d threads\n",
                (*s)->store().recovered() ? "recovered" : "created", o.store.pool_path.c_str(),
                std::string((*s)->store().kind()).c_str(),
                (*s)->store().concurrent() ? "no global lock" : "one reader/writer lock",
                o.addr.c_str(), (*s)->port(), o.threads);
-  if (!pidfile.empty()) {
-    const std::string tmp = pidfile + ".tmp";
+  if (!a.pidfile.empty()) {
+    const std::string tmp = a.pidfile + ".tmp";
     { std::ofstream(tmp) << getpid() << "\n"; }
-    std::rename(tmp.c_str(), pidfile.c_str());
+    std::rename(tmp.c_str(), a.pidfile.c_str());
   }
   if (report_fd >= 0) detached(report_fd);
   const int rc = (*s)->run();
-  if (!pidfile.empty()) std::remove(pidfile.c_str());
+  if (!a.pidfile.empty()) std::remove(a.pidfile.c_str());
   return rc;
 }
 

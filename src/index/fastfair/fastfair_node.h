@@ -397,6 +397,67 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
   }
 }
 
+namespace detail {
+//! route_sync left to right: a dead left copy's pointer is overridden by the live copy after
+//! it (equal keys), whose pointer was stored before its key. The child (0: none met);
+//! *beyond false if a key above s was met.
+template <class Probe>
+[[gnu::always_inline]] inline std::uint64_t route_ltr(const Node* n, unsigned slots,
+                                                      const SearchKey& s, const KeyReader& kr,
+                                                      bool* beyond, Probe& probe) noexcept {
+  std::uint64_t child = 0;
+  for (unsigned i = 0; i < slots; ++i) {
+    probe();
+    const std::uint64_t k = ld(&n->rec[i].key);
+    if (k >= s.lt) {  // (below: an inline key below s, one comparison)
+      if (k == kEmpty) break;
+      if (kr.compare(s, k) < 0) {
+        *beyond = false;
+        break;
+      }
+    }
+    probe();
+    child = ld(&n->rec[i].ptr);
+  }
+  return child;
+}
+
+//! route_sync right to left: the first key <= s met is the live record (its pointer read
+//! between two equal loads of its key). The child (0: none met); *beyond whether no key
+//! above s was met first; *torn on a torn record or a cut under the read (read again).
+template <class Probe>
+[[gnu::always_inline]] inline std::uint64_t route_rtl(const Node* n, unsigned slots,
+                                                      const SearchKey& s, const KeyReader& kr,
+                                                      bool* beyond, bool* torn,
+                                                      Probe& probe) noexcept {
+  std::uint64_t child = 0;
+  bool first = true;
+  for (unsigned i = end_ltr(n, slots, probe); i-- > 0;) {
+    probe();
+    const std::uint64_t k = ld(&n->rec[i].key);
+    if (k == kEmpty) {
+      if (!first && cut_under_read()) {  // a cut under the read: read again
+        *torn = true;
+        break;
+      }
+      continue;
+    }
+    if (kr.compare(s, k) < 0) {
+      first = false;
+      continue;
+    }
+    probe();
+    child = ld(&n->rec[i].ptr);
+    probe();
+    if (ld(&n->rec[i].key) != k) *torn = true;
+    *beyond = first;
+    break;
+  }
+  if (child == 0 && !*torn) *beyond = first;
+  return child;
+}
+}  // namespace detail
+
 //! Lock-free inner routing: the child for `s` (the last live record with key <= s, else
 //! leftmost); *beyond if s is at or past the last key. Same protocol as find_sync.
 template <bool kRetry = true, class Probe = NoProbe>
@@ -406,52 +467,11 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
   for (;;) {
     probe();
     const SwitchCount c = ld(&n->h.switch_counter);
-    std::uint64_t child = 0;
     bool torn = false;
     *beyond = true;
-    if ((c & 1u) == 0) {
-      // Left to right: a dead left copy's pointer is overridden by the live copy after it
-      // (equal keys), whose pointer was stored before its key.
-      for (unsigned i = 0; i < slots; ++i) {
-        probe();
-        const std::uint64_t k = ld(&n->rec[i].key);
-        if (k >= s.lt) {  // (below: an inline key below s, one comparison)
-          if (k == kEmpty) break;
-          if (kr.compare(s, k) < 0) {
-            *beyond = false;
-            break;
-          }
-        }
-        probe();
-        child = ld(&n->rec[i].ptr);
-      }
-    } else {
-      // Right to left: the first key <= s met is the live record (its pointer read between
-      // two equal loads of its key).
-      bool first = true;
-      for (unsigned i = detail::end_ltr(n, slots, probe); i-- > 0;) {
-        probe();
-        const std::uint64_t k = ld(&n->rec[i].key);
-        if (k == kEmpty) {
-          if (!first && detail::cut_under_read()) {  // a cut under the read: read again
-            torn = true;
-            break;
-          }
-          continue;
-        }
-        if (kr.compare(s, k) < 0) {
-          first = false;
-          continue;
-        }
-        probe();
-        child = ld(&n->rec[i].ptr);
-        probe();
-        if (ld(&n->rec[i].key) != k) torn = true;
-        *beyond = first;
-        break;
-      }
-      if (child == 0 && !torn) *beyond = first;
-    }
+    std::uint64_t child = (c & 1u) == 0
+                              ? detail::route_ltr(n, slots, s, kr, beyond, probe)
+                              : detail::route_rtl(n, slots, s, kr, beyond, &torn, probe);
     if (torn) continue;
     if (after != nullptr) {  // as in find_sync
       probe();
@@ -507,6 +527,72 @@ inline std::uint64_t next_for_scan(std::uint64_t before, std::uint64_t after,
   return kr.compare_words(fb, fa) < 0 ? before : after;
 }
 
+namespace detail {
+//! collect_sync left to right: the records read into out, in key order; their count, or
+//! kTorn (a slot changed under the read).
+template <bool kStrictCopies, class Probe>
+[[gnu::always_inline]] inline int collect_ltr(const Node* n, unsigned slots,
+                                              const SearchKey* from, const KeyReader& kr,
+                                              Record* out, Probe& probe) noexcept {
+  unsigned m = 0;
+  probe();
+  std::uint64_t k = ld(&n->rec[0].key);
+  for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
+    if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
+      if (i + 1 < slots) probe();
+      k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
+      continue;
+    }
+    probe();
+    const std::uint64_t v = ld(&n->rec[i].ptr);
+    std::uint64_t next = kEmpty;
+    if (kStrictCopies && i + 1 < slots) {  // before the key's second load (find_ltr)
+      probe();
+      next = ld(&n->rec[i + 1].key);
+    }
+    probe();
+    if (ld(&n->rec[i].key) != k) return kTorn;
+    if (!kStrictCopies && i + 1 < slots) {
+      probe();
+      next = ld(&n->rec[i + 1].key);
+    }
+    if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
+    k = next;  // (next == k: this slot is the dead left copy, the next one is live)
+  }
+  return static_cast<int>(m);
+}
+
+//! collect_sync right to left: the records read into out, reversed into key order at the
+//! end; their count, or kTorn (a slot changed, or a cut under the read).
+template <bool kStrictCopies, class Probe>
+[[gnu::always_inline]] inline int collect_rtl(const Node* n, unsigned slots,
+                                              const SearchKey* from, const KeyReader& kr,
+                                              Record* out, Probe& probe) noexcept {
+  unsigned m = 0;
+  for (unsigned i = end_ltr(n, slots, probe); i-- > 0;) {
+    probe();
+    const std::uint64_t k = ld(&n->rec[i].key);
+    if (k == kEmpty) {
+      if (m != 0 && cut_under_read()) return kTorn;  // a cut under the read: read again
+      continue;
+    }
+    if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
+    probe();
+    const std::uint64_t v = ld(&n->rec[i].ptr);
+    probe();
+    if (ld(&n->rec[i].key) != k) return kTorn;
+    // A key not below the last one collected is a dead left copy: its live record was
+    // collected before (see collect_sync).
+    if (m != 0 && (out[m - 1].key == k ||
+                   (kStrictCopies && kr.compare_words(k, out[m - 1].key) > 0)))
+      continue;
+    out[m++] = Record{k, v};
+  }
+  for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
+  return static_cast<int>(m);
+}
+}  // namespace detail
+
 //! Lock-free read of a leaf's live records with keys >= `from` (all if null), in key order,
 //! into out (capacity >= slots); returns how many. A record read twice (it moved during
 //! the read) appears once. Left to right, the next slot's key, loaded after this slot's
@@ -529,72 +615,17 @@ inline unsigned collect_sync(const Node* n, unsigned slots, const SearchKey* fro
   for (;;) {
     probe();
     const SwitchCount c = ld(&n->h.switch_counter);
-    unsigned m = 0;
-    bool torn = false;
-    if ((c & 1u) == 0) {
-      probe();
-      std::uint64_t k = ld(&n->rec[0].key);
-      for (unsigned i = 0; i < slots && k != kEmpty; ++i) {
-        if (from != nullptr && kr.compare(*from, k) > 0) {  // below the start: key only
-          if (i + 1 < slots) probe();
-          k = i + 1 < slots ? ld(&n->rec[i + 1].key) : kEmpty;
-          continue;
-        }
-        probe();
-        const std::uint64_t v = ld(&n->rec[i].ptr);
-        std::uint64_t next = kEmpty;
-        if (kStrictCopies && i + 1 < slots) {  // before the key's second load (find_ltr)
-          probe();
-          next = ld(&n->rec[i + 1].key);
-        }
-        probe();
-        if (ld(&n->rec[i].key) != k) {
-          torn = true;
-          break;
-        }
-        if (!kStrictCopies && i + 1 < slots) {
-          probe();
-          next = ld(&n->rec[i + 1].key);
-        }
-        if (next != k && (m == 0 || out[m - 1].key != k)) out[m++] = Record{k, v};
-        k = next;  // (next == k: this slot is the dead left copy, the next one is live)
-      }
-    } else {
-      for (unsigned i = detail::end_ltr(n, slots, probe); i-- > 0;) {
-        probe();
-        const std::uint64_t k = ld(&n->rec[i].key);
-        if (k == kEmpty) {
-          if (m != 0 && detail::cut_under_read()) {  // a cut under the read: read again
-            torn = true;
-            break;
-          }
-          continue;
-        }
-        if (from != nullptr && kr.compare(*from, k) > 0) break;  // the rest is below too
-        probe();
-        const std::uint64_t v = ld(&n->rec[i].ptr);
-        probe();
-        if (ld(&n->rec[i].key) != k) {
-          torn = true;
-          break;
-        }
-        // A key not below the last one collected is a dead left copy: its live record was
-        // collected before (see the comment above).
-        if (m != 0 && (out[m - 1].key == k ||
-                       (kStrictCopies && kr.compare_words(k, out[m - 1].key) > 0)))
-          continue;
-        out[m++] = Record{k, v};
-      }
-      for (unsigned a = 0, b = m; a + 1 < b; ++a, --b) std::swap(out[a], out[b - 1]);
-    }
-    if (torn) continue;
+    const int m = (c & 1u) == 0
+                      ? detail::collect_ltr<kStrictCopies>(n, slots, from, kr, out, probe)
+                      : detail::collect_rtl<kStrictCopies>(n, slots, from, kr, out, probe);
+    if (m == detail::kTorn) continue;
     if (after != nullptr) {  // as in find_sync
       probe();
       *after = ld(&n->h.sibling);
     }
     probe();
     if (ld(&n->h.switch_counter) != c) continue;
-    return m;
+    return static_cast<unsigned>(m);
   }
 }
 

@@ -135,22 +135,80 @@ std::optional<Value> FastFairTree::lookup(Key k) const {
   }
 }
 
+namespace {
+//! A scan's visits: one record is visited unless it is below the start or at/below the last
+//! key visited (a record read twice while it moved; an uncut split's copies of its
+//! sibling's first keys).
+struct ScanVisits {
+  const KeyReader& kr;
+  const SearchKey& s;
+  Visitor v;
+  std::size_t max;
+  std::size_t n = 0;
+  std::uint64_t last = kEmpty;  // the last key word passed to v
+  bool stop = false;
+
+  [[gnu::always_inline]] bool below_start(std::uint64_t k) const { return last == kEmpty && kr.compare(s, k) > 0; }
+  [[gnu::always_inline]] void visit(std::uint64_t k, std::uint64_t val) {
+    if (last == kEmpty ? kr.compare(s, k) > 0 : kr.compare_words(k, last) <= 0) return;
+    std::byte scratch[8];
+    ++n;
+    last = k;
+    if (!v(kr.bytes(k, scratch), val) || n == max) stop = true;
+  }
+};
+
+//! Left to right, visiting as it reads: each record is visited only after the counter is
+//! seen unchanged since the node's read began (`c`: so far the read is consistent). False:
+//! the counter changed or a slot changed under the read; the node is read again and the keys
+//! already visited are skipped.
+[[gnu::always_inline]] inline bool scan_ltr(const Node* nd, unsigned slots, SwitchCount c,
+                                            ScanVisits& sv) {
+  std::uint64_t k = ld(&nd->rec[0].key);
+  for (unsigned i = 0; i < slots && k != kEmpty && !sv.stop; ++i) {
+    if (sv.below_start(k)) {  // below the start: key only
+      k = i + 1 < slots ? ld(&nd->rec[i + 1].key) : kEmpty;
+      continue;
+    }
+    const std::uint64_t val = ld(&nd->rec[i].ptr);
+    // The next slot's key before the key's second load (detail::find_ltr says why).
+    const std::uint64_t next = i + 1 < slots ? ld(&nd->rec[i + 1].key) : kEmpty;
+    if (ld(&nd->rec[i].key) != k) return false;  // torn: the slot changed under the read
+    if (next != k) {  // (equal: the dead left copy; the next slot is live)
+      if (ld(&nd->h.switch_counter) != c) return false;
+      sv.visit(k, val);
+    }
+    k = next;
+  }
+  return true;
+}
+
+//! One leaf of a scan, read consistently in the direction of its switch counter; *after:
+//! its sibling word loaded before the read's last counter check (see sibling_for).
+[[gnu::always_inline]] inline void scan_leaf(const Node* nd, unsigned slots, ScanVisits& sv,
+                                             Record* recs, std::uint64_t* after) {
+  for (;;) {
+    const SwitchCount c = ld(&nd->h.switch_counter);
+    if (c & 1u) {
+      // Right to left: read the node into a buffer (one consistent view), then visit.
+      const unsigned m = collect_sync(nd, slots, sv.last == kEmpty ? &sv.s : nullptr, sv.kr,
+                                      recs, NoProbe{}, after);
+      for (unsigned i = 0; i < m && !sv.stop; ++i) sv.visit(recs[i].key, recs[i].ptr);
+      return;
+    }
+    if (!scan_ltr(nd, slots, c, sv)) continue;
+    if (sv.stop) return;
+    *after = ld(&nd->h.sibling);
+    if (ld(&nd->h.switch_counter) == c) return;  // the node's end, consistently
+  }
+}
+}  // namespace
+
 std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
   if (max == 0) return 0;
   kit::EpochReclaimer::NestablePin pin(epochs_);  // the visitor may call back into the tree
   const SearchKey s = SearchKey::of(from);
-  std::size_t n = 0;
-  std::uint64_t last = kEmpty;  // the last key word passed to v
-  bool stop = false;
-  // Visits one record unless it is below the start or at/below the last key visited (a
-  // record read twice while it moved; an uncut split's copies of its sibling's first keys).
-  auto visit = [&](std::uint64_t k, std::uint64_t val) {
-    if (last == kEmpty ? kr_.compare(s, k) > 0 : kr_.compare_words(k, last) <= 0) return;
-    std::byte scratch[8];
-    ++n;
-    last = k;
-    if (!v(kr_.bytes(k, scratch), val) || n == max) stop = true;
-  };
+  ScanVisits sv{kr_, s, v, max};
   Record recs[slots_for(kMaxNodeSize)];
   auto node_at = [this](std::uint64_t off) { return node(off); };
   // The sibling word loaded before a node's read and the one loaded after it, before the
@@ -160,49 +218,10 @@ std::size_t FastFairTree::scan(Key from, std::size_t max, Visitor v) const {
        cur = next_for_scan(before, after, kr_, node_at)) {
     const Node* nd = node(cur);
     before = ld(&nd->h.sibling);
-    for (;;) {
-      const SwitchCount c = ld(&nd->h.switch_counter);
-      if (c & 1u) {
-        // Right to left: read the node into a buffer (one consistent view), then visit.
-        const unsigned m = collect_sync(nd, slots_, last == kEmpty ? &s : nullptr, kr_, recs,
-                                        NoProbe{}, &after);
-        for (unsigned i = 0; i < m && !stop; ++i) visit(recs[i].key, recs[i].ptr);
-        break;
-      }
-      // Left to right, visiting as it reads: each record is visited only after the counter
-      // is seen unchanged since the node's read began (so far the read is consistent); if
-      // it changed, the node is read again and the keys already visited are skipped.
-      bool again = false;
-      std::uint64_t k = ld(&nd->rec[0].key);
-      for (unsigned i = 0; i < slots_ && k != kEmpty && !stop; ++i) {
-        if (last == kEmpty && kr_.compare(s, k) > 0) {  // below the start: key only
-          k = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
-          continue;
-        }
-        const std::uint64_t val = ld(&nd->rec[i].ptr);
-        // The next slot's key before the key's second load (detail::find_ltr says why).
-        const std::uint64_t next = i + 1 < slots_ ? ld(&nd->rec[i + 1].key) : kEmpty;
-        if (ld(&nd->rec[i].key) != k) {
-          again = true;  // torn: the slot changed under the read
-          break;
-        }
-        if (next != k) {  // (equal: the dead left copy; the next slot is live)
-          if (ld(&nd->h.switch_counter) != c) {
-            again = true;
-            break;
-          }
-          visit(k, val);
-        }
-        k = next;
-      }
-      if (stop) return n;
-      if (again) continue;
-      after = ld(&nd->h.sibling);
-      if (ld(&nd->h.switch_counter) == c) break;  // the node's end, consistently
-    }
-    if (stop) return n;
+    scan_leaf(nd, slots_, sv, recs, &after);
+    if (sv.stop) return sv.n;
   }
-  return n;
+  return sv.n;
 }
 
 std::size_t FastFairTree::range(Key lo, Key hi, Visitor v) const {

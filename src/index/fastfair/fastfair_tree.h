@@ -197,6 +197,8 @@ class FastFairTree {
   //! block entered once, every child word a node of the next level's chain. Fills `levels`
   //! (root level first) when given.
   Result<void> walk(BlockVisitorFn visit, std::vector<std::vector<std::uint64_t>>* levels) const;
+  struct LevelWalk;  // walk()'s per-node steps (fastfair_verify.cc)
+  struct Verifier;   // verify()'s per-level steps (fastfair_verify.cc)
   //! A node's live records below its sibling's first key (an uncut split's copies are not
   //! its own), in order; counts dead slots in *dead.
   std::vector<fastfair::Record> effective(NodeRef nr, unsigned* dead) const;

@@ -27,6 +27,105 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
   return {};
 }
 
+namespace {
+using Hex = kit::CheckedWalk;
+
+//! A leaf word reached at key position `depth`: its block and key fit, the key is at least
+//! `depth` bytes long.
+void visit_leaf_word(kit::CheckedWalk& w, const Pool& pool, std::uint64_t off, std::uint32_t depth,
+                BlockVisitorFn v) {
+  if (!w.enter(off, sizeof(Leaf), 16, "leaf")) return;
+  const std::uint32_t len = pool.at<Leaf>(off)->key_len;
+  if (len < depth || len > kMaxRoartKey) {
+    w.fail("leaf at " + Hex::hex(off) + " has a " + std::to_string(len) +
+           "-byte key below key position " + std::to_string(depth));
+    return;
+  }
+  if (!w.fits(off, off, leaf_bytes(len), "leaf key")) return;
+  v(off);
+}
+
+//! A leaf array word: its header, size and lock word; its used slots pushed as leaves.
+void visit_array_word(kit::CheckedWalk& w, const Pool& pool, std::uint64_t off, std::uint32_t depth,
+                 BlockVisitorFn v) {
+  if (!w.enter(off, offsetof(LeafArray, slot), 64, "leaf array")) return;
+  const LeafArray* a = pool.at<LeafArray>(off);
+  if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap)) {
+    w.fail("leaf array at " + Hex::hex(off) + " has type byte " +
+           std::to_string(static_cast<unsigned>(a->type)) + ", size " +
+           std::to_string(static_cast<unsigned>(a->cap)));
+    return;
+  }
+  if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
+  if (!w.lock_word(a->lock.get(), off, "lock word")) return;
+  v(off);
+  for (unsigned i = 0; i < a->cap; ++i) {
+    const LeafSlot s = a->slot[i];
+    if (s == 0) continue;
+    // Readers take the slot's 48 bits as the leaf's offset: one not 16-aligned would
+    // let them read a leaf that is not where the walk checked it.
+    if ((slot_leaf(s) & kTagMask) != 0) {
+      w.fail("slot " + std::to_string(i) + " of leaf array at " + Hex::hex(off) +
+             " names offset " + Hex::hex(slot_leaf(s)));
+      return;
+    }
+    w.push(slot_leaf(s) | kTagLeaf, depth);
+  }
+}
+
+//! An inner node's header: type, size, lock and generation words, a level not below
+//! `depth`, an eok that is a leaf; false after a failure.
+bool node_header_ok(kit::CheckedWalk& w, const NodeBase* n, std::uint64_t off,
+                       std::uint32_t depth) {
+  if (!is_inner_type(n->type)) {
+    w.fail("node at " + Hex::hex(off) + " has type byte " +
+           std::to_string(static_cast<unsigned>(n->type)));
+    return false;
+  }
+  if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return false;
+  if (!w.lock_word(n->lock.get(), off, "lock word") ||
+      !w.tagged_word(n->generation.get(), 0, ~std::uint64_t{0}, off, "metadata generation"))
+    return false;
+  const std::uint32_t at = n->level;
+  if (at < depth || at >= kMaxRoartKey) {
+    w.fail("node at " + Hex::hex(off) + " branches at key position " + std::to_string(at) +
+           ", below it " + std::to_string(depth));
+    return false;
+  }
+  if (const Ref e = n->eok; e != kNull && !is_leaf(e)) {
+    w.fail("eok of node at " + Hex::hex(off) + " is not a leaf");
+    return false;
+  }
+  return true;
+}
+
+//! An inner node word: its header, then its eok and children pushed (every Zentry used with
+//! its flag, or zero).
+void visit_node_word(kit::CheckedWalk& w, const Pool& pool, std::uint64_t off, std::uint32_t depth,
+                BlockVisitorFn v) {
+  if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
+  const NodeBase* n = pool.at<NodeBase>(off);
+  if (!node_header_ok(w, n, off, depth)) return;
+  const std::uint32_t at = n->level;
+  if (const Ref e = n->eok; e != kNull) w.push(e, at);
+  v(off);
+  if (n->type != NodeType::n256) {
+    const unsigned cap = node_capacity(n->type);
+    const auto* e = reinterpret_cast<const Shared<Zentry>*>(
+        reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) - 8 * cap);
+    for (unsigned i = 0; i < cap; ++i)
+      if (const Zentry z = e[i]; z != 0 && (z >> 56) != 1) {
+        w.fail("bad Zentry in node at " + Hex::hex(off));
+        return;
+      }
+  }
+  Children c;
+  collect_children(n, c);
+  for (unsigned i = c.n; i-- > 0;)
+    if (c.ref[i] != kNull) w.push(c.ref[i], at + 1);
+}
+}  // namespace
+
 // The walk's level is a key position here, not a tree level: a word pushed at d names a
 // subtree whose nodes branch at positions >= d and whose keys are at least d bytes long.
 // Writers index the caller's key at a node's level once its compressed path matched, which
@@ -36,88 +135,16 @@ Result<void> Roart::visit_blocks(BlockVisitorFn v) const {
 Result<void> Roart::visit_reachable(BlockVisitorFn v) const {
   kit::CheckedWalk w(pool_, "roart");
   return w.run(anchor_->root, [&](std::uint64_t r, std::uint32_t depth) {
-    const std::uint64_t off = ref_offset(r);
     if ((r & ~kRefMask) != 0 || (r & kTagMask) > kTagArray) {
-      w.fail("bad reference " + kit::CheckedWalk::hex(r));
+      w.fail("bad reference " + Hex::hex(r));
       return;
     }
-    if (is_leaf(r)) {
-      if (!w.enter(off, sizeof(Leaf), 16, "leaf")) return;
-      const std::uint32_t len = pool_.at<Leaf>(off)->key_len;
-      if (len < depth || len > kMaxRoartKey) {
-        w.fail("leaf at " + kit::CheckedWalk::hex(off) + " has a " + std::to_string(len) +
-               "-byte key below key position " + std::to_string(depth));
-        return;
-      }
-      if (!w.fits(off, off, leaf_bytes(len), "leaf key")) return;
-      v(off);
-      return;
-    }
-    if (is_array(r)) {
-      if (!w.enter(off, offsetof(LeafArray, slot), 64, "leaf array")) return;
-      const LeafArray* a = array(r);
-      if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap)) {
-        w.fail("leaf array at " + kit::CheckedWalk::hex(off) + " has type byte " +
-               std::to_string(static_cast<unsigned>(a->type)) + ", size " +
-               std::to_string(static_cast<unsigned>(a->cap)));
-        return;
-      }
-      if (!w.fits(off, off, array_bytes(a->cap), "leaf array slots")) return;
-      if (!w.lock_word(a->lock.get(), off, "lock word")) return;
-      v(off);
-      for (unsigned i = 0; i < a->cap; ++i) {
-        const LeafSlot s = a->slot[i];
-        if (s == 0) continue;
-        // Readers take the slot's 48 bits as the leaf's offset: one not 16-aligned would
-        // let them read a leaf that is not where the walk checked it.
-        if ((slot_leaf(s) & kTagMask) != 0) {
-          w.fail("slot " + std::to_string(i) + " of leaf array at " + kit::CheckedWalk::hex(off) +
-                 " names offset " + kit::CheckedWalk::hex(slot_leaf(s)));
-          return;
-        }
-        w.push(slot_leaf(s) | kTagLeaf, depth);
-      }
-      return;
-    }
-    if (!w.enter(off, sizeof(NodeBase), 64, "node")) return;
-    const NodeBase* n = node(r);
-    if (!is_inner_type(n->type)) {
-      w.fail("node at " + kit::CheckedWalk::hex(off) + " has type byte " +
-             std::to_string(static_cast<unsigned>(n->type)));
-      return;
-    }
-    if (!w.fits(off, off, node_bytes(n->type), node_name(n->type))) return;
-    if (!w.lock_word(n->lock.get(), off, "lock word") ||
-        !w.tagged_word(n->generation.get(), 0, ~std::uint64_t{0}, off, "metadata generation"))
-      return;
-    const std::uint32_t at = n->level;
-    if (at < depth || at >= kMaxRoartKey) {
-      w.fail("node at " + kit::CheckedWalk::hex(off) + " branches at key position " +
-             std::to_string(at) + ", below it " + std::to_string(depth));
-      return;
-    }
-    if (const Ref e = n->eok; e != kNull) {
-      if (!is_leaf(e)) {
-        w.fail("eok of node at " + kit::CheckedWalk::hex(off) + " is not a leaf");
-        return;
-      }
-      w.push(e, at);
-    }
-    v(off);
-    if (n->type != NodeType::n256) {
-      const unsigned cap = node_capacity(n->type);
-      const auto* e = reinterpret_cast<const Shared<Zentry>*>(
-          reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) - 8 * cap);
-      for (unsigned i = 0; i < cap; ++i)
-        if (const Zentry z = e[i]; z != 0 && (z >> 56) != 1) {
-          w.fail("bad Zentry in node at " + kit::CheckedWalk::hex(off));
-          return;
-        }
-    }
-    Children c;
-    collect_children(n, c);
-    for (unsigned i = c.n; i-- > 0;)
-      if (c.ref[i] != kNull) w.push(c.ref[i], at + 1);
+    if (is_leaf(r))
+      visit_leaf_word(w, pool_, ref_offset(r), depth, v);
+    else if (is_array(r))
+      visit_array_word(w, pool_, ref_offset(r), depth, v);
+    else
+      visit_node_word(w, pool_, ref_offset(r), depth, v);
   });
 }
 

@@ -37,7 +37,10 @@ Status Roart::put(Key k, Value v, bool overwrite) {
   return s;
 }
 
-//! One attempt; false: restart (a lock found its block obsolete, or a slot changed).
+//! One attempt; false: restart (a lock found its block obsolete, or a slot changed). The
+//! steps: at an array, add the key under the array's lock alone; at an empty slot, a leaf or
+//! a full array, change the owner's slot; at a node, go down without locks while the key
+//! continues through a child, else change the node under its owner's lock and its own.
 template <bool kHooked>
 bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
   NodeBase* owner = nullptr;  // the node holding `slot` (nullptr: the anchor)
@@ -55,93 +58,129 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
         !(kHooked && g_broken_write_takes_empty_slot.load(std::memory_order_relaxed)))
       return false;
     if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
-      LeafArray* a = touch_array(r);
-      WriteLocks l(gen_);
-      if (!l.lock(&a->lock)) return false;  // replaced meanwhile (grow, split, shrink)
-      // Not obsolete under its lock: still linked (only its lock holder unlinks it).
-      const std::uint16_t fp = fingerprint(k);
-      if (const int i = find_in_array(a, k, fp); i >= 0) {
-        if (!overwrite) {
-          *out = Status::exists;
-        } else {
-          commit_value(pool_, slot_leaf_ptr(a->slot[i].get()), v);
-          *out = Status::ok;
-        }
-        return true;
-      }
-      if (std::popcount(a->bitmap.get()) < static_cast<int>(a->cap)) {
-        std::uint64_t fresh;
-        *out = make_leaf(pool_, k, v, &fresh);
-        if (*out == Status::ok && !add_to_array(a, fp, fresh, node_flags()))
-          *out = Status::corrupt;  // unreachable: room was checked under the lock
-        return true;
-      }
+      if (const WriteStep st = put_in_array_with_room(r, k, v, overwrite, out);
+          st != WriteStep::go_on)
+        return st == WriteStep::done;
     }
-    if (r == kNull || is_leaf(r) || is_array(r)) {  // (a full array: grow or split)
-      WriteLocks l(gen_);
-      if (!l.lock(owner_lock(owner)) || slot.get() != r) return false;
-      if (r == kNull) {  // empty tree
-        Ref c;
-        if (Status s = new_child(k, v, &c); s != Status::ok) {
-          *out = s;
-          return true;
-        }
-        pm::publish_nt(slot.word, slot.encode(c));
-        *out = Status::ok;
-        return true;
-      }
-      if (is_leaf(r)) {
-        *out = put_at_leaf(slot, depth, k, v, overwrite);
-        return true;
-      }
-      if (!l.lock(&touch_array(r)->lock)) return false;
-      *out = put_in_array(l, slot, depth, k, v, overwrite);
-      return true;
-    }
+    if (r == kNull || is_leaf(r) || is_array(r))  // (a full array: grow or split)
+      return put_at_slot(owner, slot, r, depth, k, v, overwrite, out);
     NodeBase* n = touch(r);
     const unsigned pos = n->level;
     if (pos < depth) {
       *out = Status::corrupt;
       return true;
     }
-    // Without locks: go down if k continues through an existing child.
-    const PrefixWord p = n->prefix;  // one load: a split may change it meanwhile
-    if (depth + p.len == pos && k.size() > pos &&
-        (p.len == 0 || prefix_mismatch(n, p, depth, k) == p.len)) {
-      const ChildSlot cs = find_child(n, key_byte(k, pos));
-      if (cs.word != nullptr) {
-        owner = n;
-        slot = cs;
-        depth = pos + 1;
-        // Tests only: the window of the second churn race (the child removed now).
-        if constexpr (kHooked) call_race_hook(g_write_descended_hook, g_write_descended_ctx);
-        continue;
-      }
+    if (descend_unlocked(n, pos, k, owner, slot, depth)) {
+      // Tests only: the window of the second churn race (the child removed now).
+      if constexpr (kHooked) call_race_hook(g_write_descended_hook, g_write_descended_ctx);
+      continue;
     }
-    // A change at n: lock its owner and n, then decide again.
-    WriteLocks l(gen_);
-    if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock)) return false;
-    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
-    const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
-    const unsigned m = prefix_mismatch(n, lp, depth, k);
-    if (m < lp.len) {
-      *out = split_prefix(slot, n, depth, m, k, v);
-      return true;
-    }
-    if (k.size() == pos) {
-      *out = put_at_eok(n, k, v, overwrite);
-      return true;
-    }
-    const std::uint8_t b = key_byte(k, pos);
-    const ChildSlot cs = find_child(n, b);
-    if (cs.word == nullptr) {
-      *out = add_child(l, slot, n, b, k, v);
-      return true;
-    }
-    owner = n;  // a child for b arrived meanwhile: go on (the locks are released)
-    slot = cs;
-    depth = pos + 1;
+    if (const WriteStep st = put_at_node(owner, slot, r, n, pos, depth, k, v, overwrite, out);
+        st != WriteStep::go_on)
+      return st == WriteStep::done;
   }
+}
+
+//! put_once at a leaf array: the key's leaf updated, or a new leaf added while the array has
+//! room, under the array's lock alone; go_on: the array is full.
+inline Roart::WriteStep Roart::put_in_array_with_room(Ref r, Key k, Value v, bool overwrite,
+                                                      Status* out) {
+  LeafArray* a = touch_array(r);
+  WriteLocks l(gen_);
+  if (!l.lock(&a->lock)) return WriteStep::restart;  // replaced meanwhile (grow, split, shrink)
+  // Not obsolete under its lock: still linked (only its lock holder unlinks it).
+  const std::uint16_t fp = fingerprint(k);
+  if (const int i = find_in_array(a, k, fp); i >= 0) {
+    if (!overwrite) {
+      *out = Status::exists;
+    } else {
+      commit_value(pool_, slot_leaf_ptr(a->slot[i].get()), v);
+      *out = Status::ok;
+    }
+    return WriteStep::done;
+  }
+  if (std::popcount(a->bitmap.get()) < static_cast<int>(a->cap)) {
+    std::uint64_t fresh;
+    *out = make_leaf(pool_, k, v, &fresh);
+    if (*out == Status::ok && !add_to_array(a, fp, fresh, node_flags()))
+      *out = Status::corrupt;  // unreachable: room was checked under the lock
+    return WriteStep::done;
+  }
+  return WriteStep::go_on;
+}
+
+//! put_once at an empty tree, a bare leaf or a full array: a change of the owner's slot,
+//! under the owner's lock (and the array's); false: restart.
+inline bool Roart::put_at_slot(NodeBase* owner, ChildSlot slot, Ref r, unsigned depth, Key k,
+                               Value v, bool overwrite, Status* out) {
+  WriteLocks l(gen_);
+  if (!l.lock(owner_lock(owner)) || slot.get() != r) return false;
+  if (r == kNull) {  // empty tree
+    Ref c;
+    if (Status s = new_child(k, v, &c); s != Status::ok) {
+      *out = s;
+      return true;
+    }
+    pm::publish_nt(slot.word, slot.encode(c));
+    *out = Status::ok;
+    return true;
+  }
+  if (is_leaf(r)) {
+    *out = put_at_leaf(slot, depth, k, v, overwrite);
+    return true;
+  }
+  if (!l.lock(&touch_array(r)->lock)) return false;
+  *out = put_in_array(l, slot, depth, k, v, overwrite);
+  return true;
+}
+
+//! Without locks: whether k continues through the compressed path of n (at level pos) to an
+//! existing child; if so, (owner, slot, depth) move to that child's slot.
+inline bool Roart::descend_unlocked(NodeBase* n, unsigned pos, Key k, NodeBase*& owner,
+                                    ChildSlot& slot, unsigned& depth) const {
+  const PrefixWord p = n->prefix;  // one load: a split may change it meanwhile
+  if (depth + p.len != pos || k.size() <= pos ||
+      (p.len != 0 && prefix_mismatch(n, p, depth, k) != p.len))
+    return false;
+  const ChildSlot cs = find_child(n, key_byte(k, pos));
+  if (cs.word == nullptr) return false;
+  owner = n;
+  slot = cs;
+  depth = pos + 1;
+  return true;
+}
+
+//! put_once at node n (in `slot`, at `depth`; its level `pos`), where the key leaves the
+//! path the descent took: under the locks of n's owner and n, decided again — a prefix
+//! split, the key's eok, or a new child; go_on: a child for the key byte arrived meanwhile,
+//! and (owner, slot, depth) move to it (the locks are released).
+inline Roart::WriteStep Roart::put_at_node(NodeBase*& owner, ChildSlot& slot, Ref r,
+                                           NodeBase* n, unsigned pos, unsigned& depth,
+                                           Key k, Value v, bool overwrite, Status* out) {
+  WriteLocks l(gen_);
+  if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock))
+    return WriteStep::restart;
+  if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
+  const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
+  const unsigned m = prefix_mismatch(n, lp, depth, k);
+  if (m < lp.len) {
+    *out = split_prefix(slot, n, depth, m, k, v);
+    return WriteStep::done;
+  }
+  if (k.size() == pos) {
+    *out = put_at_eok(n, k, v, overwrite);
+    return WriteStep::done;
+  }
+  const std::uint8_t b = key_byte(k, pos);
+  const ChildSlot cs = find_child(n, b);
+  if (cs.word == nullptr) {
+    *out = add_child(l, slot, n, b, k, v);
+    return WriteStep::done;
+  }
+  owner = n;
+  slot = cs;
+  depth = pos + 1;
+  return WriteStep::go_on;
 }
 
 //! Writers repair a prefix word an interrupted split or merge left (level is constant, so

@@ -36,25 +36,15 @@ Status Roart::remove(Key k) {
   return s;
 }
 
+//! One attempt; false: restart. A root that is a leaf or an array changes under the root
+//! lock; else the descent goes down without locks to the node the key hangs from (its eok,
+//! a leaf child or an array child), which changes under its owner's lock and its own.
 bool Roart::remove_once(Key k, Status* out) {
   ChildSlot slot{&anchor_->root.raw, false};
   const Ref root = slot.get();
   *out = Status::not_found;
   if (root == kNull) return true;
-  if (is_leaf(root) || is_array(root)) {
-    WriteLocks l(gen_);
-    if (!l.lock(&root_lock_) || slot.get() != root) return false;
-    if (is_array(root)) {
-      if (!l.lock(&touch_array(root)->lock)) return false;
-      *out = remove_in_array(l, slot, nullptr, slot, 0, 0, k);
-      return true;
-    }
-    if (!leaf_matches(leaf(root), k)) return true;
-    pm::commit_nt(slot.word, Ref{kNull});
-    free_ref(root);
-    *out = Status::ok;
-    return true;
-  }
+  if (is_leaf(root) || is_array(root)) return remove_at_root(slot, root, k, out);
   NodeBase* owner = nullptr;
   unsigned depth = 0;
   for (;;) {
@@ -70,9 +60,8 @@ bool Roart::remove_once(Key k, Status* out) {
     if (depth + p.len == pos && prefix_mismatch(n, p, depth, k) < p.len)
       return true;  // not found (an inconsistent prefix is checked under the locks)
     if (k.size() < pos) return true;
-    ChildSlot cs{};
     if (k.size() > pos) {
-      cs = find_child(n, key_byte(k, pos));
+      const ChildSlot cs = find_child(n, key_byte(k, pos));
       if (cs.word == nullptr) return true;
       if (is_node(cs.get())) {
         owner = n;
@@ -82,32 +71,56 @@ bool Roart::remove_once(Key k, Status* out) {
       }
     }
     // The key hangs from n (its eok, a leaf child, or in an array child).
-    WriteLocks l(gen_);
-    if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock)) return false;
-    if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
-    const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
-    if (prefix_mismatch(n, lp, depth, k) < lp.len) return true;
-    if (k.size() == pos) {
-      const Ref e = n->eok;
-      if (e == kNull || !leaf_matches(leaf(e), k)) return true;
-      *out = remove_eok(l, slot, n, depth);
-      return true;
-    }
-    const std::uint8_t b = key_byte(k, pos);
-    cs = find_child(n, b);
-    if (cs.word == nullptr) return true;
-    const Ref c = cs.get();
-    if (is_node(c)) return false;  // an array split meanwhile: restart
-    if (is_leaf(c)) {
-      if (!leaf_matches(leaf(c), k)) return true;
-      *out = remove_child(l, slot, n, depth, b, cs);
-      return true;
-    }
-    if (!l.lock(&touch_array(c)->lock)) return false;
-    if (cs.get() != c) return false;
-    *out = remove_in_array(l, cs, n, slot, depth, b, k);
+    return remove_at_node(owner, slot, r, n, depth, k, out);
+  }
+}
+
+//! remove_once at a root that is a leaf or a leaf array, under the root lock.
+bool Roart::remove_at_root(ChildSlot slot, Ref root, Key k, Status* out) {
+  WriteLocks l(gen_);
+  if (!l.lock(&root_lock_) || slot.get() != root) return false;
+  if (is_array(root)) {
+    if (!l.lock(&touch_array(root)->lock)) return false;
+    *out = remove_in_array(l, slot, nullptr, slot, 0, 0, k);
     return true;
   }
+  if (!leaf_matches(leaf(root), k)) return true;
+  pm::commit_nt(slot.word, Ref{kNull});
+  free_ref(root);
+  *out = Status::ok;
+  return true;
+}
+
+//! remove_once at node n (in `slot` of `owner`, at `depth`), which k hangs from: under the
+//! locks of the owner and n, decided again — n's eok, a leaf child, or in an array child.
+bool Roart::remove_at_node(NodeBase* owner, ChildSlot slot, Ref r, NodeBase* n, unsigned depth,
+                           Key k, Status* out) {
+  const unsigned pos = n->level;  // constant
+  WriteLocks l(gen_);
+  if (!l.lock(owner_lock(owner)) || slot.get() != r || !l.lock(&n->lock)) return false;
+  if (!prefix_consistent(n, depth)) repair_prefix(n, depth);
+  const PrefixWord lp = n->prefix;  // stable now: only lock holders change it
+  if (prefix_mismatch(n, lp, depth, k) < lp.len) return true;
+  if (k.size() == pos) {
+    const Ref e = n->eok;
+    if (e == kNull || !leaf_matches(leaf(e), k)) return true;
+    *out = remove_eok(l, slot, n, depth);
+    return true;
+  }
+  const std::uint8_t b = key_byte(k, pos);
+  const ChildSlot cs = find_child(n, b);
+  if (cs.word == nullptr) return true;
+  const Ref c = cs.get();
+  if (is_node(c)) return false;  // an array split meanwhile: restart
+  if (is_leaf(c)) {
+    if (!leaf_matches(leaf(c), k)) return true;
+    *out = remove_child(l, slot, n, depth, b, cs);
+    return true;
+  }
+  if (!l.lock(&touch_array(c)->lock)) return false;
+  if (cs.get() != c) return false;
+  *out = remove_in_array(l, cs, n, slot, depth, b, k);
+  return true;
 }
 
 //! k in the array at `aslot` (under byte b of `parent`, or the root if parent is null):

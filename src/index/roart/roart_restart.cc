@@ -305,13 +305,60 @@ Result<void> Roart::trace_live(BlockVisitorFn v, const std::atomic<bool>* hold) 
   return {};
 }
 
+namespace {
+//! Marks the 16-byte unit at `off` in the trace's bitmap; false if it was marked already.
+bool first_reach(std::vector<std::uint64_t>& seen, std::uint64_t off) {
+  std::uint64_t& word = seen[off / 16 / 64];
+  const std::uint64_t bit = 1ull << (off / 16 % 64);
+  if (word & bit) return false;
+  word |= bit;
+  return true;
+}
+
+//! Expands one block of the trace: checks that it is a block of its kind (in a traced chunk:
+//! `traced`, as Allocator::holds says), visits it if traced and pushes the words it holds.
+//! Returns what is wrong, or an empty text.
+std::string expand_block(const Pool& pool, Ref r, std::uint64_t off, bool traced,
+                         BlockVisitorFn v, std::vector<Ref>& stack) {
+  const pm::Allocator& al = pool.allocator();
+  auto holds = [&](std::size_t len) { return !traced || al.holds(off, len); };
+  if (is_leaf(r)) {
+    if (!holds(sizeof(Leaf)) || !holds(leaf_bytes(pool.at<Leaf>(off)->key_len)))
+      return "leaf at " + kit::CheckedWalk::hex(off) + " is not a block";
+    if (traced) v(off);
+    return {};
+  }
+  if (is_array(r)) {
+    if (!holds(offsetof(LeafArray, slot)))
+      return "array at " + kit::CheckedWalk::hex(off) + " is not a block";
+    const LeafArray* a = pool.at<LeafArray>(off);
+    if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap) ||
+        !holds(array_bytes(a->cap)))
+      return "bad leaf array at " + kit::CheckedWalk::hex(off);
+    if (traced) v(off);
+    for (unsigned i = 0; i < a->cap; ++i)
+      if (const LeafSlot s = a->slot[i]; s != 0) stack.push_back(slot_leaf(s) | kTagLeaf);
+    return {};
+  }
+  if (!holds(sizeof(NodeBase))) return "node at " + kit::CheckedWalk::hex(off) + " is not a block";
+  const NodeBase* n = pool.at<NodeBase>(off);
+  if (!is_inner_type(n->type) || !holds(node_bytes(n->type)))
+    return "bad node at " + kit::CheckedWalk::hex(off);
+  if (traced) v(off);
+  if (const Ref e = n->eok; e != kNull) stack.push_back(e);
+  Children c;
+  collect_children(n, c);
+  for (unsigned i = 0; i < c.n; ++i) stack.push_back(c.ref[i]);
+  return {};
+}
+}  // namespace
+
 //! The reachable part: reads every word it follows with one atomic load (the Shared<T>
 //! fields), checks blocks of the traced chunks before it reads them (Allocator::holds:
 //! their chunk kinds do not change while the trace runs), and expands each block once.
 Result<void> Roart::trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) const {
   OpPin g(epochs_);  // for the whole walk: nothing unlinked meanwhile is freed
-  const pm::Allocator& al = pool_.allocator();
-  const std::uint64_t boundary = al.trace_boundary();
+  const std::uint64_t boundary = pool_.allocator().trace_boundary();
   std::vector<std::uint64_t> seen((pool_.size() / 16 + 63) / 64, 0);
   std::vector<Ref> stack;
   auto bad = [](const std::string& why) {
@@ -332,42 +379,12 @@ Result<void> Roart::trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) 
     const std::uint64_t off = ref_offset(r);
     if (off == 0 || off % 16 != 0 || !pool_.contains(off, 16))
       return bad("reference " + kit::CheckedWalk::hex(r) + " outside the pool");
-    std::uint64_t& word = seen[off / 16 / 64];
-    const std::uint64_t bit = 1ull << (off / 16 % 64);
-    if (word & bit) continue;  // reached again through a moved block: expanded already
-    word |= bit;
+    if (!first_reach(seen, off)) continue;  // reached again through a moved block
     const bool traced = off < boundary;
     if (!traced && g_broken_trace_skips_session_blocks.load(std::memory_order_relaxed))
       continue;  // the broken variant: old blocks moved under new ones are missed
-    auto holds = [&](std::size_t len) { return !traced || al.holds(off, len); };
-    if (is_leaf(r)) {
-      if (!holds(sizeof(Leaf)) || !holds(leaf_bytes(leaf(r)->key_len)))
-        return bad("leaf at " + kit::CheckedWalk::hex(off) + " is not a block");
-      if (traced) v(off);
-      continue;
-    }
-    if (is_array(r)) {
-      if (!holds(offsetof(LeafArray, slot)))
-        return bad("array at " + kit::CheckedWalk::hex(off) + " is not a block");
-      const LeafArray* a = array(r);
-      if (a->type != NodeType::leaf_array || !valid_array_cap(a->cap) ||
-          !holds(array_bytes(a->cap)))
-        return bad("bad leaf array at " + kit::CheckedWalk::hex(off));
-      if (traced) v(off);
-      for (unsigned i = 0; i < a->cap; ++i)
-        if (const LeafSlot s = a->slot[i]; s != 0) stack.push_back(slot_leaf(s) | kTagLeaf);
-      continue;
-    }
-    if (!holds(sizeof(NodeBase)))
-      return bad("node at " + kit::CheckedWalk::hex(off) + " is not a block");
-    const NodeBase* n = node(r);
-    if (!is_inner_type(n->type) || !holds(node_bytes(n->type)))
-      return bad("bad node at " + kit::CheckedWalk::hex(off));
-    if (traced) v(off);
-    if (const Ref e = n->eok; e != kNull) stack.push_back(e);
-    Children c;
-    collect_children(n, c);
-    for (unsigned i = 0; i < c.n; ++i) stack.push_back(c.ref[i]);
+    if (std::string why = expand_block(pool_, r, off, traced, v, stack); !why.empty())
+      return bad(why);
   }
   return {};
 }

@@ -209,6 +209,21 @@ class Roart {
   //! it at the window; the other copy has no hook check in its descent loop.
   template <bool kHooked>
   bool put_once(Key k, Value v, bool overwrite, Status* out);
+  //! One step of a write attempt: done (*out is the answer), restart from the root, or go on.
+  enum class WriteStep : std::uint8_t { done, restart, go_on };
+  // put_once's steps (roart_insert.cc), inlined into it: the write path's code stays one body.
+  [[gnu::always_inline]] inline WriteStep put_in_array_with_room(Ref r, Key k, Value v,
+                                                                 bool overwrite, Status* out);
+  [[gnu::always_inline]] inline bool put_at_slot(NodeBase* owner, ChildSlot slot, Ref r,
+                                                 unsigned depth, Key k, Value v, bool overwrite,
+                                                 Status* out);
+  [[gnu::always_inline]] inline bool descend_unlocked(NodeBase* n, unsigned pos, Key k,
+                                                      NodeBase*& owner, ChildSlot& slot,
+                                                      unsigned& depth) const;
+  [[gnu::always_inline]] inline WriteStep put_at_node(NodeBase*& owner, ChildSlot& slot, Ref r,
+                                                      NodeBase* n, unsigned pos,
+                                                      unsigned& depth, Key k, Value v,
+                                                      bool overwrite, Status* out);
   Status put_at_leaf(ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_in_array(WriteLocks& l, ChildSlot slot, unsigned depth, Key k, Value v, bool overwrite);
   Status put_at_eok(NodeBase* n, Key k, Value v, bool overwrite);
@@ -234,6 +249,9 @@ class Roart {
 
   // --- remove (roart_remove.cc)
   bool remove_once(Key k, Status* out);
+  bool remove_at_root(ChildSlot slot, Ref root, Key k, Status* out);
+  bool remove_at_node(NodeBase* owner, ChildSlot slot, Ref r, NodeBase* n, unsigned depth, Key k,
+                      Status* out);
   Status remove_in_array(WriteLocks& l, ChildSlot slot, NodeBase* parent, ChildSlot parent_slot,
                          unsigned parent_depth, std::uint8_t b, Key k);
   bool shrink_array(WriteLocks& l, ChildSlot aslot, LeafArray* a, unsigned i);
