@@ -159,6 +159,7 @@ Result<void> Store::Impl::replay_log() {
   if (Status s = index->remove(as_key(kLogKey)); s != Status::ok)
     return Error{s, "clearing the replayed batch log: " + std::string(to_string(s))};
   pool->allocator().free(*off);  // unlinked durably
+  replayed = true;
   return {};
 }
 

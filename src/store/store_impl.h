@@ -42,6 +42,7 @@ struct Store::Impl {
   std::atomic<std::int64_t> count{0};
   std::size_t max_key = 0;
   StoreBroken broken = StoreBroken::none;
+  bool replayed = false;  //!< the open replayed a committed batch log
 
   ~Impl();
   //! Opens (recovers) or initialises the store in `p`, which Store::open or a test made.
