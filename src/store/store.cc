@@ -361,6 +361,10 @@ Status Store::write(const WriteBatch& batch) {
   std::memcpy(img.data(), &h, sizeof h);
 
   std::unique_lock excl(m.batch_lock);
+  // An earlier batch whose apply failed (out of index space) left its log committed:
+  // finish it first, as the next open would.
+  if (m.index->lookup(as_key(kLogKey)))
+    if (auto r = m.replay_log(); !r) return r.status();
   pm::Allocator& a = m.pool->allocator();
   // Every block the batch needs, before its commit: out_of_space then changes nothing.
   std::uint64_t log = 0;
@@ -397,14 +401,22 @@ Status Store::write(const WriteBatch& batch) {
   for (std::size_t i = 0; i < batch.count(); ++i) {
     const auto& op = batch.ops()[i];
     const std::string ikey = data_key(op.key);
+    // A failure here (the index out of space) leaves the log committed: the next write()
+    // or open replays the whole batch. The blobs not yet published go back.
+    auto unpublished = [&](std::size_t from) {
+      for (std::size_t j = from; j < blobs.size(); ++j)
+        if (blobs[j] != 0) a.free(blobs[j]);
+    };
     if (op.remove) {
-      if (auto r = m.remove_locked(ikey); !r) return r.status();  // the next open finishes it
+      if (auto r = m.remove_locked(ikey); !r) {
+        unpublished(i + 1);
+        return r.status();
+      }
       continue;
     }
     if (Status s = m.put_locked(ikey, blobs[i]); s != Status::ok) {
-      for (std::size_t j = i; j < blobs.size(); ++j)
-        if (blobs[j] != 0) a.free(blobs[j]);
-      return s;  // the log stays committed: the next open replays the whole batch
+      unpublished(i);
+      return s;
     }
   }
   if (Status s = m.index->remove(as_key(kLogKey)); s != Status::ok) return s;

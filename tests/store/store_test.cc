@@ -319,6 +319,74 @@ TEST_P(StoreKinds, BatchesApplyWholeAndSurviveReopen) {
   EXPECT_TRUE(a.ok()) << a.describe();
 }
 
+// A batch meets out_of_space at every allocation in turn (its blobs, its log, the index's
+// nodes while it applies): the store then holds the state before the batch or, once the
+// log is committed, the whole batch after the next write() or open finishes it; the audit
+// stays clean throughout.
+TEST_P(StoreKinds, BatchFailingAtEveryAllocationIsAllOrNothing) {
+  const std::map<std::string, std::string> before = {{"a", "1"}, {"b", "2"}, {"c", "3"}};
+  std::map<std::string, std::string> after = before;
+  WriteBatch b;
+  for (std::size_t i = 0; i < 12; ++i) {
+    b.put(key_of(i * 7), value_of(i, 50 + i));
+    after[key_of(i * 7)] = value_of(i, 50 + i);
+  }
+  b.remove("b");
+  after.erase("b");
+  b.put("a", "new");
+  after["a"] = "new";
+  auto state = [](const Store& s) {
+    std::map<std::string, std::string> m;
+    for (auto c = s.cursor(); c.valid(); c.next()) m[std::string(c.key())] = std::string(c.value());
+    return m;
+  };
+  bool succeeded = false;
+  std::size_t applied_failed = 0;  // failures after the commit (during the apply)
+  for (std::uint64_t nth = 1; nth < 200 && !succeeded; ++nth) {
+    TempFile f("oom");
+    StoreOptions o;
+    o.kind = GetParam();
+    o.size = 8 << 20;
+    auto s = open_ok(f.path, o);
+    ASSERT_TRUE(s);
+    for (const auto& [k, v] : before) ASSERT_EQ(s->put(k, v), Status::ok);
+    s->impl().pool->allocator().fail_nth_allocation(nth);
+    const Status st = s->write(b);
+    s->impl().pool->allocator().fail_nth_allocation(0);
+    if (st == Status::ok) {
+      succeeded = true;
+      EXPECT_EQ(state(*s), after);
+      continue;
+    }
+    ASSERT_EQ(st, Status::out_of_space) << nth;
+    const bool committed = s->impl().index->lookup(as_key(store::kLogKey)).has_value();
+    applied_failed += committed;
+    if (!committed) {
+      EXPECT_EQ(state(*s), before) << "nth " << nth;
+    }
+    auto a = s->impl().audit();
+    EXPECT_TRUE(a.ok()) << "nth " << nth << ": " << a.describe();
+    if (nth % 2 == 0) {  // finished by the next write()
+      WriteBatch one;
+      one.put("z", "after");
+      ASSERT_EQ(s->write(one), Status::ok);
+      auto want = committed ? after : before;
+      want["z"] = "after";
+      EXPECT_EQ(state(*s), want) << "nth " << nth;
+    } else {  // finished by the next open
+      s.reset();
+      s = open_ok(f.path);
+      ASSERT_TRUE(s);
+      EXPECT_EQ(state(*s), committed ? after : before) << "nth " << nth;
+    }
+    EXPECT_EQ(s->size(), state(*s).size());
+    a = s->impl().audit();
+    EXPECT_TRUE(a.ok()) << "nth " << nth << ": " << a.describe();
+  }
+  EXPECT_TRUE(succeeded);
+  EXPECT_GT(applied_failed, 0u) << "no failure while applying";
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, StoreKinds, ::testing::ValuesIn(persistent_kinds()),
                          [](const auto& i) { return i.param; });
 
