@@ -116,6 +116,9 @@ class Store {
   //! Applies every entry of `batch`, all or none across a crash. Isolation: none beyond
   //! each key's own atomicity — a reader during write() may see some of the batch's keys
   //! changed and others not yet; single writes wait for it. Empty batch: ok.
+  //! invalid_argument (a key or value too long) and out_of_space while the batch's blocks
+  //! are allocated change nothing; out_of_space from the index while the committed batch
+  //! applies leaves it to the next write() or open, which replay it whole first.
   Status write(const WriteBatch& batch);
   //! Keys in [lo, hi), ascending; std::nullopt bounds are open.
   Cursor cursor(std::optional<std::string_view> lo = std::nullopt,
