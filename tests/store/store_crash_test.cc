@@ -9,9 +9,10 @@
 //   - every key reads as the acknowledged state, or (inside a step) as the state before
 //     or wholly after the step: a value old or new entire, a batch all or nothing;
 //   - size() agrees; a put after the crash reads back and the audit stays clean;
-//   - an image whose open replayed a committed batch is opened again from its bytes under a
-//     second simulator: at every fence of that replay, crash images (a few per point) must
-//     open to the whole batch applied (a crash during recovery recovers too).
+//   - an image whose open replayed a committed batch (the first kSecondCrashRuns of them) is
+//     opened again from its bytes under a second simulator: at every fence of that replay,
+//     crash images (a few per point) must open to the whole batch applied (a crash during
+//     recovery recovers too).
 // The lints (MISSING_FLUSH, MISSING_FENCE, UNTRACKED_STORE, STORE_AFTER_COMMIT,
 // ASSUMED_DURABLE) run on every traced step. Two broken variants must be caught: a put
 // whose value blob is not written back, and a batch whose log is committed before its
@@ -44,6 +45,9 @@ namespace wort::test {
 namespace {
 
 constexpr std::size_t kLine = 64;
+//! Images whose replay is crashed again, per test (each: every fence of the replay, up to 4
+//! images a point): the first ones met.
+constexpr std::size_t kSecondCrashRuns = 16;
 using Model = std::map<std::string, std::string>;
 
 bool small_scale() {
@@ -291,7 +295,7 @@ class Run {
     if (!back || !back->has_value() || **back != val(99, 70))
       return "CONTINUATION: the put after the crash does not read back";
     if (auto a = s.impl().audit(); !a.ok()) return "AUDIT after the continuation: " + a.describe();
-    if (s.impl().replayed) return second_crash();
+    if (s.impl().replayed && out_.second_crash_runs < kSecondCrashRuns) return second_crash();
     return {};
   }
 
