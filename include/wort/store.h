@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wort/function_ref.h"
 #include "wort/status.h"
 
 namespace wort {
@@ -108,6 +109,10 @@ class Store {
   Status put(std::string_view key, std::string_view value);
   //! The value, std::nullopt when absent; corrupt when the stored value fails its check.
   Result<std::optional<std::string>> get(std::string_view key) const;
+  //! Zero-copy read: calls fn with the value's bytes in the pool, valid only during the call
+  //! (the value cannot be freed meanwhile, whatever writers do). ok; not_found or corrupt
+  //! (fn not called). fn must not call back into this Store.
+  Status read(std::string_view key, FunctionRef<void(std::string_view)> fn) const;
   //! True if the key was there (and is now gone).
   Result<bool> remove(std::string_view key);
   bool contains(std::string_view key) const;

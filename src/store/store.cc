@@ -309,6 +309,19 @@ Result<std::optional<std::string>> Store::get(std::string_view key) const {
   return std::optional<std::string>(std::string(*v));
 }
 
+Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn) const {
+  const Impl& m = *impl_;
+  if (key.size() > m.max_key) return Status::not_found;
+  const std::string ikey = data_key(key);
+  kit::EpochReclaimer::Pin pin(*m.retired);
+  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  if (!off) return Status::not_found;
+  auto v = m.read_blob(*off, key);
+  if (!v) return Status::corrupt;
+  fn(*v);
+  return Status::ok;
+}
+
 Result<bool> Store::remove(std::string_view key) {
   Impl& m = *impl_;
   if (key.size() > m.max_key) return false;

@@ -96,6 +96,10 @@ void hammer(const std::string& kind) {
         }
         auto sv = s.get("same");
         if (!sv || (sv->has_value() && !whole("same", **sv))) bad.fetch_add(1);
+        const Status rs = s.read("same", [&](std::string_view v) {
+          if (!whole("same", std::string(v))) bad.fetch_add(1);
+        });
+        if (rs != Status::ok && rs != Status::not_found) bad.fetch_add(1);
         std::string prev;
         const std::string lo = key_of(20 + r * 30), hi = key_of(150);
         for (auto c = s.cursor(lo, hi); c.valid(); c.next()) {

@@ -130,6 +130,10 @@ TEST_P(StoreKinds, PutGetRemoveReopen) {
       EXPECT_EQ(get_ok(*s, k), v) << k;
       EXPECT_TRUE(s->contains(k));
     }
+    std::string viewed;
+    EXPECT_EQ(s->read("big", [&](std::string_view v) { viewed = v; }), Status::ok);
+    EXPECT_EQ(viewed, model["big"]);
+    EXPECT_EQ(s->read("key000001", [&](std::string_view) { ADD_FAILURE(); }), Status::not_found);
     EXPECT_FALSE(s->contains("key000001"));
     EXPECT_EQ(get_ok(*s, "key000001"), "<absent>");
     // Limits.
@@ -219,6 +223,7 @@ TEST_P(StoreKinds, DamagedValueAnswersCorrupt) {
   auto s = open_ok(f.path);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->get("damaged").status(), Status::corrupt);
+  EXPECT_EQ(s->read("damaged", [](std::string_view) { ADD_FAILURE(); }), Status::corrupt);
   EXPECT_EQ(get_ok(*s, "a"), "first");
   EXPECT_EQ(get_ok(*s, "z"), "last");
   EXPECT_EQ(s->verify().status(), Status::corrupt);
