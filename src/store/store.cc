@@ -1,0 +1,517 @@
+// store/store.cc — wort::Store: values of any size over one persistent index (store.h,
+// layout.h; docs/DESIGN.md "The store").
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "pm/persist.h"
+#include "store/crc32c.h"
+#include "store/store_impl.h"
+
+namespace wort {
+using namespace store;  // layout.h and crc32c.h
+namespace {
+
+constexpr std::size_t kCursorBatch = 64;  // keys a cursor copies per index scan
+
+std::string_view key_view(Key k) noexcept { return as_string(k); }
+
+std::uint32_t blob_crc(std::uint32_t key_len, std::uint32_t value_len, std::string_view key,
+                       std::string_view value) noexcept {
+  std::uint32_t lens[2] = {key_len, value_len};
+  std::uint32_t c = store::crc32c(0, lens, sizeof lens);
+  c = store::crc32c(c, key.data(), key.size());
+  return store::crc32c(c, value.data(), value.size());
+}
+
+}  // namespace
+
+// --- WriteBatch -----------------------------------------------------------------------------
+
+void WriteBatch::put(std::string_view key, std::string_view value) {
+  ops_.push_back(Op{false, std::string(key), std::string(value)});
+}
+
+void WriteBatch::remove(std::string_view key) { ops_.push_back(Op{true, std::string(key), {}}); }
+
+// --- Impl -------------------------------------------------------------------------------------
+
+Store::Impl::~Impl() {
+  retired.reset();  // frees what waits (nobody reads any more)
+  index.reset();
+  pool.reset();
+}
+
+std::mutex& Store::Impl::stripe(std::string_view key) noexcept {
+  return stripes[std::hash<std::string_view>{}(key) % kStripes];
+}
+
+Status Store::Impl::make_blob(std::string_view key, std::string_view value,
+                              std::uint64_t* off) noexcept {
+  const std::size_t n = blob_bytes(key.size(), value.size());
+  if (Status s = pool->allocator().allocate(n, off); s != Status::ok) return s;
+  BlobHeader h{};
+  h.magic = kBlobMagic;
+  h.key_len = static_cast<std::uint32_t>(key.size());
+  h.value_len = static_cast<std::uint32_t>(value.size());
+  h.crc = blob_crc(h.key_len, h.value_len, key, value);
+  char* p = pool->at<char>(*off);
+  pm::copy(p, &h, sizeof h);
+  // An empty piece may have a null data(): memcpy must not see it (UB even for 0 bytes).
+  if (!key.empty()) pm::copy(p + sizeof h, key.data(), key.size());
+  if (!value.empty()) pm::copy(p + sizeof h + key.size(), value.data(), value.size());
+  if (broken != StoreBroken::blob_not_written_back) pm::flush(p, n);
+  return Status::ok;
+}
+
+Result<std::string_view> Store::Impl::read_blob(std::uint64_t off, std::string_view key) const {
+  auto bad = [&](const char* what) {
+    return Error{Status::corrupt, "value of a " + std::to_string(key.size()) +
+                                      "-byte key at pool offset " + std::to_string(off) + ": " +
+                                      what};
+  };
+  if (off % 16 != 0 || !pool->contains(off, sizeof(BlobHeader))) return bad("not a block");
+  BlobHeader h;
+  std::memcpy(&h, pool->at<BlobHeader>(off), sizeof h);
+  if (h.magic != kBlobMagic) return bad("bad magic");
+  if (h.key_len != key.size() || h.value_len > kMaxValueSize ||
+      !pool->contains(off, blob_bytes(h.key_len, h.value_len)))
+    return bad("bad length");
+  const char* p = pool->at<char>(off) + sizeof h;
+  if (std::memcmp(p, key.data(), key.size()) != 0) return bad("another key's value");
+  const std::string_view value(p + h.key_len, h.value_len);
+  if (blob_crc(h.key_len, h.value_len, key, value) != h.crc) return bad("checksum mismatch");
+  return value;
+}
+
+Status Store::Impl::put_locked(const std::string& ikey, std::uint64_t blob) {
+  const std::optional<Value> old = index->lookup(as_key(ikey));
+  if (Status s = index->upsert(as_key(ikey), blob); s != Status::ok) return s;
+  if (old) {
+    retired->retire(*old);  // unlinked durably: the upsert's commit returned
+    retired->reclaim();
+  } else {
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
+  return Status::ok;
+}
+
+Result<bool> Store::Impl::remove_locked(const std::string& ikey) {
+  const std::optional<Value> old = index->lookup(as_key(ikey));
+  if (!old) return false;
+  const Status s = index->remove(as_key(ikey));
+  if (s == Status::not_found) return false;
+  if (s != Status::ok) return Error{s, "remove failed: " + std::string(to_string(s))};
+  retired->retire(*old);
+  retired->reclaim();
+  count.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+Result<void> Store::Impl::replay_log() {
+  const std::optional<Value> off = index->lookup(as_key(kLogKey));
+  if (!off) return {};
+  auto bad = [&](const std::string& what) {
+    return Error{Status::corrupt, "the committed batch log at pool offset " +
+                                      std::to_string(*off) + " is damaged: " + what};
+  };
+  if (*off % 16 != 0 || !pool->contains(*off, sizeof(LogHeader))) return bad("not a block");
+  LogHeader h;
+  std::memcpy(&h, pool->at<LogHeader>(*off), sizeof h);
+  if (h.magic != kLogMagic) return bad("bad magic");
+  if (h.bytes < sizeof h || !pool->contains(*off, h.bytes)) return bad("bad length");
+  const char* base = pool->at<char>(*off);
+  if (store::crc32c(0, base + 8, h.bytes - 8) != h.crc) return bad("checksum mismatch");
+  // Check every record before applying any.
+  struct Rec {
+    bool remove;
+    std::string_view key, value;
+  };
+  std::vector<Rec> recs;
+  std::size_t at = sizeof h;
+  for (std::uint64_t i = 0; i < h.count; ++i) {
+    if (h.bytes - at < sizeof(LogRecord)) return bad("record past the end");
+    LogRecord r;
+    std::memcpy(&r, base + at, sizeof r);
+    if (r.op > 1 || r.key_len > max_key || r.value_len > kMaxValueSize ||
+        h.bytes - at - sizeof r < pad8(std::size_t{r.key_len} + r.value_len))
+      return bad("bad record");
+    const char* p = base + at + sizeof r;
+    recs.push_back(Rec{r.op == 1, {p, r.key_len}, {p + r.key_len, r.value_len}});
+    at += record_bytes(r.key_len, r.value_len);
+  }
+  for (const Rec& r : recs) {
+    const std::string ikey = data_key(r.key);
+    if (r.remove) {
+      if (auto x = remove_locked(ikey); !x) return x.error();
+      continue;
+    }
+    std::uint64_t blob = 0;
+    if (Status s = make_blob(r.key, r.value, &blob); s != Status::ok)
+      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
+    if (Status s = put_locked(ikey, blob); s != Status::ok) {
+      pool->allocator().free(blob);
+      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
+    }
+  }
+  if (Status s = index->remove(as_key(kLogKey)); s != Status::ok)
+    return Error{s, "clearing the replayed batch log: " + std::string(to_string(s))};
+  pool->allocator().free(*off);  // unlinked durably
+  replayed = true;
+  return {};
+}
+
+Result<void> Store::Impl::visit_blocks(pm::BlockVisitor v) const {
+  if (auto r = index->visit_blocks(v); !r) return r;
+  index->scan(Key{}, SIZE_MAX, [&](Key, Value off) {
+    v(off);
+    return true;
+  });
+  retired->for_each_retired([&](std::uint64_t off) { v(off); });
+  return {};
+}
+
+pm::AuditReport Store::Impl::audit() const {
+  return pool->allocator().audit([&](pm::BlockVisitor v) { return visit_blocks(v); });
+}
+
+Result<std::unique_ptr<Store>> Store::Impl::attach(std::unique_ptr<Pool> p, bool fresh,
+                                                   const std::string& name) {
+  auto impl = std::make_unique<Impl>();
+  impl->pool = std::move(p);
+  Pool& pool = *impl->pool;
+  const std::string kind(pool.kind());
+  if (kind == "art")
+    return Error{Status::invalid_argument, "index kind 'art' is volatile (DRAM only)"};
+  if (!pool.values_are_blocks())
+    return Error{Status::not_a_pool, "pool '" + name + "' holds a bare '" + kind +
+                                         "' index, not a wort::Store (its values are not blocks)"};
+  // A first open killed before the index root was set: nothing was ever acknowledged, and
+  // nothing is reachable (the trace frees every block the killed open allocated).
+  bool init = fresh;
+  if (!fresh && pool.root() == 0) {
+    if (auto r = pool.allocator().recover([](pm::BlockVisitor) -> Result<void> { return {}; }); !r)
+      return r.error();
+    init = true;
+  }
+  auto ix = init ? Index::create(pool, kind) : Index::open(pool);
+  if (!ix) return ix.error();
+  impl->index = std::move(ix).value();
+  Index& index = *impl->index;
+  std::optional<Value> meta = init ? std::nullopt : index.lookup(as_key(kMetaKey));
+  if (!init && !meta) {
+    // Killed after the index was created, before the meta block was inserted: an empty
+    // index. Anything else without a meta block is not a Store's.
+    bool empty = true;
+    index.scan(Key{}, 1, [&](Key, Value) { return empty = false; });
+    if (!empty)
+      return Error{Status::not_a_pool,
+                   "pool '" + name + "' is not a wort::Store pool (no store meta block; a "
+                   "`wort serve` pool?)"};
+    init = true;
+  }
+  if (init) {
+    std::uint64_t off = 0;
+    if (pool.allocator().allocate(sizeof(MetaBlock), &off) != Status::ok)
+      return Error{Status::out_of_space, "pool '" + name + "' too small for the store's meta block"};
+    MetaBlock m{};
+    m.magic = kMetaMagic;
+    m.version = kStoreVersion;
+    pm::copy(pool.at<MetaBlock>(off), &m, sizeof m);
+    pm::flush(pool.at<MetaBlock>(off), sizeof m);  // ordered by the insert's fence
+    if (Status s = index.insert(as_key(kMetaKey), off); s != Status::ok)
+      return Error{s, "cannot insert the store's meta block: " + std::string(to_string(s))};
+  } else {
+    const std::uint64_t off = *meta;
+    if (off % 16 != 0 || !pool.contains(off, sizeof(MetaBlock)) ||
+        pool.at<MetaBlock>(off)->magic != kMetaMagic)
+      return Error{Status::corrupt, "pool '" + name + "': the store's meta block at offset " +
+                                        std::to_string(off) + " is damaged"};
+    if (pool.at<MetaBlock>(off)->version > kStoreVersion)
+      return Error{Status::newer_version, "pool '" + name + "' holds a store of version " +
+                                              std::to_string(pool.at<MetaBlock>(off)->version) +
+                                              "; this build reads up to " +
+                                              std::to_string(kStoreVersion)};
+  }
+  impl->max_key = index.max_key_size() - 1;
+  impl->retired = std::make_unique<kit::EpochReclaimer>(&kit::free_to_allocator, &pool.allocator());
+  impl->stripes = std::make_unique<std::mutex[]>(kStripes);
+  if (auto r = impl->replay_log(); !r) return r.error();
+  std::int64_t n = 0;
+  const std::string first(1, kDataTag);
+  index.scan(as_key(first), SIZE_MAX, [&](Key, Value) {
+    ++n;
+    return true;
+  });
+  impl->count = n;
+  return std::make_unique<Store>(std::move(impl));
+}
+
+Result<std::unique_ptr<Store>> store::open_image(std::span<std::byte> image,
+                                                 const std::string& name) {
+  auto p = Pool::attach(image, {}, name);
+  if (!p) return p.error();
+  return Store::Impl::attach(std::move(p).value(), false, name);
+}
+
+// --- Store ------------------------------------------------------------------------------------
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, const StoreOptions& o) {
+  if (o.kind == "art")
+    return Error{Status::invalid_argument,
+                 "index kind 'art' is volatile (DRAM only); a store needs a persistent one"};
+  bool fresh = false;
+  auto p = Pool::open(path, o.kind);
+  if (!p && p.status() == Status::no_such_file) {
+    PoolOptions po;
+    po.size = o.size;
+    po.kind = o.kind.empty() ? "wort" : o.kind;
+    const auto kinds = Index::kinds();
+    if (std::find(kinds.begin(), kinds.end(), po.kind) == kinds.end())
+      return Error{Status::invalid_argument, "no index kind '" + po.kind + "'"};
+    po.values_are_blocks = true;
+    p = Pool::create(path, po);
+    fresh = true;
+  }
+  if (!p) return p.error();
+  auto s = Impl::attach(std::move(p).value(), fresh, path);
+  if (!s && fresh) std::remove(path.c_str());  // a failed first open leaves no pool behind
+  return s;
+}
+
+Status Store::put(std::string_view key, std::string_view value) {
+  Impl& m = *impl_;
+  if (key.size() > m.max_key || value.size() > kMaxValueSize) return Status::invalid_argument;
+  std::uint64_t blob = 0;
+  if (Status s = m.make_blob(key, value, &blob); s != Status::ok) return s;
+  const std::string ikey = data_key(key);
+  std::shared_lock batch(m.batch_lock);
+  std::lock_guard g(m.stripe(key));
+  const Status s = m.put_locked(ikey, blob);
+  if (s != Status::ok) m.pool->allocator().free(blob);  // never published
+  return s;
+}
+
+Result<std::optional<std::string>> Store::get(std::string_view key) const {
+  const Impl& m = *impl_;
+  if (key.size() > m.max_key) return std::optional<std::string>();
+  const std::string ikey = data_key(key);
+  kit::EpochReclaimer::Pin pin(*m.retired);
+  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  if (!off) return std::optional<std::string>();
+  auto v = m.read_blob(*off, key);
+  if (!v) return v.error();
+  return std::optional<std::string>(std::string(*v));
+}
+
+Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn) const {
+  const Impl& m = *impl_;
+  if (key.size() > m.max_key) return Status::not_found;
+  const std::string ikey = data_key(key);
+  kit::EpochReclaimer::Pin pin(*m.retired);
+  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  if (!off) return Status::not_found;
+  auto v = m.read_blob(*off, key);
+  if (!v) return Status::corrupt;
+  fn(*v);
+  return Status::ok;
+}
+
+Result<bool> Store::remove(std::string_view key) {
+  Impl& m = *impl_;
+  if (key.size() > m.max_key) return false;
+  const std::string ikey = data_key(key);
+  std::shared_lock batch(m.batch_lock);
+  std::lock_guard g(m.stripe(key));
+  return m.remove_locked(ikey);
+}
+
+bool Store::contains(std::string_view key) const {
+  const Impl& m = *impl_;
+  if (key.size() > m.max_key) return false;
+  return m.index->lookup(as_key(data_key(key))).has_value();
+}
+
+std::size_t Store::size() const noexcept {
+  const std::int64_t n = impl_->count.load(std::memory_order_relaxed);
+  return n < 0 ? 0 : static_cast<std::size_t>(n);
+}
+
+Status Store::write(const WriteBatch& batch) {
+  Impl& m = *impl_;
+  if (batch.empty()) return Status::ok;
+  std::size_t bytes = sizeof(LogHeader);
+  for (const auto& op : batch.ops()) {
+    if (op.key.size() > m.max_key || op.value.size() > kMaxValueSize)
+      return Status::invalid_argument;
+    bytes += record_bytes(op.key.size(), op.value.size());
+  }
+  // The log image, built in DRAM and copied into its block whole.
+  std::string img(bytes, '\0');
+  LogHeader h{};
+  h.magic = kLogMagic;
+  h.count = batch.count();
+  h.bytes = bytes;
+  std::size_t at = sizeof h;
+  for (const auto& op : batch.ops()) {
+    LogRecord r{};
+    r.op = op.remove ? 1 : 0;
+    r.key_len = static_cast<std::uint32_t>(op.key.size());
+    r.value_len = static_cast<std::uint32_t>(op.value.size());
+    std::memcpy(img.data() + at, &r, sizeof r);
+    std::memcpy(img.data() + at + sizeof r, op.key.data(), op.key.size());
+    if (!op.value.empty())
+      std::memcpy(img.data() + at + sizeof r + op.key.size(), op.value.data(), op.value.size());
+    at += record_bytes(op.key.size(), op.value.size());
+  }
+  std::memcpy(img.data(), &h, sizeof h);
+  h.crc = store::crc32c(0, img.data() + 8, bytes - 8);
+  std::memcpy(img.data(), &h, sizeof h);
+
+  std::unique_lock excl(m.batch_lock);
+  // An earlier batch whose apply failed (out of index space) left its log committed:
+  // finish it first, as the next open would.
+  if (m.index->lookup(as_key(kLogKey)))
+    if (auto r = m.replay_log(); !r) return r.status();
+  pm::Allocator& a = m.pool->allocator();
+  // Every block the batch needs, before its commit: out_of_space then changes nothing.
+  std::uint64_t log = 0;
+  if (Status s = a.allocate(bytes, &log); s != Status::ok) return s;
+  std::vector<std::uint64_t> blobs(batch.count(), 0);
+  for (std::size_t i = 0; i < batch.count(); ++i) {
+    const auto& op = batch.ops()[i];
+    if (op.remove) continue;
+    if (Status s = m.make_blob(op.key, op.value, &blobs[i]); s != Status::ok) {
+      for (std::uint64_t b : blobs)
+        if (b != 0) a.free(b);
+      a.free(log);
+      return s;
+    }
+  }
+  // The commit: "\0log" names the written-back log (the index's commit fences first).
+  char* lp = m.pool->at<char>(log);
+  const bool early = m.broken == StoreBroken::log_commit_before_records;
+  if (!early) {
+    pm::copy(lp, img.data(), bytes);
+    pm::flush(lp, bytes);
+  }
+  if (Status s = m.index->insert(as_key(kLogKey), log); s != Status::ok) {
+    for (std::uint64_t b : blobs)
+      if (b != 0) a.free(b);
+    a.free(log);
+    return s;
+  }
+  if (early) {
+    pm::copy(lp, img.data(), bytes);
+    pm::persist(lp, bytes);
+  }
+  // Apply (single writers wait on the batch lock; readers see each key change on its own).
+  for (std::size_t i = 0; i < batch.count(); ++i) {
+    const auto& op = batch.ops()[i];
+    const std::string ikey = data_key(op.key);
+    // A failure here (the index out of space) leaves the log committed: the next write()
+    // or open replays the whole batch. The blobs not yet published go back.
+    auto unpublished = [&](std::size_t from) {
+      for (std::size_t j = from; j < blobs.size(); ++j)
+        if (blobs[j] != 0) a.free(blobs[j]);
+    };
+    if (op.remove) {
+      if (auto r = m.remove_locked(ikey); !r) {
+        unpublished(i + 1);
+        return r.status();
+      }
+      continue;
+    }
+    if (Status s = m.put_locked(ikey, blobs[i]); s != Status::ok) {
+      unpublished(i);
+      return s;
+    }
+  }
+  if (Status s = m.index->remove(as_key(kLogKey)); s != Status::ok) return s;
+  a.free(log);  // unlinked durably; no reader reads a log
+  return Status::ok;
+}
+
+Cursor Store::cursor(std::optional<std::string_view> lo,
+                     std::optional<std::string_view> hi) const {
+  return Cursor(*this, lo ? std::optional<std::string>(std::string(*lo)) : std::nullopt,
+                hi ? std::optional<std::string>(std::string(*hi)) : std::nullopt);
+}
+
+std::string_view Store::kind() const noexcept { return impl_->index->kind(); }
+std::size_t Store::max_key_size() const noexcept { return impl_->max_key; }
+
+Result<void> Store::verify() const {
+  const Impl& m = *impl_;
+  if (auto r = m.index->verify(); !r) return r;
+  Error bad;
+  kit::EpochReclaimer::Pin pin(*m.retired);
+  const std::string first(1, kDataTag);
+  m.index->scan(as_key(first), SIZE_MAX, [&](Key k, Value off) {
+    auto v = m.read_blob(off, key_view(k).substr(1));
+    if (!v) bad = v.error();
+    return v.ok();
+  });
+  if (bad.code != Status::ok) return bad;
+  return {};
+}
+
+// --- Cursor -----------------------------------------------------------------------------------
+
+Cursor::Cursor(const Store& s, std::optional<std::string> lo, std::optional<std::string> hi)
+    : store_(&s), lo_(std::move(lo)), hi_(std::move(hi)) {
+  fill(lo_.value_or(std::string()), true);
+}
+
+void Cursor::fill(std::string from, bool inclusive) {
+  keys_.clear();
+  values_.clear();
+  pos_ = 0;
+  if (status_ != Status::ok) return;
+  const Store::Impl& m = store_->impl();
+  std::string ifrom = data_key(from);
+  if (!inclusive) ifrom += '\0';  // the smallest key after `from`
+  std::size_t seen = 0;
+  bool stop = false;
+  kit::EpochReclaimer::Pin pin(*m.retired);
+  m.index->scan(as_key(ifrom), kCursorBatch, [&](Key k, Value off) {
+    ++seen;
+    const std::string_view ik = key_view(k);
+    if (ik.empty() || ik[0] != kDataTag) return !(stop = true);
+    const std::string_view uk = ik.substr(1);
+    if (hi_ && uk.compare(*hi_) >= 0) return !(stop = true);
+    auto v = m.read_blob(off, uk);
+    if (!v) {
+      status_ = Status::corrupt;
+      return !(stop = true);
+    }
+    keys_.emplace_back(uk);
+    values_.emplace_back(*v);
+    return true;
+  });
+  exhausted_ = stop || seen < kCursorBatch;
+  if (status_ != Status::ok) {
+    keys_.clear();
+    values_.clear();
+  }
+}
+
+void Cursor::next() {
+  if (!valid()) return;
+  if (++pos_ < keys_.size() || exhausted_) return;
+  fill(keys_.back(), false);
+}
+
+void Cursor::seek(std::string_view k) {
+  std::string from(k);
+  if (lo_ && from < *lo_) from = *lo_;
+  exhausted_ = false;
+  fill(std::move(from), true);
+}
+
+}  // namespace wort

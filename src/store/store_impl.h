@@ -1,0 +1,84 @@
+// store/store_impl.h — wort::Store's internals, shared by store.cc and the store's tests
+// (which open pool images in memory and switch on the deliberately broken variants).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "index/kit/epoch.h"
+#include "pm/allocator.h"
+#include "store/layout.h"
+#include "wort/index.h"
+#include "wort/pool.h"
+#include "wort/store.h"
+
+namespace wort {
+
+//! Tests only: the broken variants the crash tests must catch.
+enum class StoreBroken : std::uint8_t {
+  none,
+  blob_not_written_back,     //!< put: the value blob's pm::flush omitted
+  log_commit_before_records  //!< write: "\0log" committed before the log's records are written
+};
+
+struct Store::Impl {
+  static constexpr std::size_t kStripes = 256;
+
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<Index> index;
+  //! Replaced and removed value blobs wait here until no reader pinned before can hold them.
+  std::unique_ptr<kit::EpochReclaimer> retired;
+  std::unique_ptr<std::mutex[]> stripes;
+  //! Single writes take the shared side, a batch the exclusive one.
+  mutable std::shared_mutex batch_lock;
+  std::atomic<std::int64_t> count{0};
+  std::size_t max_key = 0;
+  StoreBroken broken = StoreBroken::none;
+  bool replayed = false;  //!< the open replayed a committed batch log
+
+  ~Impl();
+  //! Opens (recovers) or initialises the store in `p`, which Store::open or a test made.
+  static Result<std::unique_ptr<Store>> attach(std::unique_ptr<Pool> p, bool fresh,
+                                               const std::string& name);
+
+  std::mutex& stripe(std::string_view key) noexcept;
+  //! Writes a blob for key -> value into a fresh block: pm::copy, then pm::flush (no fence:
+  //! the index's commit in a values_are_blocks pool fences first).
+  Status make_blob(std::string_view key, std::string_view value, std::uint64_t* off) noexcept;
+  //! Checks the blob at `off` for `key` (bounds, magic, lengths, key, CRC-32C) and returns
+  //! its value bytes; corrupt otherwise.
+  Result<std::string_view> read_blob(std::uint64_t off, std::string_view key) const;
+  //! put / remove with the key's writers excluded by the caller (stripe or batch lock).
+  Status put_locked(const std::string& ikey, std::uint64_t blob);
+  Result<bool> remove_locked(const std::string& ikey);
+  //! Replays and clears a committed redo log (at open).
+  Result<void> replay_log();
+  //! Every block the store reaches: the index's, every value's, and blobs retired and not
+  //! yet freed (the allocator's audit walker).
+  Result<void> visit_blocks(pm::BlockVisitor v) const;
+  pm::AuditReport audit() const;
+};
+
+//! The index key of user key `k`.
+inline std::string data_key(std::string_view k) {
+  std::string s;
+  s.reserve(k.size() + 1);
+  s += store::kDataTag;
+  s += k;
+  return s;
+}
+
+namespace store {
+//! Tests: opens the store held by a pool image in memory (Pool::attach), recovering it.
+Result<std::unique_ptr<Store>> open_image(std::span<std::byte> image, const std::string& name);
+}  // namespace store
+
+}  // namespace wort
