@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages wort needs, only those missing. Run as root (CI is) or
 # with sudo available.
 set -euo pipefail
-pkgs=(g++ cmake ninja-build pkg-config libpmem2-dev libgtest-dev valgrind python3 python3-matplotlib wamerican
+pkgs=(g++ cmake ninja-build pkg-config libpmem2-dev libgtest-dev valgrind python3 python3-dev python3-venv python3-matplotlib wamerican
       memcached python3-pymemcache libmemcached-tools nutcracker)
 missing=()
 for p in "${pkgs[@]}"; do
