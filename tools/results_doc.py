@@ -282,7 +282,7 @@ def store_compare_verdict(doc):
         line = [op]
         for st in stores:
             for o in others:
-                win = []
+                win, noise = [], []
                 n = 0
                 for vs, th in configs:
                     a, b = cells.get((vs, th, op, st)), cells.get((vs, th, op, o))
@@ -292,12 +292,17 @@ def store_compare_verdict(doc):
                     rs = [a["cpu"][r] / b["cpu"][r] for r in a["cpu"] if r in b["cpu"]]
                     if statistics.median(rs) < 1:
                         win.append(f"{vs} B/{th}t")
+                    if min(rs) < 1 <= max(rs):
+                        noise.append(f"{vs} B/{th}t")
                 if len(win) == n:
-                    line.append(f"wins all {n}")
+                    cell = f"wins all {n}"
                 elif not win:
-                    line.append(f"loses all {n}")
+                    cell = f"loses all {n}"
                 else:
-                    line.append(f"wins {len(win)} of {n}: " + ", ".join(win))
+                    cell = f"wins {len(win)} of {n}: " + ", ".join(win)
+                if noise:
+                    cell += " (rounds disagree: " + ", ".join(noise) + ")"
+                line.append(cell)
         rows.append(line)
     return table(["op"] + [f"{st[6:]} against {o}" for st in stores for o in others], rows)
 
@@ -340,7 +345,8 @@ def store_compare_text(doc):
         "inverse of the throughput; the machine's other jobs inflate it), and the same ratios:", "",
         store_compare_section(doc, "wall"), "",
         "Where the store wins and where it loses, by CPU per operation (a win: the median",
-        "ratio below 1), over the value sizes and thread counts (B/t):", "",
+        "ratio below 1), over the value sizes and thread counts (B/t); \"rounds disagree\" names",
+        "the configurations whose per-round ratios lie on both sides of 1:", "",
         store_compare_verdict(doc), "",
     ]
 
