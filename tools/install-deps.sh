@@ -3,7 +3,8 @@
 # with sudo available.
 set -euo pipefail
 pkgs=(g++ cmake ninja-build pkg-config libpmem2-dev libgtest-dev valgrind python3 python3-dev python3-venv python3-matplotlib wamerican
-      memcached python3-pymemcache libmemcached-tools nutcracker)
+      memcached python3-pymemcache libmemcached-tools nutcracker
+      liblmdb-dev librocksdb-dev)  # the last two: tools/store_compare (wort::Store against them)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,8 +5,9 @@ in a results folder.
 usage: results_doc.py RESULTS_DIR [--doc docs/RESULTS.md] [--experiments docs/experiments]
 
 Reads RESULTS_DIR/bench.json (the default benchmark), and if present rounds.json
-(lookup_rounds), latency.json (the write-latency sweep), mix.json (a YCSB mix) and
-varkeys.json (variable-size keys); copies the plots next to the document (docs/results/).
+(lookup_rounds), latency.json (the write-latency sweep), mix.json (a YCSB mix),
+varkeys.json (variable-size keys) and store_compare.json (tools/store_compare: wort::Store
+against LMDB and RocksDB, a separate command); copies the plots next to the document (docs/results/).
 The page opens with a contents list and a headline table (each figure with its metric,
 revision and command), then lists the dated records of docs/experiments/ (measurements
 `make run` does not make: against the authors' code, threads, memcached, ...), then the
@@ -225,6 +226,131 @@ def rounds_section(doc):
     return table(head, out)
 
 
+STORE_OPS = ("put", "get", "update", "scan100", "remove")
+
+
+def store_compare_cells(doc):
+    """store_compare's JSON: per (value size, threads, op, engine) the per-round ns/op, CPU
+    (the process's: working threads plus an engine's background threads) and wall."""
+    cells = {}
+    for r in doc["rows"]:
+        c = cells.setdefault((r["value_size"], r["threads"], r["op"], r["engine"]), {"cpu": {}, "wall": {}})
+        c["cpu"][r["round"]] = r["cpu_ns"] / r["ops"]
+        c["wall"][r["round"]] = r["wall_ns"] / r["ops"]
+    return cells
+
+
+def store_compare_section(doc, metric):
+    cells = store_compare_cells(doc)
+    engines = doc["engines"]
+    stores = [e for e in engines if e.startswith("store-")]
+    others = [e for e in engines if not e.startswith("store-")]
+    configs = sorted({(k[0], k[1]) for k in cells})
+    med = statistics.median
+
+    def ratio(a, b):
+        rs = [a[r] / b[r] for r in a if r in b and b[r] > 0]
+        return f"{med(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "–"
+
+    rows = []
+    for vs, th in configs:
+        for op in STORE_OPS:
+            line = [f"{vs} B", str(th), op]
+            for e in engines:
+                c = cells.get((vs, th, op, e))
+                line.append(f"{med(c[metric].values()):.0f}" if c else "–")
+            for st in stores:
+                for o in others:
+                    a, b = cells.get((vs, th, op, st)), cells.get((vs, th, op, o))
+                    line.append(ratio(a[metric], b[metric]) if a and b else "–")
+            rows.append(line)
+    head = ["value", "threads", "op"] + [f"{e} ns/op" for e in engines] + \
+        [f"{st[6:]} / {o}" for st in stores for o in others]
+    return table(head, rows)
+
+
+def store_compare_verdict(doc):
+    """Per operation and (store kind, rival): in which configurations (value size, threads)
+    the store's median CPU ratio is below 1 (it wins) and where not (it loses)."""
+    cells = store_compare_cells(doc)
+    engines = doc["engines"]
+    stores = [e for e in engines if e.startswith("store-")]
+    others = [e for e in engines if not e.startswith("store-")]
+    configs = sorted({(k[0], k[1]) for k in cells})
+    rows = []
+    for op in STORE_OPS:
+        line = [op]
+        for st in stores:
+            for o in others:
+                win, noise = [], []
+                n = 0
+                for vs, th in configs:
+                    a, b = cells.get((vs, th, op, st)), cells.get((vs, th, op, o))
+                    if not a or not b:
+                        continue
+                    n += 1
+                    rs = [a["cpu"][r] / b["cpu"][r] for r in a["cpu"] if r in b["cpu"]]
+                    if statistics.median(rs) < 1:
+                        win.append(f"{vs} B/{th}t")
+                    if min(rs) < 1 <= max(rs):
+                        noise.append(f"{vs} B/{th}t")
+                if len(win) == n:
+                    cell = f"wins all {n}"
+                elif not win:
+                    cell = f"loses all {n}"
+                else:
+                    cell = f"wins {len(win)} of {n}: " + ", ".join(win)
+                if noise:
+                    cell += " (rounds disagree: " + ", ".join(noise) + ")"
+                line.append(cell)
+        rows.append(line)
+    return table(["op"] + [f"{st[6:]} against {o}" for st in stores for o in others], rows)
+
+
+def store_compare_text(doc):
+    cmd = doc["command_line"]
+    return [
+        "## Key-value store against LMDB and RocksDB", "",
+        "`wort::Store` (one per index kind: `wort`, the library's radix tree, and `fastfair`, a",
+        "B+-tree like LMDB's) against LMDB and RocksDB in one process run, built by",
+        "`tools/store_compare/store_compare.cc`, every engine in the same directory",
+        f"(`{doc['dir']}`, a tmpfs: no DAX, no persistent memory) and at the same durability, an",
+        "operation that returned survives `kill -9` of the process but not a power loss: the",
+        "store as always (each write written back and committed before it returns), LMDB",
+        f"`{doc['lmdb']}` (each commit writes the shared map in place, no msync: the fastest",
+        "LMDB mode that survives `kill -9`; without WRITEMAP each commit also copies its pages",
+        f"with pwrite), RocksDB {doc['rocksdb']} (each write appended to the WAL in the",
+        "page cache; compression off because the values are random bytes, otherwise defaults).",
+        f"{doc['keys']:,} keys of {doc['key_bytes']} bytes (a hash of the key number, then the number), one",
+        "operation per transaction / commit; per round, value size and thread count each engine",
+        "in turn (the order rotated each round) builds a fresh database and runs: put (every key",
+        "inserted, random order), get (every key, random order; the value compared in place:",
+        "the store's zero-copy `read`, LMDB's map, RocksDB's PinnableSlice), update (every key",
+        f"replaced), scan100 ({doc['keys'] // doc['scan_len']:,} scans of {doc['scan_len']} keys from a random key,",
+        "each key and value compared), remove (every key; the store and LMDB must report it was",
+        "there, RocksDB cannot tell). Every answer is checked (a wrong one fails the run).",
+        "RocksDB's background flushes and compactions a write phase leaves pending are waited",
+        "for inside that phase's time. Threads split each phase's operations.", "",
+        f"- command: `{cmd}`",
+        f"- revision: `{doc['git_revision'][:12]}`; date: {doc['date']}; {doc['cpus']} CPUs ({doc['host']})",
+        f"- load average (1, 5, 15 min): {doc['load_start']} at the start, {doc['load_end']} at the end"
+        f" ({doc['minutes']:.0f} min; the machine's other jobs share its cores)", "",
+        f"CPU ns per operation: the process's CPU time over the phase (the working threads and any",
+        f"engine's own background threads; the JSON also has the working threads' alone) divided",
+        f"by its operations, median of {doc['rounds']} rounds; then",
+        "the store's ratio to each rival, median of the per-round ratios and their range",
+        "(below 1: the store spends less).", "",
+        store_compare_section(doc, "cpu"), "",
+        "Wall ns per operation (the phase's elapsed time over its operations: with 2 threads, the",
+        "inverse of the throughput; the machine's other jobs inflate it), and the same ratios:", "",
+        store_compare_section(doc, "wall"), "",
+        "Where the store wins and where it loses, by CPU per operation (a win: the median",
+        "ratio below 1), over the value sizes and thread counts (B/t); \"rounds disagree\" names",
+        "the configurations whose per-round ratios lie on both sides of 1:", "",
+        store_compare_verdict(doc), "",
+    ]
+
+
 def latency_section(doc):
     rows = []
     for c in doc["cases"]:
@@ -431,6 +557,7 @@ def main():
     mix = load(os.path.join(args.results, "mix.json"))
     var = load(os.path.join(args.results, "varkeys.json"))
     rounds = load(os.path.join(args.results, "rounds.json"))
+    store_cmp = load(os.path.join(args.results, "store_compare.json"))
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     img_dir = os.path.join(doc_dir, "results")
     os.makedirs(img_dir, exist_ok=True)
@@ -466,6 +593,8 @@ def main():
         out.append(command(var))
     if rounds:
         out.append(f"build/lookup_rounds --keys {rounds['keys']} --rounds {rounds['rounds']} --json results/rounds.json")
+    if store_cmp:
+        out.append(store_cmp["command_line"] + "   # a separate command, not in make run")
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines written back per insert (flushed lines plus 8-byte non-temporal stores: ROART and the concurrent ART engine commit with movnti), (c) LLC misses per search,",
@@ -562,6 +691,8 @@ def main():
                       [[idx] + [fmt((phase(by[(idx, d)], "insert") or {}).get("counters", {}).get("lines_per_op") if (idx, d) in by else None) for d in VAR_DISTS]
                        + [fmt(by[(idx, d)]["stats"]["pm_bytes_per_key"] if (idx, d) in by else None, "{:.1f}") for d in VAR_DISTS]
                        for idx in indexes(var)]), ""]
+    if store_cmp:
+        out += store_compare_text(store_cmp)
     if imgs:
         out += ["## Plots", ""]
         for name in imgs:

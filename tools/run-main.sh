@@ -16,6 +16,10 @@
 #   WORT_ROUNDS      rounds of `lookup_rounds` (tools/lookup_rounds.cc: art, WORT, WOART and
 #                    ART+CoW interleaved on the main benchmark's keys; default 5; 0 skips it)
 #   WORT_RESULTS     output folder (default results)
+#
+# Not run here (it takes about half an hour at 1M keys): build/store_compare --keys 1000000
+# --rounds 3 --json results/store_compare.json (tools/store_compare: wort::Store against
+# LMDB and RocksDB); tools/results_doc.py renders that file when it is in the results folder.
 set -euo pipefail
 build=${1:-build}
 keys=${WORT_KEYS:-1000000}

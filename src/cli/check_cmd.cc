@@ -3,7 +3,8 @@
 // (copy-on-write), so the session bump, recovery's repairs and the allocator's trace happen
 // in this process's copy and never reach the file; a shared lock keeps a writer out (and is
 // refused while one has the pool open). Both run the same checks (check_pool) and share one
-// exit table; a pool `wort serve` wrote is checked by the server's own Store.
+// exit table; a pool `wort serve` wrote is checked by the server's own Store, a wort::Store
+// pool by wort::Store's verify() and audit.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -24,9 +25,12 @@
 #include "pm/allocator.h"
 #include "pm/pool_layout.h"
 #include "server/store.h"
+#include "store/layout.h"
+#include "store/store_impl.h"
 #include "wort/index.h"
 #include "wort/key.h"
 #include "wort/pool.h"
+#include "wort/store.h"
 
 namespace wort::cli {
 namespace {
@@ -49,6 +53,9 @@ copy-on-write mapping: nothing is written to the file), runs verify() and the al
 audit (every block reached once, no block leaked), and prints the index's statistics.
 A pool written by `wort serve` (values are item blocks) is opened and checked as
 `wort serve --check` does it: every item well formed, the items' blocks in the audit.
+A wort::Store pool (values are value blobs, and the store's meta key is in the index) is
+opened as wort::Store opens it (a committed batch replayed) and checked by its verify():
+the index, and every value's checksum; the values' blocks in the audit.
 
   --quiet   print only the verdict line
 )" WORT_CHECK_EXIT_TABLE;
@@ -56,7 +63,8 @@ A pool written by `wort serve` (values are item blocks) is opened and checked as
 constexpr const char* kDumpHelp = R"(usage: wort dump POOL [KEY] [--hex] [--u64]
 
 Prints the index a pool holds, node by node (each index draws itself), or with KEY the
-value stored under KEY (in a `wort serve` pool: the offset of the key's item block).
+value stored under KEY (in a `wort serve` pool: the offset of the key's item block; in a
+wort::Store pool: the value's bytes, checked).
 Read-only, as `wort check`, and it runs the same checks first: a pool `wort check` calls
 damaged is not drawn. Messages (damage, not found) go to stderr.
 
@@ -70,6 +78,7 @@ constexpr int kSound = 0, kDamaged = 1, kCannot = 2, kAbsent = 3;
 class ReadOnlyPool {
  public:
   ~ReadOnlyPool() {
+    kv.reset();
     store.reset();
     index.reset();
     pool.reset();
@@ -108,13 +117,19 @@ class ReadOnlyPool {
     return map_ != MAP_FAILED;
   }
   std::span<std::byte> bytes() const { return {static_cast<std::byte*>(map_), size_}; }
-  //! The index checked (the store's, for a server pool); null if the pool holds none.
-  const Index* checked_index() const { return store ? &store->index() : index.get(); }
-  const Pool& checked_pool() const { return store ? store->pool() : *pool; }
+  //! The index checked (the store's, for a server or wort::Store pool); null if the pool
+  //! holds none.
+  const Index* checked_index() const {
+    return kv ? kv->impl().index.get() : store ? &store->index() : index.get();
+  }
+  const Pool& checked_pool() const {
+    return kv ? *kv->impl().pool : store ? store->pool() : *pool;
+  }
 
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Index> index;
   std::unique_ptr<server::Store> store;  //!< a wort serve pool, opened as the server does
+  std::unique_ptr<wort::Store> kv;       //!< a wort::Store pool, opened as Store::open does
 
  private:
   void unmap() {
@@ -145,7 +160,8 @@ void print_header(const Pool& p) {
               static_cast<unsigned long long>(h.generation),
               static_cast<unsigned long long>(pm::kGenerationStep));
   std::printf("  last close        %s\n", p.was_clean_shutdown() ? "clean" : "not clean (a crash, or still open)");
-  std::printf("  values are blocks %s\n", p.values_are_blocks() ? "yes (a wort serve pool)" : "no");
+  std::printf("  values are blocks %s\n",
+              p.values_are_blocks() ? "yes (a wort serve or wort::Store pool)" : "no");
 }
 
 bool damage_status(Status s) { return s == Status::corrupt || s == Status::truncated; }
@@ -166,8 +182,10 @@ int audit_failed(FILE* out, const pm::AuditReport& a) {
 
 //! What check and dump both run (`verb` names the command in messages): the pool attached
 //! in a private mapping and opened as recovery would, then verify() and the allocator's
-//! audit. A pool whose values are item blocks (written by `wort serve`) is opened as the
-//! server's Store and checked by the Store's own verify() and audit(), the code
+//! audit. A pool whose values are blocks is opened by the layer that wrote it: a wort::Store
+//! pool (the store's meta key in the index) as Store::open does, checked by Store::verify()
+//! (the index and every value's checksum) and the store's audit; any other (written by
+//! `wort serve`) as the server's Store, checked by its own verify() and audit(), the code
 //! `wort serve --check` runs: every item well formed, its block counted as reached.
 //! Prints the header when `header`, the first problem to `out`. Returns the exit status;
 //! on 0, ro holds the index (or none: the pool holds no index).
@@ -182,10 +200,30 @@ int check_pool(const std::string& path, ReadOnlyPool& ro, bool header, FILE* out
   if (!pool) return open_failed(out, cannot, "", pool.error());
   if (header) print_header(**pool);
   if ((*pool)->values_are_blocks()) {
-    pool->reset();  // the Store attaches the file's own bytes, as the server opens them
+    // Which layer wrote it: a wort::Store names its meta block under store::kMetaKey. Looked
+    // up in this mapping; the layer then opens a fresh one (what this open changed is gone).
+    bool is_kv = false;
+    if ((*pool)->root() != 0) {
+      auto ix = Index::open(**pool);
+      if (!ix) return open_failed(out, cannot, "index open (recovery) failed: ", ix.error());
+      is_kv = (*ix)->lookup(as_key(store::kMetaKey)).has_value();
+    }
+    pool->reset();  // the store attaches the file's own bytes, as its writer opens them
     if (!ro.remap()) {
       std::fprintf(out, "%s: cannot map: %s\n", cannot.c_str(), std::strerror(errno));
       return kCannot;
+    }
+    if (is_kv) {
+      auto kv = store::open_image(ro.bytes(), path);
+      if (!kv) return open_failed(out, cannot, "wort::Store open (recovery) failed: ", kv.error());
+      ro.kv = std::move(*kv);
+      if (auto v = ro.kv->verify(); !v) {
+        std::fprintf(out, "DAMAGED: verify: %s [%s]\n", v.error().message.c_str(),
+                     std::string(to_string(v.error().code)).c_str());
+        return kDamaged;
+      }
+      if (const pm::AuditReport a = ro.kv->impl().audit(); !a.ok()) return audit_failed(out, a);
+      return kSound;
     }
     server::StoreOptions so;
     so.pool_path = path;
@@ -248,22 +286,32 @@ int check_main(const Args& args) {
   if (!quiet) {
     std::printf("index             %s, opened (recovery ran in a private copy)\n",
                 std::string(ix->kind()).c_str());
-    std::printf("verify            ok%s\n", ro.store ? " (the index and every item)" : "");
+    std::printf("verify            ok%s\n", ro.kv      ? " (the index and every value's checksum)"
+                                         : ro.store ? " (the index and every item)"
+                                                    : "");
     std::printf("audit             ok (%llu blocks, %llu bytes in use%s)\n",
                 static_cast<unsigned long long>(as.blocks_allocated),
                 static_cast<unsigned long long>(as.bytes_allocated),
-                ro.store ? ", the items' blocks among them" : "");
+                ro.kv ? ", the values' blocks among them" : ro.store ? ", the items' blocks among them" : "");
     std::printf("keys              %llu\n", static_cast<unsigned long long>(s.keys));
     if (ro.store)
       std::printf("items             %llu (the other key names the server's meta block)\n",
                   static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
+    if (ro.kv)
+      std::printf("values            %llu (the other key names the store's meta block)\n",
+                  static_cast<unsigned long long>(ro.kv->size()));
     std::printf("leaf depth        %.2f average, %llu max\n", s.avg_leaf_depth,
                 static_cast<unsigned long long>(s.max_leaf_depth));
     std::printf("pool bytes        %llu in the index's blocks\n", static_cast<unsigned long long>(s.pm_bytes));
     for (const auto& [type, n] : s.nodes)
       std::printf("  %-15s %llu\n", type.c_str(), static_cast<unsigned long long>(n));
   }
-  if (ro.store)
+  if (ro.kv)
+    std::printf("OK: %s pool %s, %llu keys (a wort::Store pool: %llu values), sound\n",
+                std::string(ix->kind()).c_str(), path.c_str(),
+                static_cast<unsigned long long>(s.keys),
+                static_cast<unsigned long long>(ro.kv->size()));
+  else if (ro.store)
     std::printf("OK: %s pool %s, %llu keys (a wort serve pool: %llu items), sound\n",
                 std::string(ix->kind()).c_str(), path.c_str(),
                 static_cast<unsigned long long>(s.keys),
@@ -324,6 +372,21 @@ int dump_main(const Args& args) {
   const Index* ix = ro.checked_index();
   if (!have_key) {
     if (ix) ix->dump(std::cout);
+    return kSound;
+  }
+  if (ro.kv) {  // the value's bytes, checked against its checksum
+    auto got = ro.kv->get(bytes);
+    if (!got) {
+      std::fprintf(stderr, "DAMAGED: %s [%s]\n", got.error().message.c_str(),
+                   std::string(to_string(got.error().code)).c_str());
+      return kDamaged;
+    }
+    if (!*got) {
+      std::fprintf(stderr, "not found\n");
+      return kAbsent;
+    }
+    std::fwrite((*got)->data(), 1, (*got)->size(), stdout);
+    std::printf("\n");
     return kSound;
   }
   const auto v = ix ? ix->lookup(as_key(bytes)) : std::nullopt;
