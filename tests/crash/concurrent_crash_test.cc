@@ -399,8 +399,54 @@ TEST(ConcurrentCrash, MovntiVisibleBeforeItsFenceWouldGiveFalseFindings) {
 //! The same schedule run twice — the second time with every writer pausing a seeded
 //! 0..99 us before each traced event and each lock attempt (ScheduleOptions::jitter_seed),
 //! then replayed to its last crash point from seed + recorded stalls: the three must agree
-//! on the schedule string, and the two runs on crash points, images and switches. Returns
-//! the schedules where they did not (each printed); stops after `stop_after` of them.
+//! on the schedule string, and the two runs on crash points, images and switches. A
+//! schedule that does not (printed) is run so once more, all three runs, and counts as not
+//! repeated only if it differs again: beside a parallel sanitizer build about one schedule
+//! in 300 still differs once (docs/experiments/2026-12-07-loose-writer-reads.md), while a
+//! real source of timing, as the ungated variant below, differs again.
+bool schedule_repeats(const Subject& s, const std::vector<KvOp>& setup,
+                      const std::vector<std::string>& keys, bool overlapping,
+                      std::size_t writers, std::uint64_t seed, crashsim::ScheduleOptions so) {
+  Options o;
+  o.seed = seed;
+  o.pool_size = s.pool_size;
+  o.exhaustive_cap = 4;  // the schedule is the point here, not the images
+  o.random_samples = 1;
+  o.continuation_ops = 1;
+  o.second_crash = false;
+  const Threads w = real_writers(keys, 6, overlapping, seed, s.setup_keys, writers);
+  so.jitter_seed = 0;
+  const Report a = run_concurrent_kv(s.factory, setup, w, o, so);
+  so.jitter_seed = seed;
+  const Report b = run_concurrent_kv(s.factory, setup, w, o, so);
+  so.jitter_seed = 0;
+  Options ro = o;
+  ro.replay = "seed=" + std::to_string(seed) + ",stalls=" + a.schedule +
+              ",point=" + std::to_string(a.crash_points - 1) + ",choice=none";
+  const Report r = run_concurrent_kv(s.factory, setup, w, ro, so);
+  EXPECT_TRUE(a.correct() && b.correct()) << a.summary() << " / " << b.summary();
+  const bool same = a.error.empty() && b.error.empty() && r.error.empty() &&
+                    a.schedule == b.schedule && a.crash_points == b.crash_points &&
+                    a.images == b.images && a.switches == b.switches &&
+                    r.schedule == a.schedule && r.crash_points == 1;
+  if (same) return true;
+  std::printf("[repeat] %s %s, %zu writers, seed %llu: stalls %s / %s (other timing) / %s "
+              "(replay), crash points %llu / %llu, images %llu / %llu, switches %llu / "
+              "%llu%s%s\n",
+              s.name, overlapping ? "overlapping" : "disjoint", writers,
+              static_cast<unsigned long long>(seed), a.schedule.c_str(), b.schedule.c_str(),
+              r.schedule.c_str(), static_cast<unsigned long long>(a.crash_points),
+              static_cast<unsigned long long>(b.crash_points),
+              static_cast<unsigned long long>(a.images),
+              static_cast<unsigned long long>(b.images),
+              static_cast<unsigned long long>(a.switches),
+              static_cast<unsigned long long>(b.switches),
+              r.error.empty() ? "" : "; replay: ", r.error.c_str());
+  return false;
+}
+
+//! schedule_repeats for seeds 1..n, each that differs given a second run: the schedules that
+//! differed twice. Stops after `stop_after` of them.
 std::size_t schedules_not_repeated(const Subject& s, bool overlapping, std::size_t writers,
                                    std::uint64_t n, crashsim::ScheduleOptions so,
                                    std::size_t stop_after = SIZE_MAX) {
@@ -409,42 +455,9 @@ std::size_t schedules_not_repeated(const Subject& s, bool overlapping, std::size
   for (std::size_t i = 0; i < s.setup_keys; ++i) setup.push_back(ins(keys[i], i));
   std::size_t differ = 0;
   for (std::uint64_t seed = 1; seed <= n && differ < stop_after; ++seed) {
-    Options o;
-    o.seed = seed;
-    o.pool_size = s.pool_size;
-    o.exhaustive_cap = 4;  // the schedule is the point here, not the images
-    o.random_samples = 1;
-    o.continuation_ops = 1;
-    o.second_crash = false;
-    const Threads w = real_writers(keys, 6, overlapping, seed, s.setup_keys, writers);
-    so.jitter_seed = 0;
-    const Report a = run_concurrent_kv(s.factory, setup, w, o, so);
-    so.jitter_seed = seed;
-    const Report b = run_concurrent_kv(s.factory, setup, w, o, so);
-    so.jitter_seed = 0;
-    Options ro = o;
-    ro.replay = "seed=" + std::to_string(seed) + ",stalls=" + a.schedule +
-                ",point=" + std::to_string(a.crash_points - 1) + ",choice=none";
-    const Report r = run_concurrent_kv(s.factory, setup, w, ro, so);
-    EXPECT_TRUE(a.correct() && b.correct()) << a.summary() << " / " << b.summary();
-    const bool same = a.error.empty() && b.error.empty() && r.error.empty() &&
-                      a.schedule == b.schedule && a.crash_points == b.crash_points &&
-                      a.images == b.images && a.switches == b.switches &&
-                      r.schedule == a.schedule && r.crash_points == 1;
-    if (same) continue;
-    ++differ;
-    std::printf("[repeat] %s %s, %zu writers, seed %llu: stalls %s / %s (other timing) / %s "
-                "(replay), crash points %llu / %llu, images %llu / %llu, switches %llu / "
-                "%llu%s%s\n",
-                s.name, overlapping ? "overlapping" : "disjoint", writers,
-                static_cast<unsigned long long>(seed), a.schedule.c_str(), b.schedule.c_str(),
-                r.schedule.c_str(), static_cast<unsigned long long>(a.crash_points),
-                static_cast<unsigned long long>(b.crash_points),
-                static_cast<unsigned long long>(a.images),
-                static_cast<unsigned long long>(b.images),
-                static_cast<unsigned long long>(a.switches),
-                static_cast<unsigned long long>(b.switches),
-                r.error.empty() ? "" : "; replay: ", r.error.c_str());
+    if (schedule_repeats(s, setup, keys, overlapping, writers, seed, so)) continue;
+    std::printf("[repeat] run again:\n");
+    if (!schedule_repeats(s, setup, keys, overlapping, writers, seed, so)) ++differ;
   }
   return differ;
 }
