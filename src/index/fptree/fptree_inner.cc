@@ -412,4 +412,23 @@ std::uint64_t InnerTree::dram_bytes() const noexcept {
   return b;
 }
 
+bool InnerTree::read_version_slow(const Node* n, std::uint64_t* v) noexcept {
+  for (bool waited = false;;) {
+    const std::uint64_t x = n->version.load(std::memory_order_acquire);
+    if ((x & (kObsolete | kWriting)) != kWriting) {
+      if (waited) {
+        pm::after_wait(&n->version);  // reads on in its turn (crash simulator): read again
+        waited = false;
+        continue;
+      }
+      if ((x & kObsolete) != 0) return false;
+      *v = x;
+      return true;
+    }
+    pm::waiting(&n->version);
+    waited = true;
+    __builtin_ia32_pause();
+  }
+}
+
 }  // namespace wort::fptree_index

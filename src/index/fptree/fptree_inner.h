@@ -147,6 +147,10 @@ class InnerTree {
   static std::size_t route(const Node& n, Key k, std::uint64_t kh) noexcept;
   //! The version of n once no writer is inside it; false if n is obsolete (out of the tree).
   static bool read_version(const Node* n, std::uint64_t* v) noexcept;
+  //! read_version when n is obsolete or a writer is inside it: spins, announced to a tracer.
+  //! (Out of line, in fptree_inner.cc: the inlined fast path is one load and one test.)
+  [[gnu::cold, gnu::noinline]] static bool read_version_slow(const Node* n,
+                                                             std::uint64_t* v) noexcept;
   //! True if n still has version v (after an acquire fence: the reads before it are done).
   static bool validate(const Node* n, std::uint64_t v) noexcept {
     seq_acquire_fence();
@@ -220,23 +224,14 @@ inline std::size_t InnerTree::route(const Node& n, Key k, std::uint64_t kh) noex
 }
 
 inline bool InnerTree::read_version(const Node* n, std::uint64_t* v) noexcept {
-  for (bool waited = false;;) {
-    const std::uint64_t x = n->version.load(std::memory_order_acquire);
-    if ((x & (kObsolete | kWriting)) != kWriting) [[likely]] {
-      if (waited) [[unlikely]] {
-        pm::after_wait(&n->version);  // reads on in its turn (crash simulator): read again
-        waited = false;
-        continue;
-      }
-      if ((x & kObsolete) != 0) return false;
-      *v = x;
-      return true;
-    }
-    pm::waiting(&n->version);
-    waited = true;
-    __builtin_ia32_pause();
+  const std::uint64_t x = n->version.load(std::memory_order_acquire);
+  if ((x & (kObsolete | kWriting)) == 0) [[likely]] {
+    *v = x;
+    return true;
   }
+  return read_version_slow(n, v);
 }
+
 
 inline bool InnerTree::find_optimistic(Key k, std::uint64_t* leaf, const Node** node,
                                        std::uint64_t* v) const {
