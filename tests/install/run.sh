@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The install path as an embedding project sees it: `cmake --install` into a scratch prefix,
 # then examples/quickstart.cc built against the installed tree twice — with find_package(wort)
-# and with pkg-config — and run; and the installed `wort` command run from the prefix (its
+# and with pkg-config — and run, examples/store.cc (wort::Store) built with pkg-config and
+# run; and the installed `wort` command run from the prefix (its
 # --help, a demo pool made and checked). Usage: run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -24,4 +25,9 @@ ninja -C "$tmp/consumer" >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 g++ -O1 "$src/examples/quickstart.cc" -o "$tmp/quickstart-pc" $(pkg-config --cflags --libs wort)
 (cd "$tmp" && "$tmp/quickstart-pc")
-echo "install: find_package(wort) and pkg-config builds of quickstart ran; bin/wort checked a pool"
+# The key-value store from the installed tree: include/wort/store.h and libwort.a's store.
+test -f "$tmp/prefix/include/wort/store.h"
+g++ -std=c++20 -O1 "$src/examples/store.cc" -o "$tmp/store-pc" $(pkg-config --cflags --libs wort)
+(cd "$tmp" && "$tmp/store-pc" >/dev/null)
+echo "install: find_package(wort) and pkg-config builds of quickstart ran, the store example" \
+     "built with pkg-config ran; bin/wort checked a pool"
