@@ -88,6 +88,29 @@ inline bool same_line(const void* a, const void* b) noexcept {
           ~std::uintptr_t{63}) == 0;
 }
 
+//! Passes the records from r (before e) whose key word is below lt (SearchKey::lt: inline
+//! keys below the search key), two per step with one bound test per two keys. Returns the
+//! first record not passed (e if none) with its key word in *k (kEmpty at e). One atomic
+//! load per key word, `probe` before each (tests).
+template <class Probe>
+[[gnu::always_inline]] inline const Record* pass_below(const Record* r, const Record* e,
+                                                       std::uint64_t lt, std::uint64_t* k,
+                                                       Probe& probe) noexcept {
+  for (const Record* const e1 = e - 1; r < e1; r += 2) {
+    probe();
+    if ((*k = ld(&r[0].key)) >= lt) return r;
+    probe();
+    if ((*k = ld(&r[1].key)) >= lt) return r + 1;
+  }
+  if (r != e) {
+    probe();
+    if ((*k = ld(&r->key)) >= lt) return r;
+    ++r;
+  }
+  *k = kEmpty;
+  return r;
+}
+
 struct NodeRef {
   Node* n;
   unsigned slots;
@@ -198,23 +221,27 @@ struct NodeRef {
   //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
   //! set if s is at or past the last key (then it may belong to the sibling). One atomic
   //! load per word (the same mov on x86-64): a leaf-path writer routes with it while the
-  //! structure writer may change the node, and validates its whole descent afterwards.
+  //! structure writer may change the node, and validates its whole descent afterwards. The
+  //! keys are passed first and only the last one's pointer is loaded: every pointer a writer
+  //! stores names a child (it is stored before its key).
   std::uint64_t route(const SearchKey& s, const KeyReader& kr, bool* beyond) const noexcept {
-    std::uint64_t child = ld(&n->h.leftmost);
     *beyond = true;
-    for (unsigned i = 0; i < slots; ++i) {
-      const std::uint64_t k = ld(&n->rec[i].key);
+    const Record* const first = n->rec;
+    const Record* const e = first + slots;
+    const Record* r = first;
+    auto none = [] {};
+    for (;; ++r) {
       // No dead-slot test needed: a dead slot's key equals its right neighbour's, so when
       // it is <= s the live copy after it is taken instead.
-      if (k >= s.lt) {  // (below: an inline key below s, one comparison)
-        if (k == kEmpty) break;
-        if (kr.compare(s, k) < 0) {
-          *beyond = false;
-          break;
-        }
+      std::uint64_t k;
+      r = pass_below(r, e, s.lt, &k, none);
+      if (k == kEmpty) break;
+      if (kr.compare(s, k) < 0) {
+        *beyond = false;
+        break;
       }
-      child = ld(&n->rec[i].ptr);
     }
+    std::uint64_t child = r == first ? ld(&n->h.leftmost) : ld(&r[-1].ptr);
     if (child == 0) child = ld(&n->rec[0].ptr);  // below a split sibling's fence: not reached
     return child;
   }
@@ -250,7 +277,9 @@ struct NodeRef {
 // every record skips each key not below the last one it took (collect_sync), and a kEmpty
 // met after a record is a cut under the read (cut_under_read). FAST_FAIR issue #16: the
 // authors' inner search loaded a record twice and could pair one record's key with
-// another's pointer; here each decision uses the one load of each word.
+// another's pointer; here a routing left to right passes keys only and reads the last one
+// passed as find_ltr reads a record (route_ltr), and right to left each decision uses the
+// one load of each word.
 
 //! The default reader probe (tests pass one that runs a writer step before each load).
 struct NoProbe {
@@ -280,21 +309,15 @@ enum : int { kTorn = -3 };
 template <bool kStrictCopies, class Probe>
 inline Found find_ltr(const Node* n, unsigned slots, const SearchKey& s, const KeyReader& kr,
                       Probe& probe) noexcept {
-  for (unsigned i = 0; i < slots; ++i) {
-    probe();
-    std::uint64_t k = ld(&n->rec[i].key);
-    if (k < s.lt) {  // inline keys below s: one load and one comparison each
-      for (++i; i < slots; ++i) {
-        probe();
-        k = ld(&n->rec[i].key);
-        if (k >= s.lt) break;
-      }
-      if (i == slots) break;
-    }
-    if (k == kEmpty) return {-2, 0};
+  const Record* const e = n->rec + slots;
+  for (const Record* r = n->rec;; ++r) {
+    std::uint64_t k;
+    r = pass_below(r, e, s.lt, &k, probe);  // inline keys below s: one load and one test each
+    if (k == kEmpty) return {-2, 0};         // (also past the last slot)
     const int c = kr.compare(s, k);
     if (c < 0) return {-1, 0};
     if (c > 0) continue;
+    const unsigned i = static_cast<unsigned>(r - n->rec);
     probe();
     const std::uint64_t v = ld(&n->rec[i].ptr);
     std::uint64_t next = kEmpty;
@@ -311,7 +334,6 @@ inline Found find_ltr(const Node* n, unsigned slots, const SearchKey& s, const K
     if (next == k) continue;  // the dead left copy: the next slot is live
     return {static_cast<int>(i), v};
   }
-  return {-2, 0};
 }
 
 //! A right-to-left reader met kEmpty after a record right of it: the node was cut under the
@@ -398,26 +420,48 @@ inline Found find_sync(const Node* n, unsigned slots, const SearchKey& s, const 
 }
 
 namespace detail {
-//! route_sync left to right: a dead left copy's pointer is overridden by the live copy after
-//! it (equal keys), whose pointer was stored before its key. The child (0: none met);
-//! *beyond false if a key above s was met.
+//! route_sync left to right: the keys below s are passed with one load each; then the last
+//! one passed (slot j) is read as find_ltr reads a record: key, pointer, the next slot's
+//! key, key again. Its pointer is the child when its key is unchanged and <= s and the next
+//! key is the one the pass stopped at (above s, or kEmpty): slot j is then live (a right shift copies slot j into slot
+//! j+1 before it changes slot j's pointer, so a pointer that was no longer slot j's own is
+//! seen with a next key <= s), and no key in (key j, s] was in the node when the next key was
+//! loaded. Otherwise the node is read again (*torn). The child (0: no key <= s); *beyond
+//! false if a key above s was met.
 template <class Probe>
 [[gnu::always_inline]] inline std::uint64_t route_ltr(const Node* n, unsigned slots,
                                                       const SearchKey& s, const KeyReader& kr,
-                                                      bool* beyond, Probe& probe) noexcept {
-  std::uint64_t child = 0;
-  for (unsigned i = 0; i < slots; ++i) {
-    probe();
-    const std::uint64_t k = ld(&n->rec[i].key);
-    if (k >= s.lt) {  // (below: an inline key below s, one comparison)
-      if (k == kEmpty) break;
-      if (kr.compare(s, k) < 0) {
-        *beyond = false;
-        break;
-      }
+                                                      bool* beyond, bool* torn,
+                                                      Probe& probe) noexcept {
+  const Record* const first = n->rec;
+  const Record* const e = first + slots;
+  const Record* r = first;
+  std::uint64_t stop;  // the key word the pass stopped at (kEmpty at the end)
+  for (;; ++r) {
+    r = pass_below(r, e, s.lt, &stop, probe);
+    if (stop == kEmpty) break;
+    if (kr.compare(s, stop) < 0) {
+      *beyond = false;
+      break;
     }
+  }
+  if (r == first) return 0;
+  const Record* const last = r - 1;
+  probe();
+  const std::uint64_t k = ld(&last->key);
+  probe();
+  const std::uint64_t child = ld(&last->ptr);
+  std::uint64_t next = kEmpty;
+  if (r != e) {
     probe();
-    child = ld(&n->rec[i].ptr);
+    next = ld(&r->key);
+  }
+  probe();
+  // (the next key unchanged since the pass stopped at it: above s, or kEmpty)
+  if (ld(&last->key) != k || next != stop || k == kEmpty ||
+      (k >= s.lt && kr.compare(s, k) < 0)) {
+    *torn = true;
+    return 0;
   }
   return child;
 }
@@ -470,7 +514,7 @@ inline std::uint64_t route_sync(const Node* n, unsigned slots, const SearchKey& 
     bool torn = false;
     *beyond = true;
     std::uint64_t child = (c & 1u) == 0
-                              ? detail::route_ltr(n, slots, s, kr, beyond, probe)
+                              ? detail::route_ltr(n, slots, s, kr, beyond, &torn, probe)
                               : detail::route_rtl(n, slots, s, kr, beyond, &torn, probe);
     if (torn) continue;
     if (after != nullptr) {  // as in find_sync

@@ -238,12 +238,13 @@ Status FastFairTree::plan(const Path& path, unsigned level, Reserve& res) {
   unsigned nodes = 0;
   for (unsigned l = level;; ++l) {
     NodeRef nr = ref(path.at[l]);
-    if (repair_cut(nr)) {
+    auto [end, dead] = nr.end_and_dead();  // the node's one read here
+    if (uncut(nr, end) && repair_cut(nr)) {
       release(res);
       return Status::exists;
     }
-    compact(nr);
-    if (nr.end() < slots_) break;
+    if (compact(nr, NodeRef::Scan{end, dead, -2, 0})) --end;  // the left shift freed a slot
+    if (end < slots_) break;
     std::uint64_t sep = 0;
     if (Status st = copy_key_word(nr.rec()[m].key, &sep); st != Status::ok) {
       release(res);
@@ -337,9 +338,8 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
                              Reserve& res) {
   WORT_DCHECK(level <= path.height && key != kEmpty);
   std::size_t sep_i = 0;
-  auto put_into = [&](std::uint64_t off, bool unf) {
+  auto put_into = [&](std::uint64_t off, unsigned end, bool unf) {
     NodeRef t = ref(off);
-    const unsigned end = t.end();
     const unsigned pos = s ? t.lower_bound(*s, kr_, end) : word_position(t, kr_, key, end);
     // The user's key is not in the leaf already (put() found no live record for it).
     WORT_DCHECK(!s || pos == end || kr_.compare(*s, t.rec()[pos].key) < 0);
@@ -347,8 +347,8 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
   };
   for (;;) {
     NodeRef nr = ref(path.at[level]);
-    if (nr.end() < slots_) {
-      put_into(path.at[level], unfenced);
+    if (const unsigned end = nr.end(); end < slots_) {
+      put_into(path.at[level], end, unfenced);
       return;
     }
     std::uint64_t sep = 0;
@@ -357,13 +357,17 @@ void FastFairTree::insert_up(const Path& path, unsigned level, std::uint64_t key
       const std::uint64_t sep_copy = res.seps[sep_i];
       res.seps[sep_i++] = 0;  // now owned by the new root's record
       split_root(nr, res, sep_copy, &a1, &b, &sep);
-      put_into(kr_.compare_words(key, sep) < 0 ? a1 : b, false);
+      const std::uint64_t to = kr_.compare_words(key, sep) < 0 ? a1 : b;
+      put_into(to, ref(to).end(), false);
       return;
     }
     WORT_DCHECK(res.next_node < res.nodes.size() && sep_i < res.seps.size());
     const std::uint64_t boff = res.nodes[res.next_node++];
     if (split(nr, boff, &sep) == 0) return;  // faults::stop_after_link (tests)
-    put_into(kr_.compare_words(key, sep) < 0 ? path.at[level] : boff, false);
+    // Either half ends where the split left it: the old node at the cut, the new one after
+    // its copied records.
+    const bool left = kr_.compare_words(key, sep) < 0;
+    put_into(left ? path.at[level] : boff, left ? slots_ / 2 : slots_ - slots_ / 2, false);
     if (faults::active & faults::stop_after_cut) [[unlikely]] return;
     // Then the parent learns of the sibling (FAIR step (5)-(7)).
     key = res.seps[sep_i];
