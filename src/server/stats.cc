@@ -73,7 +73,7 @@ void Session::stats(const Tokens& t, std::string& out) {
     stat(out, "store_no_memory", info_.store_no_memory);
     stat(out, "bytes_read", info_.bytes_read);
     stat(out, "bytes_written", info_.bytes_written);
-    stat(out, "limit_maxbytes", store_.pool_bytes());
+    stat(out, "limit_maxbytes", store_.item_limit());
     stat(out, "accepting_conns", 1);      // never paused: a connection over -c is refused
     stat(out, "listen_disabled_num", 0);  // (rejected_connections counts those)
     stat(out, "threads", static_cast<std::uint64_t>(info_.threads));
@@ -102,7 +102,7 @@ void Session::stats(const Tokens& t, std::string& out) {
     return;
   }
   if (sub == "settings") {
-    stat(out, "maxbytes", store_.pool_bytes());
+    stat(out, "maxbytes", store_.item_limit());
     stat(out, "maxconns", static_cast<std::uint64_t>(info_.maxconns));
     stat(out, "tcpport", static_cast<std::uint64_t>(info_.port));
     stat(out, "interface", info_.addr);

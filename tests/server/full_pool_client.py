@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """The full-pool sequence against a wort serve or a memcached on 127.0.0.1:PORT:
-FILL sets of 32-byte keys and 100 B values (pipelined 100 at a time), then NEW sets of
-NEW_SIZE bytes on new keys, one at a time. Prints, per phase, the failed sets, the time, and
-the server's evictions and curr_items before and after.
-Usage: full_pool_client.py PORT FILL NEW NEW_SIZE"""
+FILL sets of 32-byte keys and FILL_SIZE values (default 100 B; pipelined 100 at a time),
+then NEW sets of NEW_SIZE bytes on new keys, one at a time. Prints, per phase, the failed
+sets, the time, and the server's evictions and curr_items before and after.
+Usage: full_pool_client.py PORT FILL NEW NEW_SIZE [FILL_SIZE]"""
 import socket, sys, time
 
 port, fill, new, new_size = (int(a) for a in sys.argv[1:5])
+fill_size = int(sys.argv[5]) if len(sys.argv) > 5 else 100
 s = socket.create_connection(('127.0.0.1', port))
 f = s.makefile('rb')
 
@@ -40,7 +41,7 @@ def run(prefix, n, size, pipeline):
     return bad, time.time() - t0
 
 
-for prefix, n, size, pipe in (('f:', fill, 100, 100), ('n:', new, new_size, 1)):
+for prefix, n, size, pipe in (('f:', fill, fill_size, 100), ('n:', new, new_size, 1)):
     a = stats()
     bad, dt = run(prefix, n, size, pipe)
     b = stats()
