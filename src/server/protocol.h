@@ -73,6 +73,13 @@ class Session {
   void touch(const Tokens& t, std::string& out);
   void flush_all(const Tokens& t, std::string& out);
   void stats(const Tokens& t, std::string& out);
+  //! stats' parts: the process and connections, the counters, `stats reset`, `stats
+  //! settings`, and `stats items|slabs|sizes` (one walk of the items).
+  void stats_process(std::string& out);
+  void stats_counters(std::string& out);
+  void stats_reset(std::string& out);
+  void stats_settings(std::string& out);
+  void stats_classes(std::string_view sub, std::string& out);
   // meta commands (meta.cc)
   std::size_t meta(const Tokens& t, std::string_view rest, std::string& out, std::size_t line);
   void meta_get(const Tokens& t, std::string& out);
