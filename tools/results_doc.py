@@ -7,8 +7,9 @@ usage: results_doc.py RESULTS_DIR [--doc docs/RESULTS.md] [--experiments docs/ex
 Reads RESULTS_DIR/bench.json (the default benchmark), and if present rounds.json
 (lookup_rounds), latency.json (the write-latency sweep), mix.json (a YCSB mix),
 varkeys.json (variable-size keys), store_compare.json (tools/store_compare: wort::Store
-against LMDB and RocksDB, a separate command) and compare.json (tools/compare/run.sh: each
-index against its authors' code, a separate command); copies the plots next to the document (docs/results/).
+against LMDB and RocksDB, a separate command), compare.json (tools/compare/run.sh: each
+index against its authors' code, a separate command) and serve_full_pool.json (`MODE=full-pool
+tools/serve-load.sh`: wort serve against memcached in a full pool, a separate command); copies the plots next to the document (docs/results/).
 The page opens with a contents list and a headline table (each figure with its metric,
 revision and command), then lists the dated records of docs/experiments/ (measurements
 `make run` does not make: against the authors' code, threads, memcached, ...), then the
@@ -392,6 +393,65 @@ def compare_text(doc):
     ]
 
 
+def serve_full_pool_table(doc):
+    """tools/serve-load.sh MODE=full-pool's JSON: per (fill value size, server) over the
+    rounds: items held after the fill (median, min..max), per MiB of -m, against
+    memcached's in the same round; the new-size sets stored and their evictions; the set
+    rate into the full pool and its ratio to memcached's in the same round."""
+    def med(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    def spread(xs, f):
+        return f"{f.format(med(xs))} ({f.format(min(xs))}..{f.format(max(xs))})"
+
+    by = {}
+    for r in doc["rows"]:
+        by.setdefault((r["value"], r["server"]), {})[r["round"]] = r
+    rows = []
+    for (v, s), rs in by.items():
+        mc = by.get((v, "memcached"), {})
+        held = [r["fill_items_after"] for r in rs.values()]
+        rate = [r["kops_s"] for r in rs.values()]
+        held_x = [r["fill_items_after"] / mc[k]["fill_items_after"] for k, r in rs.items() if k in mc]
+        rate_x = [r["kops_s"] / mc[k]["kops_s"] for k, r in rs.items() if k in mc]
+        one = next(iter(rs.values()))
+        new, size = one["new"], one["new_size"]
+        stored = sum(new - r["new_failed"] for r in rs.values())
+        need = new * (64 + size) // (64 + v) + 1
+        rows.append([f"{v} / {size}", s, spread(held, "{:,.0f}"), f"{med(held) / doc['pool_mb']:,.0f}",
+                     spread(held_x, "{:.2f}x") if s != "memcached" else "1",
+                     f"{stored} of {new * len(rs)}",
+                     spread([r["new_evictions"] for r in rs.values()], "{:,.0f}"), f"{need:,}",
+                     f"{sum(r['fill_failed'] for r in rs.values())}",
+                     spread(rate, "{:.1f}"),
+                     spread(rate_x, "{:.2f}x") if s != "memcached" else "1"])
+    return table(["fill / new value B", "server", "items held", "per MiB", "held vs memcached",
+                  "new-size sets stored", "their evictions", "their bytes in fill items",
+                  "fill sets refused", "set kops/s, full", "set rate vs memcached"], rows)
+
+
+def serve_full_pool_text(doc):
+    return [
+        "## `wort serve` in a full pool, against memcached", "",
+        f"`wort serve` with each persistent index and {doc['memcached']} (Debian), both with",
+        f"`-m {doc['pool_mb']}` (item memory: wort's pool file is larger, its index lives in it;",
+        "src/server/README.md), the same clients on loopback, a fresh server per run, the servers",
+        f"in turn within each of {doc['rounds']} rounds. Per run: `tests/server/full_pool_client.py`",
+        "fills the cache past full (1.5 x -m of values of the fill size, 32-byte keys, pipelined",
+        "100 sets at a time), then sets 300 values of the new size on new keys one at a time; then",
+        "`tools/serve_load.cc` sets values of the fill size over 2,000,000 keys for a few seconds",
+        "(nearly every set a new key, each one evicting). Items held: curr_items after the fill;",
+        "the ratios to memcached are per round (median, min..max). Set rates are this shared",
+        "machine's: compare within a round, not across runs.", "",
+        f"- command: `{doc['command_line']}`",
+        f"- revision: `{doc['git_revision'][:12]}`; date: {doc['date']}; {doc['cpus']} CPUs",
+        f"- load average (1, 5, 15 min): {doc['load_start']} at the start, {doc['load_end']} at the end", "",
+        serve_full_pool_table(doc), "",
+    ]
+
+
 def latency_section(doc):
     rows = []
     for c in doc["cases"]:
@@ -600,6 +660,7 @@ def main():
     rounds = load(os.path.join(args.results, "rounds.json"))
     store_cmp = load(os.path.join(args.results, "store_compare.json"))
     authors_cmp = load(os.path.join(args.results, "compare.json"))
+    serve_fp = load(os.path.join(args.results, "serve_full_pool.json"))
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     img_dir = os.path.join(doc_dir, "results")
     os.makedirs(img_dir, exist_ok=True)
@@ -637,6 +698,8 @@ def main():
         out.append(f"build/lookup_rounds --keys {rounds['keys']} --rounds {rounds['rounds']} --json results/rounds.json")
     if store_cmp:
         out.append(store_cmp["command_line"] + "   # a separate command, not in make run")
+    if serve_fp:
+        out.append(serve_fp["command_line"] + "   # a separate command, not in make run")
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines written back per insert (flushed lines plus 8-byte non-temporal stores: ROART and the concurrent ART engine commit with movnti), (c) LLC misses per search,",
@@ -737,6 +800,8 @@ def main():
         out += store_compare_text(store_cmp)
     if authors_cmp:
         out += compare_text(authors_cmp)
+    if serve_fp:
+        out += serve_full_pool_text(serve_fp)
     if imgs:
         out += ["## Plots", ""]
         for name in imgs:

@@ -16,6 +16,18 @@
 # latencies, and the gets that hit and missed over all rounds; the raw lines go to $OUT.raw.
 # Every key is preloaded, so a miss fails the run (serve_load --expect-hits: exit 3). On a shared machine the rounds spread widely:
 # compare medians, and only across servers of the same run.
+#
+# MODE=full-pool: the full pool, a cache's normal state. Per round, per FILL:NEW pair of
+# value sizes (PAIRS="100:1000 1000:300") and per server in turn, a fresh server with
+# -m FP_POOL_MB (default 64; both servers read -m as item memory) is filled past full by
+# tests/server/full_pool_client.py (1.5 x -m of FILL-byte values with 32-byte keys,
+# pipelined), then NEW=300 sets of NEW bytes on new keys one at a time (stored? evictions?),
+# then SECONDS_PER_RUN of set-only load from serve_load over RATE_KEYS=2000000 keys of FILL
+# bytes (nearly every set a new key: each one evicts). FP_SERVERS names the servers (default
+# every persistent kind and memcached). Writes $JSON (default results/serve_full_pool.json:
+# every round's figures) and prints the table tools/results_doc.py renders from it
+# (docs/RESULTS.md): items held, per MiB and against memcached in the same round, new-size
+# sets stored, their evictions, the set rate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
@@ -32,6 +44,33 @@ load="$tmp/serve_load"
 c++ -O2 -std=c++20 -pthread -o "$load" "$here/serve_load.cc"
 
 source "$here/serve-common.sh"  # start_server, stop_server, cleanup (on EXIT)
+
+if [ "${MODE:-mix}" = full-pool ]; then
+  POOL_MB=${FP_POOL_MB:-64}; PAIRS=${PAIRS:-"100:1000 1000:300"}; NEW=${NEW:-300}
+  RATE_KEYS=${RATE_KEYS:-2000000}; JSON=${JSON:-results/serve_full_pool.json}
+  SERVERS=${FP_SERVERS:-"wort woart artcow fastfair fptree wbtree nvtree roart memcached"}
+  mkdir -p "$(dirname "$JSON")"
+  raw="$JSON.raw"
+  : >"$raw"
+  load0=$(cut -d' ' -f1-3 /proc/loadavg)
+  for r in $(seq "$ROUNDS"); do
+    for pair in $PAIRS; do
+      v=${pair%%:*} n=${pair##*:}
+      fill=$((POOL_MB * 1048576 * 3 / 2 / (v + 64)))
+      for s in $SERVERS; do
+        rm -f "$tmp/$s.pool"
+        start_server "$s"
+        kv=$(python3 "$here/../tests/server/full_pool_client.py" "${port[$s]}" "$fill" "$NEW" "$n" "$v" | tail -1)
+        line=$("$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$RATE_KEYS" --value-bytes "$v" \
+          --get-ratio 0 --set-ratio 1 --seconds "$SECONDS_PER_RUN" --max-ops "$MAX_OPS" --seed "$r")
+        stop_server "$s"
+        echo "server=$s value=$v new_size=$n new=$NEW fill=$fill round=$r load=$(cut -d' ' -f1 /proc/loadavg) $kv $line" | tee -a "$raw"
+      done
+    done
+  done
+  python3 "$here/serve_full_pool_json.py" "$raw" "$JSON" "$POOL_MB" "$ROUNDS" "$load0" "$build"
+  exit 0
+fi
 
 for s in $SERVERS; do start_server "$s"; done
 raw="$OUT.raw"

@@ -9,8 +9,10 @@
 # --index KIND --global-lock` (KIND-global: the paper's locking) and Debian's memcached as
 # the reference, one fresh server (a new pool) per run, the same client (tools/serve_load.cc)
 # on the same machine over loopback: OPS SETs (--get-ratio 0), then OPS GETs (--set-ratio 0)
-# on that server, uniform over KEYS keys of 20 bytes, CONNS connections. Rounds interleave
-# the servers (every round runs each once, in turn).
+# on that server, uniform over KEYS keys of 20 bytes, CONNS connections. Between the two
+# every key is set once more, untimed (serve_load --preload), so every GET must hit: a miss
+# (an item lost or evicted) fails the run (serve_load --expect-hits: exit 3), as in
+# tools/serve-load.sh. Rounds interleave the servers (every round runs each once, in turn).
 #
 #   tools/serve-paper.sh [BUILD_DIR]          (default build/; needs BUILD_DIR/wort)
 #   env: ROUNDS=3 OPS=200000 KEYS=100000 CONNS=50 THREADS=2 VALUE=3 POOL_MB=512
@@ -45,12 +47,20 @@ for r in $(seq "$ROUNDS"); do
     rm -f "$tmp/$s.pool"
     start_server "$s"
     for phase in set get; do
-      if [ $phase = set ]; then ratio=(--get-ratio 0 --set-ratio 1); else ratio=(--get-ratio 1 --set-ratio 0); fi
+      if [ $phase = set ]; then
+        ratio=(--get-ratio 0 --set-ratio 1)
+      else
+        # (the uniform SETs left some keys unset: set each once, untimed, so a miss is a loss)
+        "$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$KEYS" --value-bytes "$VALUE" \
+          --preload --seconds 0 --max-ops 0 >/dev/null
+        ratio=(--get-ratio 1 --set-ratio 0 --expect-hits)
+      fi
       line=$("$load" 127.0.0.1 "${port[$s]}" --conns "$CONNS" --keys "$KEYS" --value-bytes "$VALUE" \
         "${ratio[@]}" --max-ops "$OPS" --seconds 600 --seed "$r")
       echo "server=$s phase=$phase round=$r load=$(cut -d' ' -f1 /proc/loadavg) $line" | tee -a "$raw"
     done
     stop_server "$s"
+    rm -f "$tmp/$s.pool"  # (one pool on /dev/shm at a time)
   done
 done
 python3 - "$raw" "$OUT" <<'PY'

@@ -25,10 +25,10 @@
 //
 // The meta block (one per pool, found through the reserved key kMetaKey):
 //
-//   0        8          16           24             32           64
-//   +--------+----------+------------+--------------+------------+
-//   | magic  | cas_hwm  | flush_cas  | flush_at     | reserved   |
-//   +--------+----------+------------+--------------+------------+
+//   0        8          16           24             32           40           64
+//   +--------+----------+------------+--------------+------------+------------+
+//   | magic  | cas_hwm  | flush_cas  | flush_at     | item_limit | reserved   |
+//   +--------+----------+------------+--------------+------------+------------+
 //
 //   cas_hwm:   every cas handed out so far is < cas_hwm; bumped by kCasBatch with one
 //              pm::commit before the first cas of a new batch is used. A restart starts
@@ -36,6 +36,11 @@
 //   flush_cas: items with cas <= flush_cas are invalid (flush_all). One pm::commit.
 //   flush_at:  a pending delayed flush_all (absolute unix seconds, 0 = none). One
 //              pm::commit; applied (flush_cas set, flush_at cleared) when it comes due.
+//   item_limit: `-m` in bytes: the item blocks the cache may hold (the pool is larger: its
+//              index and allocator metadata live beside them). Written once, with the rest
+//              of the block when the pool is created; never changed. 0 = no budget but the
+//              pool's own room (a pool created before the field: the block was all zeros
+//              past flush_at).
 #pragma once
 
 #include <cstddef>
@@ -88,12 +93,14 @@ struct MetaBlock {
   std::uint64_t cas_hwm;
   std::uint64_t flush_cas;
   std::int64_t flush_at;
-  std::uint64_t reserved[4];
+  std::uint64_t item_limit;
+  std::uint64_t reserved[3];
 };
 
 static_assert(sizeof(MetaBlock) == 64);
 static_assert(offsetof(MetaBlock, cas_hwm) == 8, "one 8-byte commit store");
 static_assert(offsetof(MetaBlock, flush_cas) == 16, "one 8-byte commit store");
 static_assert(offsetof(MetaBlock, flush_at) == 24, "one 8-byte commit store");
+static_assert(offsetof(MetaBlock, item_limit) == 32, "where older pools hold zero");
 
 }  // namespace wort::server

@@ -102,13 +102,40 @@ struct MetaFlags {
   std::string key;  // decoded when `b`
 };
 
-//! memcached's _meta_flag_preparse: returns false with `err` set on a bad request. Flags
-//! are the first character of each token from `start` on; the key may be base64 (b).
-bool preparse(const std::vector<std::string_view>& t, std::size_t start, MetaFlags& f,
-              std::string_view& err) {
-  bool seen[127] = {};
-  f.key.assign(t[1]);
-  auto time_token = [&](std::string_view tok, std::int64_t* out) {
+//! A flag with a number (F C J D) or a mode (M): parses it into `f`; false if `o` is none
+//! of them.
+bool number_flag(char o, std::string_view tok, MetaFlags& f, std::string_view& err) {
+  const std::string_view arg = tok.substr(1);
+  auto bad = [&](std::string_view e) {
+    err = e;
+    f.has_error = true;
+  };
+  switch (o) {
+    case 'F':
+      if (!safe_strtoul32(arg, &f.client_flags)) f.has_error = true;
+      return true;
+    case 'C':
+      if (!safe_strtoull(arg, &f.cas)) bad("CLIENT_ERROR bad token in command line format");
+      else f.has_cas = true;
+      return true;
+    case 'M':
+      if (tok.size() != 2) bad("CLIENT_ERROR incorrect length for M token");
+      else f.mode = tok[1];
+      return true;
+    case 'J':
+      if (!safe_strtoull(arg, &f.initial)) bad("CLIENT_ERROR invalid numeric initial value");
+      return true;
+    case 'D':
+      if (!safe_strtoull(arg, &f.delta)) bad("CLIENT_ERROR invalid numeric delta value");
+      return true;
+    default: return false;
+  }
+}
+
+//! One flag token of a meta command (not F C J D M: number_flag). False: not a flag.
+bool other_flag(char o, std::string_view tok, std::string_view key_tok, MetaFlags& f,
+                std::string_view& err) {
+  auto time_token = [&](std::int64_t* out) {
     std::int32_t v = 0;
     if (!parse_exptime(tok.substr(1), &v)) {
       err = "CLIENT_ERROR bad token in command line format";
@@ -118,6 +145,45 @@ bool preparse(const std::vector<std::string_view>& t, std::size_t start, MetaFla
     *out = Store::absolute_exptime(v);
     return true;
   };
+  switch (o) {
+    case 'b':
+      if (!b64_decode(key_tok, &f.key)) {
+        err = "CLIENT_ERROR error decoding key";
+        f.has_error = true;
+        f.key.clear();
+      }
+      f.key_binary = true;
+      return true;
+    case 'N':
+      f.vivify = true;
+      time_token(&f.autoviv);
+      return true;
+    case 'T':
+      if (time_token(&f.exptime)) {
+        f.new_ttl = true;
+        f.ttl_after_vivify = f.vivify;
+      }
+      return true;
+    case 'R':
+      if (time_token(&f.recache_at)) f.recache = true;
+      return true;
+    case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
+    case 'f': case 'h':
+      return true;
+    case 'v': f.value = true; return true;
+    case 'u': f.no_update = true; return true;
+    case 'q': f.no_reply = true; return true;
+    case 'I': f.stale = true; return true;
+    default: return false;
+  }
+}
+
+//! memcached's _meta_flag_preparse: returns false with `err` set on a bad request. Flags
+//! are the first character of each token from `start` on; the key may be base64 (b).
+bool preparse(const std::vector<std::string_view>& t, std::size_t start, MetaFlags& f,
+              std::string_view& err) {
+  bool seen[127] = {};
+  f.key.assign(t[1]);
   for (std::size_t i = start; i < t.size(); ++i) {
     const auto o = static_cast<unsigned char>(t[i][0]);
     if (o >= 127 || seen[o]) {
@@ -125,70 +191,10 @@ bool preparse(const std::vector<std::string_view>& t, std::size_t start, MetaFla
       return false;
     }
     seen[o] = true;
-    const std::string_view arg = t[i].substr(1);
-    switch (o) {
-      case 'b':
-        if (!b64_decode(t[1], &f.key)) {
-          err = "CLIENT_ERROR error decoding key";
-          f.has_error = true;
-          f.key.clear();
-        }
-        f.key_binary = true;
-        break;
-      case 'N':
-        f.vivify = true;
-        time_token(t[i], &f.autoviv);
-        break;
-      case 'T':
-        if (time_token(t[i], &f.exptime)) {
-          f.new_ttl = true;
-          f.ttl_after_vivify = f.vivify;
-        }
-        break;
-      case 'R':
-        if (time_token(t[i], &f.recache_at)) f.recache = true;
-        break;
-      case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
-      case 'f': case 'h':
-        break;
-      case 'v': f.value = true; break;
-      case 'u': f.no_update = true; break;
-      case 'q': f.no_reply = true; break;
-      case 'F':
-        if (!safe_strtoul32(arg, &f.client_flags)) f.has_error = true;
-        break;
-      case 'C':
-        if (!safe_strtoull(arg, &f.cas)) {
-          err = "CLIENT_ERROR bad token in command line format";
-          f.has_error = true;
-        } else {
-          f.has_cas = true;
-        }
-        break;
-      case 'M':
-        if (t[i].size() != 2) {
-          err = "CLIENT_ERROR incorrect length for M token";
-          f.has_error = true;
-        } else {
-          f.mode = t[i][1];
-        }
-        break;
-      case 'J':
-        if (!safe_strtoull(arg, &f.initial)) {
-          err = "CLIENT_ERROR invalid numeric initial value";
-          f.has_error = true;
-        }
-        break;
-      case 'D':
-        if (!safe_strtoull(arg, &f.delta)) {
-          err = "CLIENT_ERROR invalid numeric delta value";
-          f.has_error = true;
-        }
-        break;
-      case 'I': f.stale = true; break;
-      default:
-        err = "CLIENT_ERROR invalid flag";
-        return false;
+    const char c = static_cast<char>(o);
+    if (!number_flag(c, t[i], f, err) && !other_flag(c, t[i], t[1], f, err)) {
+      err = "CLIENT_ERROR invalid flag";
+      return false;
     }
   }
   // The server's own meta block is reachable by no text key, nor by a decoded one.
@@ -243,6 +249,73 @@ std::size_t Session::meta(const Tokens& t, std::string_view rest, std::string& o
   return line;
 }
 
+namespace {
+
+//! mg's reply for a hit (or an item N created): the flags' return values in request order,
+//! then Z, X, W, and the value if asked for. Returns whether this call wins the recache
+//! token (W); `*error` set: an opaque token too long (nothing appended).
+bool mg_hit_reply(const std::vector<std::string_view>& t, const MetaFlags& f, const ItemView& it, std::int64_t now,
+                  std::string& out, std::string_view* error) {
+  std::string line;
+  if (f.value) {
+    line = "VA ";
+    append_num(line, it.value.size());
+  } else {
+    line = "HD";
+  }
+  std::int64_t exp = it.exptime;  // as memcached applies T and N in flag order
+  bool won = false;
+  for (std::size_t i = 2; i < t.size(); ++i) {
+    switch (t[i][0]) {
+      case 'T': exp = f.exptime; break;
+      case 'N':
+        if (it.created) {
+          exp = f.autoviv;
+          won = true;
+        }
+        break;
+      case 'R':
+        if (!it.token_sent && !it.created && exp != 0 && exp < f.recache_at) won = true;
+        break;
+      case 's': line.append(" s"); append_num(line, it.value.size()); break;
+      case 't':
+        line.append(" t");
+        if (exp == 0) line.append("-1");
+        else append_num(line, static_cast<std::uint32_t>(exp - now));
+        break;
+      case 'c': line.append(" c"); append_num(line, it.cas); break;
+      case 'f': line.append(" f"); append_num(line, it.flags); break;
+      case 'l': line.append(" l"); append_num(line, it.last_access); break;
+      case 'h': line.append(it.was_hit_before ? " h1" : " h0"); break;
+      case 'O':
+        if (t[i].size() > kMaxOpaque) {
+          *error = "CLIENT_ERROR opaque token too long";
+          return false;
+        }
+        line.push_back(' ');
+        line.append(t[i]);
+        break;
+      case 'k': append_key(line, it.key, it.iflags & kItemKeyBinary); break;
+      default: break;
+    }
+  }
+  if (it.token_sent) line.append(" Z");
+  if (it.iflags & kItemStale) {
+    line.append(" X");
+    if (!it.token_sent) won = true;  // a stale item hands out a token
+  }
+  if (won) line.append(" W");
+  line.append("\r\n");
+  out.append(line);
+  if (f.value) {
+    out.append(it.value);
+    out.append("\r\n");
+  }
+  return won;
+}
+
+}  // namespace
+
 void Session::meta_get(const Tokens& t, std::string& out) {
   if (t.size() < 2) return error_line(out, "ERROR");
   if (t[1].size() > kMaxKeyLength) return error_line(out, kBadFormat);
@@ -263,62 +336,7 @@ void Session::meta_get(const Tokens& t, std::string& out) {
   const std::int64_t now = Store::now();
   std::string_view error;
   const bool hit = store_.meta_get(f.key, o, [&](const ItemView& it) {
-    std::string line;
-    if (f.value) {
-      line = "VA ";
-      append_num(line, it.value.size());
-    } else {
-      line = "HD";
-    }
-    std::int64_t exp = it.exptime;  // as memcached applies T and N in flag order
-    bool won = false;
-    for (std::size_t i = 2; i < t.size(); ++i) {
-      switch (t[i][0]) {
-        case 'T': exp = f.exptime; break;
-        case 'N':
-          if (it.created) {
-            exp = f.autoviv;
-            won = true;
-          }
-          break;
-        case 'R':
-          if (!it.token_sent && !it.created && exp != 0 && exp < f.recache_at) won = true;
-          break;
-        case 's': line.append(" s"); append_num(line, it.value.size()); break;
-        case 't':
-          line.append(" t");
-          if (exp == 0) line.append("-1");
-          else append_num(line, static_cast<std::uint32_t>(exp - now));
-          break;
-        case 'c': line.append(" c"); append_num(line, it.cas); break;
-        case 'f': line.append(" f"); append_num(line, it.flags); break;
-        case 'l': line.append(" l"); append_num(line, it.last_access); break;
-        case 'h': line.append(it.was_hit_before ? " h1" : " h0"); break;
-        case 'O':
-          if (t[i].size() > kMaxOpaque) {
-            error = "CLIENT_ERROR opaque token too long";
-            return false;
-          }
-          line.push_back(' ');
-          line.append(t[i]);
-          break;
-        case 'k': append_key(line, it.key, it.iflags & kItemKeyBinary); break;
-        default: break;
-      }
-    }
-    if (it.token_sent) line.append(" Z");
-    if (it.iflags & kItemStale) {
-      line.append(" X");
-      if (!it.token_sent) won = true;  // a stale item hands out a token
-    }
-    if (won) line.append(" W");
-    line.append("\r\n");
-    out.append(line);
-    if (f.value) {
-      out.append(it.value);
-      out.append("\r\n");
-    }
-    return won;
+    return mg_hit_reply(t, f, it, now, out, &error);
   });
   if (!error.empty()) return error_line(out, error);
   if (hit) {
@@ -333,23 +351,56 @@ void Session::meta_get(const Tokens& t, std::string& out) {
   out.append("\r\n");
 }
 
+namespace {
+
+//! ms's request line before its flags: the key and the data length (memcached's order of
+//! checks). Returns the error to answer, or nothing.
+std::string_view ms_check_line(const std::vector<std::string_view>& t, std::int32_t* vlen) {
+  if (t.size() < 2) return "ERROR";
+  if (t[1].size() > kMaxKeyLength || t.size() == 2) return kBadFormat;
+  if (t.size() + 1 > kMaxOptTokens) return "CLIENT_ERROR options flags too long";
+  if (!safe_strtol32(t[2], vlen) || *vlen < 0 || *vlen > INT_MAX - 2) return kBadFormat;
+  return {};
+}
+
+//! ms's M token (0: none given) as a store mode; false if it is no mode.
+bool ms_mode(char m, StoreMode* mode) {
+  switch (m) {
+    case 0: case 'S': *mode = StoreMode::set; return true;
+    case 'E': *mode = StoreMode::add; return true;
+    case 'A': *mode = StoreMode::append; return true;
+    case 'P': *mode = StoreMode::prepend; return true;
+    case 'R': *mode = StoreMode::replace; return true;
+    default: return false;
+  }
+}
+
+//! ms's reply to a store that ran (stored, exists, not found, not stored) with the return
+//! flags O, k, c in request order.
+std::string ms_reply_line(const std::vector<std::string_view>& t, const MetaFlags& f,
+                          StoreResult r, std::uint64_t cas) {
+  std::string reply_line = r == StoreResult::stored   ? "HD"
+                           : r == StoreResult::exists ? "EX"
+                           : r == StoreResult::not_found ? "NF"
+                                                         : "NS";
+  for (std::size_t i = 2; i < t.size(); ++i) {
+    switch (t[i][0]) {
+      case 'O': reply_line.push_back(' '); reply_line.append(t[i]); break;
+      case 'k': append_key(reply_line, f.key, f.key_binary); break;
+      case 'c': reply_line.append(" c"); append_num(reply_line, cas); break;
+      default: break;
+    }
+  }
+  return reply_line;
+}
+
+}  // namespace
+
 std::size_t Session::meta_set(const Tokens& t, std::string_view rest, std::string& out,
                               std::size_t line) {
-  if (t.size() < 2) {
-    error_line(out, "ERROR");
-    return line;
-  }
   std::int32_t vlen = 0;
-  if (t[1].size() > kMaxKeyLength || t.size() == 2) {
-    error_line(out, kBadFormat);
-    return line;
-  }
-  if (t.size() + 1 > kMaxOptTokens) {
-    error_line(out, "CLIENT_ERROR options flags too long");
-    return line;
-  }
-  if (!safe_strtol32(t[2], &vlen) || vlen < 0 || vlen > INT_MAX - 2) {
-    error_line(out, kBadFormat);  // the data line is not swallowed: memcached reads it as a command
+  if (const std::string_view e = ms_check_line(t, &vlen); !e.empty()) {
+    error_line(out, e);  // the data line is not swallowed: memcached reads it as a command
     return line;
   }
   const std::size_t total = static_cast<std::size_t>(vlen) + 2;
@@ -365,14 +416,7 @@ std::size_t Session::meta_set(const Tokens& t, std::string_view rest, std::strin
   for (std::size_t i = 2; i < t.size(); ++i)
     if (t[i][0] == 'O' && t[i].size() > kMaxOpaque) opaque_too_long = true;
   StoreMode mode = StoreMode::set;
-  switch (f.mode) {
-    case 0: case 'S': break;
-    case 'E': mode = StoreMode::add; break;
-    case 'A': mode = StoreMode::append; break;
-    case 'P': mode = StoreMode::prepend; break;
-    case 'R': mode = StoreMode::replace; break;
-    default: return refuse("CLIENT_ERROR invalid mode for ms M token");
-  }
+  if (!ms_mode(f.mode, &mode)) return refuse("CLIENT_ERROR invalid mode for ms M token");
   if (opaque_too_long) return refuse("CLIENT_ERROR opaque token too long");
   if (f.has_cas && (mode == StoreMode::set || mode == StoreMode::replace)) mode = StoreMode::cas;
   if (!store_.fits(f.key.size(), static_cast<std::size_t>(vlen))) {
@@ -391,31 +435,14 @@ std::size_t Session::meta_set(const Tokens& t, std::string_view rest, std::strin
       mode, f.key, f.client_flags, f.new_ttl ? f.exptime : 0,
       rest.substr(0, static_cast<std::size_t>(vlen)), mode == StoreMode::add ? 0 : f.cas, &cas,
       f.stale && mode == StoreMode::cas, f.key_binary ? kItemKeyBinary : 0);
-  std::string reply_line;
-  switch (r) {
-    case StoreResult::stored:
-      if (f.no_reply) return line + total;
-      reply_line = "HD";
-      break;
-    case StoreResult::exists: reply_line = "EX"; break;
-    case StoreResult::not_found: reply_line = "NF"; break;
-    case StoreResult::not_stored: reply_line = "NS"; break;
-    case StoreResult::too_large:
-    case StoreResult::no_memory:
-      store_.remove(f.key);
-      error_line(out, r == StoreResult::too_large ? "SERVER_ERROR object too large for cache"
-                                                   : "SERVER_ERROR out of memory storing object");
-      return line + total;
+  if (r == StoreResult::too_large || r == StoreResult::no_memory) {
+    store_.remove(f.key);
+    error_line(out, r == StoreResult::too_large ? "SERVER_ERROR object too large for cache"
+                                                 : "SERVER_ERROR out of memory storing object");
+    return line + total;
   }
-  for (std::size_t i = 2; i < t.size(); ++i) {
-    switch (t[i][0]) {
-      case 'O': reply_line.push_back(' '); reply_line.append(t[i]); break;
-      case 'k': append_key(reply_line, f.key, f.key_binary); break;
-      case 'c': reply_line.append(" c"); append_num(reply_line, cas); break;
-      default: break;
-    }
-  }
-  error_line(out, reply_line);
+  if (r == StoreResult::stored && f.no_reply) return line + total;
+  error_line(out, ms_reply_line(t, f, r, cas));
   return line + total;
 }
 
@@ -446,6 +473,47 @@ void Session::meta_delete(const Tokens& t, std::string& out) {
   line.append(flags);
   error_line(out, line);
 }
+
+namespace {
+
+//! ma's reply line for a delta that ran (VA with the number's length, or HD) with the return
+//! flags in request order (T and N as memcached applies them, in flag order). False: an
+//! opaque token too long.
+bool ma_ok_line(const std::vector<std::string_view>& t, const MetaFlags& f, const DeltaOut& d,
+                const std::string& number, std::string* line) {
+  if (f.value) {
+    *line = "VA ";
+    append_num(*line, number.size());
+  } else {
+    *line = "HD";
+  }
+  const std::int64_t now = Store::now();
+  std::int64_t exp = d.old_exptime;
+  for (std::size_t i = 2; i < t.size(); ++i) {
+    switch (t[i][0]) {
+      case 'c': line->append(" c"); append_num(*line, d.cas); break;
+      case 't':
+        line->append(" t");
+        if (exp == 0) line->append("-1");
+        else append_num(*line, static_cast<std::uint32_t>(exp - now));
+        break;
+      case 'T': exp = f.exptime; break;
+      case 'N':
+        if (d.created) exp = f.autoviv;
+        break;
+      case 'O':
+        if (t[i].size() > kMaxOpaque) return false;
+        line->push_back(' ');
+        line->append(t[i]);
+        break;
+      case 'k': append_key(*line, f.key, f.key_binary); break;
+      default: break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void Session::meta_arith(const Tokens& t, std::string& out) {
   if (t.size() < 2) return error_line(out, "ERROR");
@@ -490,35 +558,8 @@ void Session::meta_arith(const Tokens& t, std::string& out) {
   }
   ++(incr ? info_.incr_hits : info_.decr_hits);
   const std::string number = std::to_string(d.value);
-  if (f.value) {
-    line = "VA ";
-    append_num(line, number.size());
-  } else {
-    line = "HD";
-  }
-  const std::int64_t now = Store::now();
-  std::int64_t exp = d.old_exptime;
-  for (std::size_t i = 2; i < t.size(); ++i) {
-    switch (t[i][0]) {
-      case 'c': line.append(" c"); append_num(line, d.cas); break;
-      case 't':
-        line.append(" t");
-        if (exp == 0) line.append("-1");
-        else append_num(line, static_cast<std::uint32_t>(exp - now));
-        break;
-      case 'T': exp = f.exptime; break;
-      case 'N':
-        if (d.created) exp = f.autoviv;
-        break;
-      case 'O':
-        if (t[i].size() > kMaxOpaque) return error_line(out, "CLIENT_ERROR opaque token too long");
-        line.push_back(' ');
-        line.append(t[i]);
-        break;
-      case 'k': append_key(line, f.key, f.key_binary); break;
-      default: break;
-    }
-  }
+  if (!ma_ok_line(t, f, d, number, &line))
+    return error_line(out, "CLIENT_ERROR opaque token too long");
   if (f.no_reply && !d.created) return;  // memcached hides only an existing item's HD
   if (f.value) {
     line.append("\r\n");

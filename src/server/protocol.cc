@@ -225,14 +225,7 @@ void Session::command(const Tokens& t, std::string& out) {
     return flush_all(t, out);
   }
   if (c == "version") return reply(out, std::string("VERSION ") + kVersion);
-  if (c == "wort_audit" && n == 1) {  // ours, not memcached's: the allocator audit, live
-    const pm::AuditReport a = store_.audit();
-    if (a.ok()) return reply(out, "OK");
-    std::string d = a.describe();
-    for (char& ch : d)
-      if (ch == '\r' || ch == '\n') ch = ' ';
-    return reply(out, "SERVER_ERROR audit: " + d);
-  }
+  if (c == "wort_audit" && n == 1) return audit(out);
   if (c == "quit") {
     closing_ = true;
     return;
@@ -243,20 +236,33 @@ void Session::command(const Tokens& t, std::string& out) {
   }
   if (c == "verbosity") {
     if (n < 2 || n > 3) return reply(out, "ERROR");
-    noreply_ = t.back() == "noreply";
-    // memcached: a number (not negative) or CLIENT_ERROR; the level is capped at 2
-    // (MAX_VERBOSITY_LEVEL). The cap applies to the whole 64-bit number: memcached caps it
-    // after truncating it to 32 bits (4294967297 -> 1); wort says 2.
-    std::uint64_t level = 0;
-    if (!safe_strtoull(t[1], &level)) return reply(out, kBadFormat);
-    info_.verbosity = static_cast<int>(std::min<std::uint64_t>(level, 2));
-    return reply(out, "OK");
+    return verbosity(t, out);
   }
   if (looks_like_http(t)) {  // memcached's defence against cross-protocol requests
     closing_ = true;
     return;
   }
   reply(out, "ERROR");
+}
+
+void Session::audit(std::string& out) {
+  const pm::AuditReport a = store_.audit();
+  if (a.ok()) return reply(out, "OK");
+  std::string d = a.describe();
+  for (char& ch : d)
+    if (ch == '\r' || ch == '\n') ch = ' ';
+  reply(out, "SERVER_ERROR audit: " + d);
+}
+
+void Session::verbosity(const Tokens& t, std::string& out) {
+  noreply_ = t.back() == "noreply";
+  // memcached: a number (not negative) or CLIENT_ERROR; the level is capped at 2
+  // (MAX_VERBOSITY_LEVEL). The cap applies to the whole 64-bit number: memcached caps it
+  // after truncating it to 32 bits (4294967297 -> 1); wort says 2.
+  std::uint64_t level = 0;
+  if (!safe_strtoull(t[1], &level)) return reply(out, kBadFormat);
+  info_.verbosity = static_cast<int>(std::min<std::uint64_t>(level, 2));
+  reply(out, "OK");
 }
 
 void Session::get(const Tokens& t, std::size_t first, bool with_cas, const std::int64_t* touch,
@@ -343,6 +349,12 @@ std::size_t Session::storage(const Tokens& t, std::string_view rest, std::string
   else if (is_cas) mode = StoreMode::cas;
   const StoreResult r = store_.store(mode, key, flags, Store::absolute_exptime(exptime),
                                      rest.substr(0, static_cast<std::size_t>(vlen)), cas_in);
+  storage_reply(r, is_cas, out);
+  noreply_ = false;
+  return line + total;
+}
+
+void Session::storage_reply(StoreResult r, bool is_cas, std::string& out) {
   switch (r) {
     case StoreResult::stored: reply(out, "STORED"); if (is_cas) ++info_.cas_hits; break;
     case StoreResult::not_stored: reply(out, "NOT_STORED"); break;
@@ -357,8 +369,6 @@ std::size_t Session::storage(const Tokens& t, std::string_view rest, std::string
       ++info_.store_no_memory;
       break;
   }
-  noreply_ = false;
-  return line + total;
 }
 
 void Session::del(const Tokens& t, std::string& out) {

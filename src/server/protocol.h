@@ -63,10 +63,23 @@ class Session {
   void get(const Tokens& t, std::size_t first_key, bool with_cas, const std::int64_t* touch,
            std::string& out);
   void del(const Tokens& t, std::string& out);
+  //! A store's reply (and its counters) for the classic storage commands.
+  void storage_reply(StoreResult r, bool is_cas, std::string& out);
+  //! wort_audit: the allocator audit on the live server.
+  void audit(std::string& out);
+  //! verbosity N [noreply] (2 or 3 tokens checked by the caller).
+  void verbosity(const Tokens& t, std::string& out);
   void arith(const Tokens& t, bool incr, std::string& out);
   void touch(const Tokens& t, std::string& out);
   void flush_all(const Tokens& t, std::string& out);
   void stats(const Tokens& t, std::string& out);
+  //! stats' parts: the process and connections, the counters, `stats reset`, `stats
+  //! settings`, and `stats items|slabs|sizes` (one walk of the items).
+  void stats_process(std::string& out);
+  void stats_counters(std::string& out);
+  void stats_reset(std::string& out);
+  void stats_settings(std::string& out);
+  void stats_classes(std::string_view sub, std::string& out);
   // meta commands (meta.cc)
   std::size_t meta(const Tokens& t, std::string_view rest, std::string& out, std::size_t line);
   void meta_get(const Tokens& t, std::string& out);

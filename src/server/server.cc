@@ -214,51 +214,79 @@ struct Server::Worker {
   }
 };
 
-Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
-  std::unique_ptr<Server> s(new Server());
-  s->opts_ = opts;
-  // Bind first (a port in use or an address not ours fails before a pool is created);
-  // listen only once the store is open and recovered: no connection is accepted before.
+Result<void> Server::bind_socket(sockaddr_in* sa) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error{Status::io_error, std::string("socket: ") + std::strerror(errno)};
-  s->listen_fd_ = fd;
+  listen_fd_ = fd;
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<std::uint16_t>(opts.port));
-  if (inet_pton(AF_INET, opts.addr.c_str(), &sa.sin_addr) != 1)
-    return Error{Status::invalid_argument, "-l: not an IPv4 address: " + opts.addr};
+  *sa = sockaddr_in{};
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons(static_cast<std::uint16_t>(opts_.port));
+  if (inet_pton(AF_INET, opts_.addr.c_str(), &sa->sin_addr) != 1)
+    return Error{Status::invalid_argument, "-l: not an IPv4 address: " + opts_.addr};
   // A port in the kernel's ephemeral range (32768-60999 by default) can be taken by an
   // outgoing connection while the server is down, even by one that connected to itself
   // (a client retrying the dead server's port from that very port). Such a holder is not a
   // listener and goes away when its owner gives up: retry for a bounded time.
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.bind_retry_ms);
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.bind_retry_ms);
   bool warned = false;
-  while (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  while (bind(fd, reinterpret_cast<sockaddr*>(sa), sizeof *sa) != 0) {
     const int err = errno;
-    if (err != EADDRINUSE || opts.port == 0 || std::chrono::steady_clock::now() >= deadline ||
-        someone_listens(sa))
-      return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
-                                         std::to_string(opts.port) + ": " + std::strerror(err)};
+    if (err != EADDRINUSE || opts_.port == 0 || std::chrono::steady_clock::now() >= deadline ||
+        someone_listens(*sa))
+      return Error{Status::io_error, "cannot listen on " + opts_.addr + ":" +
+                                         std::to_string(opts_.port) + ": " + std::strerror(err)};
     if (!warned) {
       std::fprintf(stderr,
                    "wort serve: %s:%d is held by a socket that is not listening (an outgoing "
                    "connection?); retrying for up to %d ms\n",
-                   opts.addr.c_str(), opts.port, opts.bind_retry_ms);
+                   opts_.addr.c_str(), opts_.port, opts_.bind_retry_ms);
       warned = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  return {};
+}
+
+void Server::list_conns(std::string& out) {
+  const std::int64_t now = Store::now();
+  auto line = [&](int fd, const char* name, const std::string& v) {
+    out += "STAT " + std::to_string(fd) + ":" + name + " " + v + "\r\n";
+  };
+  sockaddr_in la{};
+  socklen_t len = sizeof la;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&la), &len);
+  const std::string listen_addr = addr_string(la);
+  line(listen_fd_, "addr", listen_addr);
+  line(listen_fd_, "state", "conn_listening");
+  for (auto& w : workers_) {
+    std::lock_guard g(w->reg);
+    for (auto& [fd, c] : w->conns) {
+      line(fd, "addr", c->peer);
+      line(fd, "listen_addr", listen_addr);
+      line(fd, "secs_since_last_cmd",
+           std::to_string(now - c->last_cmd.load(std::memory_order_relaxed)));
+    }
+  }
+}
+
+Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
+  std::unique_ptr<Server> s(new Server());
+  s->opts_ = opts;
+  // Bind first (a port in use or an address not ours fails before a pool is created);
+  // listen only once the store is open and recovered: no connection is accepted before.
+  sockaddr_in sa{};
+  if (auto r = s->bind_socket(&sa); !r) return r.error();
   auto st = Store::open(opts.store);
   if (!st) return st.error();
   s->store_ = std::move(st).value();
-  if (listen(fd, opts.backlog) != 0)
+  if (listen(s->listen_fd_, opts.backlog) != 0)
     return Error{Status::io_error, "cannot listen on " + opts.addr + ":" +
                                        std::to_string(opts.port) + ": " + std::strerror(errno)};
   socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
   s->port_ = ntohs(sa.sin_port);
   s->info_.addr = opts.addr;
   s->info_.port = s->port_;
@@ -268,27 +296,7 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts) {
   s->info_.flush_enabled = opts.flush_enabled;
   s->info_.started = Store::now();
   Server* self = s.get();
-  s->info_.list_conns = [self](std::string& out) {
-    const std::int64_t now = Store::now();
-    auto line = [&](int fd, const char* name, const std::string& v) {
-      out += "STAT " + std::to_string(fd) + ":" + name + " " + v + "\r\n";
-    };
-    sockaddr_in la{};
-    socklen_t len = sizeof la;
-    getsockname(self->listen_fd_, reinterpret_cast<sockaddr*>(&la), &len);
-    const std::string listen_addr = addr_string(la);
-    line(self->listen_fd_, "addr", listen_addr);
-    line(self->listen_fd_, "state", "conn_listening");
-    for (auto& w : self->workers_) {
-      std::lock_guard g(w->reg);
-      for (auto& [fd, c] : w->conns) {
-        line(fd, "addr", c->peer);
-        line(fd, "listen_addr", listen_addr);
-        line(fd, "secs_since_last_cmd",
-             std::to_string(now - c->last_cmd.load(std::memory_order_relaxed)));
-      }
-    }
-  };
+  s->info_.list_conns = [self](std::string& out) { self->list_conns(out); };
   return s;
 }
 

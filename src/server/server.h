@@ -4,6 +4,8 @@
 // thread reclaims expired items in bounded batches.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -49,6 +51,11 @@ class Server {
   Server() = default;
   void accept_loop();
   void sweep_loop();
+  //! start's first step: the listening socket, bound (retried while a non-listener holds
+  //! the port, up to bind_retry_ms) but not yet listening.
+  Result<void> bind_socket(sockaddr_in* sa);
+  //! `stats conns`: the listener and every connection (each worker's registry locked).
+  void list_conns(std::string& out);
 
   ServerOptions opts_;
   ServerInfo info_;

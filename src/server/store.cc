@@ -3,6 +3,7 @@
 #include "server/store.h"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@ constexpr std::size_t kEvictAhead = 32;   // victims one failed allocation evict
 constexpr int kEvictAheadI = static_cast<int>(kEvictAhead);
 constexpr std::size_t kEvictScanMax = 8192;  // keys one class-wanting eviction may visit
 constexpr int kEvictRounds = 8;           // rounds of eviction one allocation may run
+constexpr int kBudgetRounds = 64;         // rounds of eviction one item budget check may run
 constexpr int kEvictTries = 256;          // evictions one index insert may cause
 constexpr int kEvictNear = 16;            // of which neighbours of the key (evict_near)
 constexpr std::size_t kBallastBlocks = 4; // whole-chunk ballast blocks (see store.h)
@@ -137,40 +139,50 @@ StripeLock& Store::stripe_of(std::string_view key) noexcept {
   return stripes_[std::hash<std::string_view>{}(key) % kStripes].m;
 }
 
+namespace {
+
+//! Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
+//! through pm::publish or a fenced write-back, overwrites through kit::commit_value or
+//! roart's publish_nt) order an item's write-back before the index names it:
+//! tests/server/item_crash_test.cc checks each.
+bool servable(std::string_view k) {
+  for (std::string_view ok : kServableKinds)
+    if (k == ok) return true;
+  return false;
+}
+
+//! Index room per item-budget byte, in 1/16: the index's bytes per 176-byte item block
+//! (32-byte keys, 100 B values; src/server/README.md, Items per megabyte) with a margin.
+std::uint64_t index_room_16ths(std::string_view kind) {
+  if (kind == "fastfair" || kind == "fptree") return 10;  // 93 B: 0.53
+  if (kind == "wbtree" || kind == "nvtree") return 12;    // 108-114 B: 0.61-0.65
+  return 8;                                               // the ARTs, 64-70 B: 0.36-0.40
+}
+
+}  // namespace
+
+std::uint64_t pool_bytes_for(std::string_view kind, std::uint64_t item_limit) {
+  const std::uint64_t base = item_limit + item_limit / 16 * index_room_16ths(kind);
+  // The chunk size Pool::create will choose for about this size (at least 256 chunks, 4 KiB
+  // to 1 MiB): 16 of them for the ballast (4) and the partly used chunks of the classes.
+  const std::uint64_t chunk =
+      std::clamp<std::uint64_t>(std::bit_floor(std::max<std::uint64_t>(base / 256, 1)),
+                                4096, 1u << 20);
+  return base + item_limit / 32 + 16 * chunk;
+}
+
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   if (opts.kind == "art")
     return Error{Status::invalid_argument,
                  "index kind 'art' is volatile (DRAM only); serve needs a persistent one"};
-  // Only indexes whose every value commit fences first in a values_are_blocks pool (new keys
-  // through pm::publish or a fenced write-back, overwrites through kit::commit_value or
-  // roart's publish_nt) order an item's write-back before the index names it:
-  // tests/server/item_crash_test.cc checks each.
-  auto ordered = [](std::string_view k) {
-    for (std::string_view ok : kServableKinds)
-      if (k == ok) return true;
-    return false;
-  };
-  if (!ordered(opts.kind))
+  if (!servable(opts.kind))
     return Error{Status::invalid_argument,
                  "index kind '" + opts.kind + "' cannot serve: " + servable_kinds() +
                      " (an index must order the item's write-back before its commit)"};
   std::unique_ptr<Store> s(new Store());
   s->opts_ = opts;
   bool fresh = false;
-  auto p = opts.image.empty() ? Pool::open(opts.pool_path)
-                              : Pool::attach(opts.image, {}, opts.pool_path);
-  if (!p && p.status() == Status::no_such_file) {
-    if (opts.open_only || !opts.image.empty())
-      return Error{Status::no_such_file, "no pool at '" + opts.pool_path + "'"};
-    PoolOptions po;
-    po.size = opts.pool_bytes;
-    po.kind = opts.kind;
-    po.values_are_blocks = true;
-    p = Pool::create(opts.pool_path, po);
-    fresh = true;
-  }
-  if (!p) return p.error();
-  s->pool_ = std::move(p).value();
+  if (auto r = s->open_pool(&fresh); !r) return r.error();
   // A start that created the pool and then fails leaves no pool behind.
   struct RemoveIfCreated {
     bool armed;
@@ -183,54 +195,14 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
       std::remove(path.c_str());
     }
   } cleanup{fresh, opts.pool_path, s.get()};
-  if (!ordered(s->pool_->kind()))
-    return Error{Status::invalid_argument,
-                 "pool holds index kind '" + std::string(s->pool_->kind()) + "', which cannot serve"};
-  if (!fresh && !s->pool_->values_are_blocks())
-    return Error{Status::invalid_argument,
-                 "pool '" + opts.pool_path + "' was not created by wort serve "
-                 "(its index values are not item blocks)"};
-  // A server pool whose first start was killed before its index root was set (nothing was
-  // ever acknowledged): finish its initialisation. Nothing in it is reachable, so the trace
-  // frees every block the killed start allocated.
   bool init = fresh;
-  if (!fresh && s->pool_->root() == 0) {
-    if (auto r = s->pool_->allocator().recover(
-            [](pm::BlockVisitor) -> Result<void> { return {}; });
-        !r)
-      return r.error();
-    init = true;
-  }
-  auto ix = init ? Index::create(*s->pool_, s->pool_->kind()) : Index::open(*s->pool_);
-  if (!ix) return ix.error();
-  s->index_ = std::move(ix).value();
-  // Killed after the index was created but before the meta block was inserted: an empty
-  // index and no meta block. Any other pool without a meta block is refused (init_meta).
-  if (!init && !s->index_->lookup(key_of(kMetaKey))) {
-    bool empty = true;
-    s->index_->scan(Key{}, 1, [&](Key, Value) {
-      empty = false;
-      return false;
-    });
-    init = empty;
-  }
-  // The index's own concurrency, where it has it (see store.h).
-  const registry::Entry* entry = registry::find(s->index_->kind());
-  s->concurrent_ = entry != nullptr && entry->concurrent && !opts.global_lock;
-  if (s->concurrent_) {
-    s->stripes_ = std::make_unique<Stripe[]>(kStripes);
-    s->items_ = std::make_unique<kit::EpochReclaimer>(&kit::free_to_allocator,
-                                                      &s->pool_->allocator());
-  }
-  s->classes_ = std::make_unique<pm::SizeClasses>(s->pool_->header().chunk_size);
-  s->classes_chunk_size_ = s->pool_->header().chunk_size;
-  s->ref_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
-  s->token_bits_ = kit::ZeroedArray<std::uint64_t>(s->pool_->size() / 16 / 64 + 1);
-  s->access_ = kit::ZeroedArray<std::uint32_t>(s->pool_->size() / 32 + 1);
-  s->epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
-  if (auto r = s->init_meta(init); !r) return r.error();
+  if (auto r = s->open_index(fresh, &init); !r) return r.error();
+  s->init_dram_state();
+  // (A pool whose first start was killed before its meta block: no budget, its room only;
+  // the -m it was created for is not known.)
+  if (auto r = s->init_meta(init, fresh ? opts.item_limit : 0); !r) return r.error();
   if (!fresh) {
-    if (auto r = s->rebuild(); !r) return r.error();
+    if (auto r = s->rebuild(true); !r) return r.error();
     s->recovered_ = true;
   }
   s->ballast_.assign(kBallastBlocks, 0);
@@ -239,9 +211,78 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
   return s;
 }
 
+Result<void> Store::open_pool(bool* fresh) {
+  auto p = opts_.image.empty() ? Pool::open(opts_.pool_path)
+                               : Pool::attach(opts_.image, {}, opts_.pool_path);
+  if (!p && p.status() == Status::no_such_file) {
+    if (opts_.open_only || !opts_.image.empty())
+      return Error{Status::no_such_file, "no pool at '" + opts_.pool_path + "'"};
+    PoolOptions po;
+    po.size = opts_.pool_bytes;
+    po.kind = opts_.kind;
+    po.values_are_blocks = true;
+    p = Pool::create(opts_.pool_path, po);
+    *fresh = true;
+  }
+  if (!p) return p.error();
+  pool_ = std::move(p).value();
+  return {};
+}
+
+Result<void> Store::open_index(bool fresh, bool* init) {
+  if (!servable(pool_->kind()))
+    return Error{Status::invalid_argument,
+                 "pool holds index kind '" + std::string(pool_->kind()) + "', which cannot serve"};
+  if (!fresh && !pool_->values_are_blocks())
+    return Error{Status::invalid_argument,
+                 "pool '" + opts_.pool_path + "' was not created by wort serve "
+                 "(its index values are not item blocks)"};
+  // A server pool whose first start was killed before its index root was set (nothing was
+  // ever acknowledged): finish its initialisation. Nothing in it is reachable, so the trace
+  // frees every block the killed start allocated.
+  if (!fresh && pool_->root() == 0) {
+    if (auto r = pool_->allocator().recover(
+            [](pm::BlockVisitor) -> Result<void> { return {}; });
+        !r)
+      return r.error();
+    *init = true;
+  }
+  auto ix = *init ? Index::create(*pool_, pool_->kind()) : Index::open(*pool_);
+  if (!ix) return ix.error();
+  index_ = std::move(ix).value();
+  // Killed after the index was created but before the meta block was inserted: an empty
+  // index and no meta block. Any other pool without a meta block is refused (init_meta).
+  if (!*init && !index_->lookup(key_of(kMetaKey))) {
+    bool empty = true;
+    index_->scan(Key{}, 1, [&](Key, Value) {
+      empty = false;
+      return false;
+    });
+    *init = empty;
+  }
+  return {};
+}
+
+void Store::init_dram_state() {
+  // The index's own concurrency, where it has it (see store.h).
+  const registry::Entry* entry = registry::find(index_->kind());
+  concurrent_ = entry != nullptr && entry->concurrent && !opts_.global_lock;
+  if (concurrent_) {
+    stripes_ = std::make_unique<Stripe[]>(kStripes);
+    items_ = std::make_unique<kit::EpochReclaimer>(&kit::free_to_allocator,
+                                                   &pool_->allocator());
+  }
+  classes_ = std::make_unique<pm::SizeClasses>(pool_->header().chunk_size);
+  classes_chunk_size_ = pool_->header().chunk_size;
+  ref_bits_ = kit::ZeroedArray<std::uint64_t>(pool_->size() / 16 / 64 + 1);
+  token_bits_ = kit::ZeroedArray<std::uint64_t>(pool_->size() / 16 / 64 + 1);
+  access_ = kit::ZeroedArray<std::uint32_t>(pool_->size() / 32 + 1);
+  epoch_ = now() - 1;  // access seconds are > 0 (0 = unknown, e.g. after a restart)
+}
+
 Store::~Store() = default;
 
-Result<void> Store::init_meta(bool fresh) {
+Result<void> Store::init_meta(bool fresh, std::uint64_t item_limit) {
   std::uint64_t off = 0;
   if (fresh) {
     if (pool_->allocator().allocate(sizeof(MetaBlock), &off) != Status::ok)
@@ -249,6 +290,7 @@ Result<void> Store::init_meta(bool fresh) {
     MetaBlock m{};
     m.magic = kMetaMagic;
     m.cas_hwm = 1;
+    m.item_limit = item_limit;
     pm::copy(pool_->at<MetaBlock>(off), &m, sizeof m);
     pm::flush(pool_->at<MetaBlock>(off), sizeof m);  // ordered by the insert's pm::publish
     if (Status st = index_->insert(key_of(kMetaKey), off); st != Status::ok)
@@ -263,6 +305,11 @@ Result<void> Store::init_meta(bool fresh) {
                                         " is damaged"};
   }
   meta_ = pool_->at<MetaBlock>(off);
+  // (A budget larger than the pool is no budget a pool was ever created with.)
+  if (meta_->item_limit > pool_->size())
+    return Error{Status::corrupt, "server meta block's item limit " +
+                                      std::to_string(meta_->item_limit) + " exceeds the pool"};
+  item_limit_ = meta_->item_limit;
   // A restart hands out cas values from the old high-water mark on: none repeats.
   const std::uint64_t start = meta_->cas_hwm;
   next_cas_ = start;
@@ -363,7 +410,7 @@ void Store::add_block_info(std::uint64_t off, ItemView* iv) const noexcept {
                        : 0;
 }
 
-Result<void> Store::rebuild() {
+Result<void> Store::rebuild(bool at_open) {
   std::string bad;
   std::uint64_t items = 0, bytes = 0, max_cas = 0;
   index_->scan(Key{}, SIZE_MAX, [&](Key k, Value off) {
@@ -383,6 +430,7 @@ Result<void> Store::rebuild() {
     ++items;
     bytes += n;
     max_cas = std::max(max_cas, h->cas);
+    if (at_open) note_block(off, +1);  // (a failed open discards the count)
     return true;
   });
   if (!bad.empty()) return Error{Status::corrupt, bad};
@@ -475,42 +523,91 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
                              std::uint64_t* off, bool locked, std::uint16_t iflags) {
   const std::size_t n = item_bytes(key.size(), v1.size() + v2.size());
   if (!fits(key.size(), v1.size() + v2.size())) return StoreResult::too_large;
-  pm::Allocator& a = pool_->allocator();
-  // Items live in apart chunks (no index node among them), so that evicting the items of a
-  // chunk frees the chunk.
-  Status s = a.allocate_apart(n, off);
-  if (s != Status::ok) {
-    if (opts_.no_evict) return StoreResult::no_memory;
-    std::unique_lock<std::shared_mutex> g;
-    std::unique_lock<std::mutex> eg;
-    if (concurrent_) eg = std::unique_lock(evict_lock_);
-    else if (!locked) g = std::unique_lock(lock_);
-    // Another thread may have evicted while this one waited for the lock.
-    s = a.allocate_apart(n, off);
-    // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
-    // this class allocate without another failed attempt (a failed allocation in a full
-    // pool scans the allocator's free lists). If the class has none (a new size) or the
-    // freed blocks went to other threads' sets meanwhile, the items of one window of
-    // chunks: a free chunk serves any class (evict_chunk). Again while either evicts (other
-    // threads' allocations may take what was freed), a bounded number of rounds.
-    std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated in these rounds
-    for (int round = 0; round < kEvictRounds && s != Status::ok; ++round) {
-      const bool some = evict_some(n, false, kEvictAhead) != 0;
-      if (some && (s = a.allocate_apart(n, off)) == Status::ok) break;
-      if (evict_chunk(n, &tried) == 0 && !some) break;
-      s = a.allocate_apart(n, off);
-    }
-    if (s != Status::ok) return StoreResult::no_memory;
-    // A remove used a ballast block (ART+CoW): take it back while eviction is under way.
-    if (ballast_short_.load(std::memory_order_relaxed)) {
-      take_ballast();
-      if (ballast_short_.load(std::memory_order_relaxed) && evict_chunk(0) != 0) take_ballast();
-    }
-  }
+  if (!budget_room(n, locked)) return StoreResult::no_memory;
+  if (allocate_item(n, off, locked) != Status::ok) return StoreResult::no_memory;
+  note_block(*off, +1);
   write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
   // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
   init_access(*off, false);  // DRAM only: a reused block starts unfetched, no token sent
   return StoreResult::stored;
+}
+
+Store::EvictLocks Store::lock_for_eviction(bool locked) {
+  EvictLocks l;
+  if (concurrent_) l.evict = std::unique_lock(evict_lock_);
+  else if (!locked) l.global = std::unique_lock(lock_);
+  return l;
+}
+
+Status Store::allocate_item(std::size_t n, std::uint64_t* off, bool locked) {
+  pm::Allocator& a = pool_->allocator();
+  // Items live in apart chunks (no index node among them), so that evicting the items of a
+  // chunk frees the chunk.
+  Status s = a.allocate_apart(n, off);
+  if (s == Status::ok) return s;
+  if (opts_.no_evict) return s;
+  EvictLocks l = lock_for_eviction(locked);
+  // Another thread may have evicted while this one waited for the lock.
+  s = a.allocate_apart(n, off);
+  // Evict ahead: a batch of victims of the wanted size class, so that the next sets of
+  // this class allocate without another failed attempt (a failed allocation in a full
+  // pool scans the allocator's free lists). If the class has none (a new size) or the
+  // freed blocks went to other threads' sets meanwhile, the items of one window of
+  // chunks: a free chunk serves any class (evict_chunk). Again while either evicts (other
+  // threads' allocations may take what was freed), a bounded number of rounds.
+  std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated in these rounds
+  for (int round = 0; round < kEvictRounds && s != Status::ok; ++round) {
+    const bool some = evict_some(n, false, kEvictAhead) != 0;
+    if (some && (s = a.allocate_apart(n, off)) == Status::ok) break;
+    if (evict_chunk(n, &tried) == 0 && !some) break;
+    s = a.allocate_apart(n, off);
+  }
+  if (s != Status::ok) return s;
+  // A remove used a ballast block (ART+CoW): take it back while eviction is under way.
+  if (ballast_short_.load(std::memory_order_relaxed)) {
+    take_ballast();
+    if (ballast_short_.load(std::memory_order_relaxed) && evict_chunk(0) != 0) take_ballast();
+  }
+  return s;
+}
+
+std::size_t Store::block_for(std::size_t n) const noexcept {
+  if (n <= classes_->max_small()) return classes_->size(classes_->apart_class_of(n));
+  return (n + classes_chunk_size_ - 1) / classes_chunk_size_ * classes_chunk_size_;
+}
+
+bool Store::budget_room(std::size_t n, bool locked) {
+  const std::uint64_t bs = block_for(n);
+  auto lacking = [&]() -> std::uint64_t {
+    const std::uint64_t held = item_blocks_.load(std::memory_order_relaxed);
+    return held + bs > item_limit_ ? held + bs - item_limit_ : 0;
+  };
+  if (item_limit_ == 0 || lacking() == 0) return true;
+  if (opts_.no_evict) return false;
+  EvictLocks l = lock_for_eviction(locked);
+  // The CLOCK's victims of any size class (memcached's -m is one budget for all classes):
+  // the bytes lacking at the average item block, at least a batch (evict ahead, so that
+  // the next sets find room without evicting). A size class grows as its sets come; the
+  // freed blocks stay in their chunks, and where the pool itself runs out of room
+  // allocate_item frees whole chunks.
+  for (int round = 0; round < kBudgetRounds && lacking() != 0; ++round) {
+    const std::uint64_t items = std::max<std::uint64_t>(1, counters_.curr_items.load());
+    const std::uint64_t avg = std::max<std::uint64_t>(48, item_blocks_.load() / items);
+    const std::uint64_t want = std::max<std::uint64_t>(kEvictAhead, (lacking() + avg - 1) / avg);
+    if (evict_some(0, true, want) == 0) break;
+  }
+  return lacking() == 0;
+}
+
+void Store::note_block(std::uint64_t off, int sign) noexcept {
+  const std::uint64_t bs = pool_->allocator().block_size(off);
+  if (sign > 0) item_blocks_.fetch_add(bs, std::memory_order_relaxed);
+  else item_blocks_.fetch_sub(bs, std::memory_order_relaxed);
+}
+
+void Store::free_unpublished(std::uint64_t off) noexcept {
+  note_block(off, -1);
+  pool_->allocator().free(off);  // never published: no reader holds it
 }
 
 StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t old) {
@@ -540,7 +637,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
     s = index_->upsert(key_of(key), off);
   }
   if (s != Status::ok) {
-    pool_->allocator().free(off);  // never published: no reader holds it
+    free_unpublished(off);
     return StoreResult::no_memory;
   }
   const ItemHeader* h = item_at(off);
@@ -664,13 +761,20 @@ void Store::scan_items(FunctionRef<void(std::string_view, std::uint64_t)> fn) {
   }
 }
 
-std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tried) {
+//! What evict_chunk knows of each chunk: the first chunk of its unit (a chunk, or a large
+//! block / free span with its interior chunks), the evictions freeing the unit costs
+//! (kNoUnit: not ours to free), and the allocator's use of it.
+struct Store::ChunkCosts {
+  static constexpr std::uint64_t kNoUnit = UINT64_MAX;
+  std::vector<std::uint64_t> head, cost;
+  std::vector<pm::Allocator::ChunkUse> use;
+};
+
+Store::ChunkCosts Store::chunk_costs(std::size_t want, std::uint64_t span,
+                                     const std::vector<std::uint64_t>* tried) {
   const pm::PoolHeader& ph = pool_->header();
   const std::uint64_t cs = ph.chunk_size, first = ph.first_chunk_offset, count = ph.chunk_count;
-  const std::uint64_t span = want > classes_->max_small() ? (want + cs - 1) / cs : 1;
-  if (span > count) return 0;
   pm::Allocator& a = pool_->allocator();
-  auto chunk_of = [&](std::uint64_t off) { return (off - first) / cs; };
   // A chunk of the wanted class is no use (the chunk would go back to the same class: the
   // class's own victims are evict_some's), nor is one this caller evacuated already and
   // that did not come free (an item in it is being built or replaced, or sits on the
@@ -678,68 +782,78 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
   const std::uint32_t want_block =
       want == 0 || want > classes_->max_small() ? 0
                                                 : classes_->size(classes_->apart_class_of(want));
-  // Units: a chunk, or a large block / free span with its interior chunks. A unit can be
-  // freed by evicting items if it is free, an apart chunk (items only), or a large block
-  // that is an item (the ballast's and the index's large blocks are not, and are left out
-  // below: no item the index names lies in them); its cost is the blocks live in it (its
-  // items, and any being built or waiting for the epochs).
-  // For a window of several chunks, the large blocks that are items (a scan of the index:
-  // offsets only; no item block is read).
+  // A unit can be freed by evicting items if it is free, an apart chunk (items only), or a
+  // large block that is an item (the ballast's and the index's large blocks are not, and
+  // are left out: no item the index names lies in them); its cost is the blocks live in it
+  // (its items, and any being built or waiting for the epochs). For a window of several
+  // chunks, the large blocks that are items (a scan of the index: offsets only).
   std::vector<bool> large_items(count, false);
   if (span > 1) {
     scan_items([&](std::string_view, std::uint64_t off) {
-      if (off >= first && chunk_of(off) < count) large_items[chunk_of(off)] = true;
+      if (off >= first && (off - first) / cs < count) large_items[(off - first) / cs] = true;
     });
   }
-  constexpr std::uint64_t kNo = UINT64_MAX;
-  std::vector<std::uint64_t> head(count), cost(count);
-  std::vector<pm::Allocator::ChunkUse> use(count);
+  ChunkCosts m{std::vector<std::uint64_t>(count), std::vector<std::uint64_t>(count),
+               std::vector<pm::Allocator::ChunkUse>(count)};
   for (std::uint64_t c = 0; c < count;) {
     std::uint64_t n = 1;
     std::uint32_t live = 0;
     const pm::Allocator::ChunkUse u = a.chunk_use(c, &n, &live);
     n = std::max<std::uint64_t>(1, std::min(n, count - c));
-    std::uint64_t k = kNo;
-    auto was_tried = [&] {
-      return tried && std::find(tried->begin(), tried->end(), c) != tried->end();
-    };
+    std::uint64_t k = ChunkCosts::kNoUnit;
+    const bool was_tried = tried && std::find(tried->begin(), tried->end(), c) != tried->end();
     switch (u) {
       case pm::Allocator::ChunkUse::free:
-        if (!was_tried()) k = 0;  // (free since this caller looked: worth another attempt)
+        if (!was_tried) k = 0;  // (free since this caller looked: worth another attempt)
         break;
       case pm::Allocator::ChunkUse::apart:
       case pm::Allocator::ChunkUse::evacuating:
-        if (a.block_size(first + c * cs) == want_block || was_tried()) break;
-        k = live;
+        if (a.block_size(first + c * cs) != want_block && !was_tried) k = live;
         break;
-      case pm::Allocator::ChunkUse::large: k = large_items[c] ? 1 : kNo; break;
+      case pm::Allocator::ChunkUse::large: k = large_items[c] ? 1 : ChunkCosts::kNoUnit; break;
       default: break;  // index nodes, the meta block, the ballast: not ours to free
     }
     for (std::uint64_t i = 0; i < n; ++i) {
-      head[c + i] = c;
-      cost[c + i] = k;
-      use[c + i] = u;
+      m.head[c + i] = c;
+      m.cost[c + i] = k;
+      m.use[c + i] = u;
     }
     c += n;
   }
-  // The window of `span` chunks whose units cost the fewest evictions (ties: the lowest).
+  return m;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Store::cheapest_windows(
+    const ChunkCosts& m, std::uint64_t span, std::size_t windows) {
+  // The windows of `span` chunks whose units cost the fewest evictions (ties: the lowest).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> picks;  // cost, first chunk
+  const std::uint64_t count = m.cost.size();
+  for (std::uint64_t c = 0; c + span <= count; ++c) {
+    std::uint64_t total = 0;
+    for (std::uint64_t i = c; i < c + span && total != ChunkCosts::kNoUnit; ++i) {
+      if (m.cost[i] == ChunkCosts::kNoUnit) total = ChunkCosts::kNoUnit;
+      else if (i == c || m.head[i] != m.head[i - 1]) total += m.cost[i];
+    }
+    if (total != ChunkCosts::kNoUnit) picks.emplace_back(total, c);
+  }
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (picks.size() > windows) picks.resize(windows);  // (span 1 when windows > 1: disjoint)
+  return picks;
+}
+
+std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tried) {
+  const pm::PoolHeader& ph = pool_->header();
+  const std::uint64_t cs = ph.chunk_size, first = ph.first_chunk_offset, count = ph.chunk_count;
+  const std::uint64_t span = want > classes_->max_small() ? (want + cs - 1) / cs : 1;
+  if (span > count) return 0;
+  const ChunkCosts m = chunk_costs(want, span, tried);
   // For the index (want_bytes 0) the `windows` cheapest chunks at once: the scan that finds
   // their items costs as much as for one, and an index whose inserts keep needing nodes
   // (roart allocates a leaf per key) would otherwise scan the index every few inserts.
   const std::size_t windows = want == 0 ? std::max<std::uint64_t>(1, count / 64) : 1;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> picks;  // cost, first chunk
-  for (std::uint64_t c = 0; c + span <= count; ++c) {
-    std::uint64_t total = 0;
-    for (std::uint64_t i = c; i < c + span && total != kNo; ++i) {
-      if (cost[i] == kNo) total = kNo;
-      else if (i == c || head[i] != head[i - 1]) total += cost[i];
-    }
-    if (total != kNo) picks.emplace_back(total, c);
-  }
+  const auto picks = cheapest_windows(m, span, windows);
   if (picks.empty()) return 0;
-  std::stable_sort(picks.begin(), picks.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  if (picks.size() > windows) picks.resize(windows);  // (span 1 when windows > 1: disjoint)
   // Evacuate the windows' apart chunks (nothing more is allocated from them; each becomes
   // a free chunk when its last block is freed), then evict every item the index names in
   // the windows' units.
@@ -748,15 +862,16 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
   for (const auto& [k, best] : picks) {
     best_cost += k;
     for (std::uint64_t i = best; i < best + span; ++i) {
-      victim_unit[head[i]] = true;
+      victim_unit[m.head[i]] = true;
       if (tried) tried->push_back(i);
-      if (use[i] == pm::Allocator::ChunkUse::apart) (void)a.evacuate(first + i * cs);
+      if (m.use[i] == pm::Allocator::ChunkUse::apart)
+        (void)pool_->allocator().evacuate(first + i * cs);
     }
   }
   std::vector<std::pair<std::string, std::uint64_t>> victims;
   if (best_cost != 0) {
     scan_items([&](std::string_view k, std::uint64_t off) {
-      if (off >= first && chunk_of(off) < count && victim_unit[chunk_of(off)])
+      if (off >= first && (off - first) / cs < count && victim_unit[(off - first) / cs])
         victims.emplace_back(std::string(k), off);
     });
   }
@@ -773,6 +888,7 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
 }
 
 void Store::release_block(std::uint64_t off) noexcept {
+  note_block(off, -1);  // out of the budget once the index no longer names it
   if (!concurrent_ || broken_free_) {
     // Global-lock path: the exclusive lock is held, no reader is copying the block.
     pool_->allocator().free(off);
@@ -907,6 +1023,37 @@ std::size_t Store::evict(std::size_t want, bool any_class, std::size_t victims) 
   return evicted;
 }
 
+StoreResult Store::store_condition(StoreMode mode, const ItemHeader* live_item,
+                                   std::uint64_t cas_in, bool stale_ok, bool* mark_stale) {
+  const bool hit = live_item != nullptr;
+  const bool concat = mode == StoreMode::append || mode == StoreMode::prepend;
+  if (mode == StoreMode::cas) {
+    if (!hit) return StoreResult::not_found;
+    if (live_item->cas == cas_in) return StoreResult::stored;
+    if (stale_ok && cas_in < live_item->cas) {  // memcached's set-to-invalid
+      *mark_stale = true;
+      return StoreResult::stored;
+    }
+    return StoreResult::exists;
+  }
+  if (concat && cas_in != 0) {
+    if (!hit) return StoreResult::not_stored;  // memcached: NS (an append of nothing)
+    if (live_item->cas != cas_in) return StoreResult::exists;
+  }
+  if (mode == StoreMode::add && hit) return StoreResult::not_stored;
+  if ((mode == StoreMode::replace || concat) && !hit) return StoreResult::not_stored;
+  return StoreResult::stored;
+}
+
+StoreResult Store::make_concat(StoreMode mode, std::string_view key, const ItemHeader* o,
+                               std::uint64_t cas, std::string_view value, std::uint64_t* off) {
+  const std::string_view ov(item_value(o), o->value_len);
+  const std::uint16_t fl = o->iflags & kItemKeyBinary;
+  return mode == StoreMode::append
+             ? make_item(key, o->flags, o->exptime, cas, ov, value, off, true, fl)
+             : make_item(key, o->flags, o->exptime, cas, value, ov, off, true, fl);
+}
+
 StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t flags,
                          std::int64_t exptime, std::string_view value, std::uint64_t cas_in,
                          std::uint64_t* cas_out, bool stale_ok, std::uint16_t key_iflags) {
@@ -938,23 +1085,10 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   if (const auto v = index_->lookup(key_of(key))) old = *v;
   const ItemHeader* o = old ? item_at(old) : nullptr;
   const bool hit = o && live(o, now());
-  StoreResult fail = StoreResult::stored;
   bool mark_stale = false;
-  if (mode == StoreMode::cas) {
-    if (!hit) fail = StoreResult::not_found;
-    else if (o->cas == cas_in) fail = StoreResult::stored;
-    else if (stale_ok && cas_in < o->cas) mark_stale = true;  // memcached's set-to-invalid
-    else fail = StoreResult::exists;
-  } else if (concat && cas_in != 0) {
-    if (!hit) fail = StoreResult::not_stored;  // memcached: NS (an append of nothing)
-    else if (o->cas != cas_in) fail = StoreResult::exists;
-  }
-  if (fail == StoreResult::stored) {
-    if (mode == StoreMode::add && hit) fail = StoreResult::not_stored;
-    if ((mode == StoreMode::replace || concat) && !hit) fail = StoreResult::not_stored;
-  }
+  const StoreResult fail = store_condition(mode, hit ? o : nullptr, cas_in, stale_ok, &mark_stale);
   if (fail != StoreResult::stored) {
-    if (off) pool_->allocator().free(off);  // never published
+    if (off) free_unpublished(off);
     if (mode == StoreMode::add && hit) mark_ref(old);
     return fail;
   }
@@ -970,13 +1104,8 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   }
   if (concat) {
     cas = take_cas();
-    const std::string_view ov(item_value(o), o->value_len);
-    const std::uint16_t fl = o->iflags & kItemKeyBinary;
-    const StoreResult r =
-        mode == StoreMode::append
-            ? make_item(key, o->flags, o->exptime, cas, ov, value, &off, true, fl)
-            : make_item(key, o->flags, o->exptime, cas, value, ov, &off, true, fl);
-    if (r != StoreResult::stored) return r;
+    if (const StoreResult r = make_concat(mode, key, o, cas, value, &off); r != StoreResult::stored)
+      return r;
     // Eviction inside make_item may have removed the old item.
     old = 0;
     if (const auto v = index_->lookup(key_of(key))) old = *v;

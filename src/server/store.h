@@ -78,7 +78,11 @@ std::string servable_kinds();
 struct StoreOptions {
   std::string pool_path;              //!< created if missing, else opened and recovered
   std::string kind = "wort";          //!< index kind for a new pool (persistent kinds only)
-  std::uint64_t pool_bytes = 64ull << 20;
+  std::uint64_t pool_bytes = 64ull << 20;  //!< a new pool's file size (see pool_bytes_for)
+  //! A new pool's item budget (`-m`): the bytes of item blocks it holds before a set evicts,
+  //! stored in the meta block. 0: no budget, the pool's own room is the limit. An existing
+  //! pool keeps the budget it was created with (0 if created before the budget existed).
+  std::uint64_t item_limit = 0;
   std::size_t max_item_size = 1u << 20;  //!< -I: largest value + key + header
   bool no_evict = false;              //!< -M: answer out of memory instead of evicting
   //! Open an existing pool only (`--check`): a missing pool is an error, nothing created.
@@ -91,6 +95,11 @@ struct StoreOptions {
   //! non-concurrent indexes): `wort serve --global-lock`, for A/B measurements.
   bool global_lock = false;
 };
+
+//! The pool file for an item budget of `item_limit` bytes (`-m`) and an index of `kind`:
+//! the budget, room for the index beside it (per kind: its bytes per item at 32-byte keys
+//! and 100 B values, with a margin), the allocator's partly used chunks and the ballast.
+std::uint64_t pool_bytes_for(std::string_view kind, std::uint64_t item_limit);
 
 //! A read-only view of a live item, valid only inside the callback that receives it.
 struct ItemView {
@@ -232,8 +241,12 @@ class Store {
   //! the pool).
   bool fits(std::size_t key_len, std::size_t value_len) const noexcept {
     const std::size_t n = item_bytes(key_len, value_len);
-    return n <= opts_.max_item_size && n <= pool_->size() / 2;
+    return n <= opts_.max_item_size && n <= item_limit() / 2;
   }
+  //! The item budget (`-m` in bytes), or the pool's size for a pool without one.
+  std::uint64_t item_limit() const noexcept { return item_limit_ ? item_limit_ : pool_->size(); }
+  //! The bytes of item blocks held (and being built): what the budget limits.
+  std::uint64_t item_block_bytes() const noexcept { return item_blocks_.load(); }
   const StoreCounters& counters() const noexcept { return counters_; }
   const StoreOptions& options() const noexcept { return opts_; }
   std::uint64_t pool_bytes() const noexcept { return pool_->size(); }
@@ -263,8 +276,16 @@ class Store {
 
  private:
   Store() = default;
-  Result<void> init_meta(bool fresh);
-  Result<void> rebuild();  // recovery: checks every item, rebuilds the DRAM counters
+  //! The meta block: written (`fresh`, with the item budget) or checked and read.
+  Result<void> init_meta(bool fresh, std::uint64_t item_limit);
+  //! Open's steps: the pool (created if missing; `fresh`), then the index (created if the
+  //! pool's first start did not finish: `init`), then the DRAM state.
+  Result<void> open_pool(bool* fresh);
+  Result<void> open_index(bool fresh, bool* init);
+  void init_dram_state();
+  //! Recovery: checks every item, rebuilds the DRAM counters (and, at open, the item
+  //! budget's count; verify() leaves that, items may be in flight on the global-lock path).
+  Result<void> rebuild(bool at_open = false);
   std::uint64_t take_cas();
   const ItemHeader* item_at(std::uint64_t off) const noexcept;
   bool live(const ItemHeader* h, std::int64_t t) const noexcept;
@@ -275,6 +296,32 @@ class Store {
   StoreResult make_item(std::string_view key, std::uint32_t flags, std::int64_t exptime,
                         std::uint64_t cas, std::string_view v1, std::string_view v2,
                         std::uint64_t* off, bool locked, std::uint16_t iflags = 0);
+  //! The locks an eviction runs under: evict_lock_ (concurrent path), or lock_ exclusively
+  //! unless the caller holds it (`locked`).
+  struct EvictLocks {
+    std::unique_lock<std::shared_mutex> global;
+    std::unique_lock<std::mutex> evict;
+  };
+  EvictLocks lock_for_eviction(bool locked);
+  //! make_item's allocation of an n-byte item block, evicting when the pool has no room.
+  Status allocate_item(std::size_t n, std::uint64_t* off, bool locked);
+  //! The block an n-byte item takes (its apart class, or whole chunks).
+  std::size_t block_for(std::size_t n) const noexcept;
+  //! Evicts until an n-byte item fits the item budget: CLOCK victims of any size class,
+  //! about as many bytes as it lacks (at least a batch). False if the budget still has no
+  //! room (-M, or nothing left to evict).
+  bool budget_room(std::size_t n, bool locked);
+  //! Counts an item block in (+1) or out (-1) of the budget.
+  void note_block(std::uint64_t off, int sign) noexcept;
+  //! Frees a block of ours no index names and no reader saw (a set that failed).
+  void free_unpublished(std::uint64_t off) noexcept;
+  //! memcached's condition of a store mode on the key's live item (nullptr: none): stored
+  //! if the store goes ahead (`mark_stale`: ms I's lower cas), else the answer.
+  static StoreResult store_condition(StoreMode mode, const ItemHeader* live_item,
+                                     std::uint64_t cas_in, bool stale_ok, bool* mark_stale);
+  //! The item of an append or prepend to `o` (make_item, write lock held).
+  StoreResult make_concat(StoreMode mode, std::string_view key, const ItemHeader* o,
+                          std::uint64_t cas, std::string_view value, std::uint64_t* off);
   //! Commits key -> off, releases the replaced item `old` (0 = none). Write lock held.
   StoreResult commit(std::string_view key, std::uint64_t off, std::uint64_t old);
   //! Removes key (naming `off`) from the index and releases the block. False if the index
@@ -295,6 +342,13 @@ class Store {
   //! Returns 0 if no window can be freed (none but those in `tried`), else 1 + the items
   //! evicted. The caller holds what evict_some's caller holds.
   std::size_t evict_chunk(std::size_t want_bytes, std::vector<std::uint64_t>* tried = nullptr);
+  //! evict_chunk's steps: the cost of freeing each chunk's unit for a window of `span`
+  //! chunks, and the `windows` cheapest windows (cost, first chunk).
+  struct ChunkCosts;
+  ChunkCosts chunk_costs(std::size_t want_bytes, std::uint64_t span,
+                         const std::vector<std::uint64_t>* tried);
+  static std::vector<std::pair<std::uint64_t, std::uint64_t>> cheapest_windows(
+      const ChunkCosts& m, std::uint64_t span, std::size_t windows);
   //! One victim of an eviction: evicts the item at `off` under key k if the index still
   //! names it (and, concurrent, its stripe is free and not the caller's own); stuck if the
   //! index cannot remove it (no space, no ballast left). `t` is now() for live().
@@ -355,6 +409,8 @@ class Store {
   std::unique_ptr<Index> index_;
   std::unique_ptr<pm::SizeClasses> classes_;
   std::uint64_t classes_chunk_size_ = 0;  // the pool's chunk size
+  std::uint64_t item_limit_ = 0;          // meta_->item_limit (0: no budget)
+  std::atomic<std::uint64_t> item_blocks_{0};  // bytes of item blocks counted in
   MetaBlock* meta_ = nullptr;
   bool recovered_ = false;
 

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """The full-pool sequence against a wort serve or a memcached on 127.0.0.1:PORT:
-FILL sets of 32-byte keys and 100 B values (pipelined 100 at a time), then NEW sets of
-NEW_SIZE bytes on new keys, one at a time. Prints, per phase, the failed sets, the time, and
-the server's evictions and curr_items before and after.
-Usage: full_pool_client.py PORT FILL NEW NEW_SIZE"""
+FILL sets of 32-byte keys and FILL_SIZE values (default 100 B; pipelined 100 at a time),
+then NEW sets of NEW_SIZE bytes on new keys, one at a time. Prints, per phase, the failed
+sets, the time, and the server's evictions and curr_items before and after; then one line
+of key=value pairs for scripts (tools/serve-load.sh MODE=full-pool).
+Usage: full_pool_client.py PORT FILL NEW NEW_SIZE [FILL_SIZE]"""
 import socket, sys, time
 
 port, fill, new, new_size = (int(a) for a in sys.argv[1:5])
+fill_size = int(sys.argv[5]) if len(sys.argv) > 5 else 100
 s = socket.create_connection(('127.0.0.1', port))
 f = s.makefile('rb')
 
@@ -40,10 +42,16 @@ def run(prefix, n, size, pipeline):
     return bad, time.time() - t0
 
 
-for prefix, n, size, pipe in (('f:', fill, 100, 100), ('n:', new, new_size, 1)):
+kv = {}
+for phase, prefix, n, size, pipe in (('fill', 'f:', fill, fill_size, 100),
+                                     ('new', 'n:', new, new_size, 1)):
     a = stats()
     bad, dt = run(prefix, n, size, pipe)
     b = stats()
     print(f"{n} sets of {size} B: {bad} failed, {dt:.2f} s ({n / dt:.0f}/s); "
           f"evictions {a['evictions']} -> {b['evictions']}, "
           f"curr_items {a['curr_items']} -> {b['curr_items']}")
+    kv[phase + '_failed'] = bad
+    kv[phase + '_evictions'] = b['evictions'] - a['evictions']
+    kv[phase + '_items_after'] = b['curr_items']
+print(' '.join(f'{k}={v}' for k, v in kv.items()))

@@ -142,6 +142,103 @@ INSTANTIATE_TEST_SUITE_P(
 namespace wort::test {
 namespace {
 
+//! `wort serve -m 64` as deployed: an item budget of 64 MiB in the pool pool_bytes_for
+//! sizes for it (256 KiB chunks, as every -m from 64 up), two threads. Filled past full with
+//! 100 B values, the budget, not the pool's room, bounds the items (it holds what -m holds:
+//! its blocks fill the budget to within an evict-ahead batch), and 300 sets of 1000 B and
+//! then 300 B on new keys are all stored with evictions within twice their bytes in 100 B
+//! items. One ART and one B-tree (the others: `full_pool_client.py` against `wort serve`,
+//! src/server/README.md).
+class FullBudget : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FullBudget, HoldsTheBudgetAndEvictsWhatNewSizesNeed) {
+  const std::string kind = GetParam();
+  const std::string path = "/tmp/wort_full_budget_" + kind + "_" + std::to_string(getpid()) + ".pool";
+  std::filesystem::remove(path);
+  StoreOptions o;
+  o.pool_path = path;
+  o.kind = kind;
+  o.item_limit = 64ull << 20;
+  o.pool_bytes = server::pool_bytes_for(kind, o.item_limit);
+  auto opened = Store::open(o);
+  ASSERT_TRUE(bool(opened)) << opened.error().message;
+  std::unique_ptr<Store> s = std::move(opened).value();
+  ASSERT_EQ(s->chunk_size(), 256u << 10) << "not the chunks of a -m 64 deployment";
+  const auto& c = s->counters();
+  const std::string small(100, 's');
+  const std::uint64_t block = 176;  // a 164-byte item's apart block
+  const int fill = static_cast<int>(o.item_limit / block * 11 / 10);
+  EXPECT_EQ(run_split(2, fill, [&](int i) {
+              return s->store(StoreMode::set, key32('f', i), 0, 0, small) == StoreResult::stored;
+            }),
+            0);
+  const std::uint64_t held = c.curr_items.load();
+  // Within an evict-ahead batch (32) and the two threads' sets in flight of the budget.
+  EXPECT_GE(held, o.item_limit / block - 40) << "the pool ran out before the budget";
+  EXPECT_LE(s->item_block_bytes(), o.item_limit);
+  for (const std::size_t size : {std::size_t{1000}, std::size_t{300}}) {
+    const std::string big(size, 'n');
+    const char tag = size == 1000 ? 'K' : 'T';
+    const std::uint64_t ev0 = c.evictions.load();
+    EXPECT_EQ(run_split(2, 300, [&](int i) {
+                return s->store(StoreMode::set, key32(tag, i), 0, 0, big) == StoreResult::stored;
+              }),
+              0)
+        << size << " B sets refused";
+    const std::uint64_t evicted = c.evictions.load() - ev0;
+    const std::uint64_t need = 300 * server::item_bytes(32, size) / server::item_bytes(32, 100) + 1;
+    EXPECT_LE(evicted, 2 * need) << size << " B: evictions against " << need << " needed";
+    int back = 0;
+    for (int i = 0; i < 300; ++i)
+      back += s->get(key32(tag, i), [&](const server::ItemView& v) { EXPECT_EQ(v.value, big); });
+    EXPECT_GE(back, 290) << "the new items evicted each other";
+    std::printf("%s: %llu items of 100 B held, 300 sets of %zu B: %llu evictions (%llu needed), "
+                "%d read back\n", kind.c_str(), static_cast<unsigned long long>(held), size,
+                static_cast<unsigned long long>(evicted), static_cast<unsigned long long>(need),
+                back);
+  }
+  EXPECT_EQ(c.curr_items.load() + c.evictions.load() + c.reclaimed.load(), c.total_items.load());
+  auto v = s->verify();
+  EXPECT_TRUE(bool(v)) << (v ? "" : v.error().message);
+  EXPECT_TRUE(s->audit().ok());
+  s.reset();
+  std::filesystem::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FullBudget, ::testing::Values("wort", "fastfair"));
+
+//! The budget is the meta block's: a reopen keeps the one the pool was created with, and a
+//! pool created without one (as before the budget existed: the word is zero) stays bounded
+//! by its room only, whatever -m says at the reopen.
+TEST(ItemBudget, KeptAcrossReopenAndAbsentInOlderPools) {
+  const std::string path = "/tmp/wort_item_budget_" + std::to_string(getpid()) + ".pool";
+  for (const std::uint64_t created : {std::uint64_t{2} << 20, std::uint64_t{0}}) {
+    std::filesystem::remove(path);
+    StoreOptions o;
+    o.pool_path = path;
+    o.item_limit = created;
+    o.pool_bytes = 4u << 20;
+    {
+      auto s = Store::open(o);
+      ASSERT_TRUE(bool(s)) << s.error().message;
+      EXPECT_EQ((*s)->item_limit(), created ? created : (*s)->pool_bytes());
+    }
+    o.item_limit = 3u << 20;
+    auto s = Store::open(o);
+    ASSERT_TRUE(bool(s)) << s.error().message;
+    ASSERT_TRUE((*s)->recovered());
+    EXPECT_EQ((*s)->item_limit(), created ? created : (*s)->pool_bytes());
+    // Filled past the budget: the item blocks stay within it (a pool without one: its room).
+    const std::string v(100, 'v');
+    for (int i = 0; i < 40000; ++i)
+      ASSERT_EQ((*s)->store(StoreMode::set, key32('b', i), 0, 0, v), StoreResult::stored) << i;
+    EXPECT_GT((*s)->counters().evictions.load(), 0u);
+    EXPECT_LE((*s)->item_block_bytes(), (*s)->item_limit());
+    if (created) EXPECT_GE((*s)->item_block_bytes(), created - 64 * 176);
+  }
+  std::filesystem::remove(path);
+}
+
 //! Where a full pool's bytes go, per kind (a measurement, skipped unless
 //! WORT_SERVE_MEMORY_REPORT=1; src/server/README.md, "Items per megabyte"): a 64 MiB pool,
 //! 600,000 sets of 32-byte keys and 100 B values from one thread, then per item: its

@@ -142,7 +142,7 @@ TEST(ServeStart, HelpShowsServeOptionsOnlyAndIgnoredOptionsWarn) {
     ASSERT_TRUE(srv.start(pool, {"-t", "1", "-m", "4"}));
   }
   EXPECT_EQ(serve("--pool " + pool + " -m 8 --index woart --check", &out), 0) << out;
-  EXPECT_NE(out.find("-m ignored: the pool exists (4 MiB)"), std::string::npos) << out;
+  EXPECT_NE(out.find("-m ignored: the pool exists (-m 4 MiB)"), std::string::npos) << out;
   EXPECT_NE(out.find("--index ignored: the pool exists (wort index)"), std::string::npos) << out;
   EXPECT_EQ(serve("--pool " + pool + " --check", &out), 0) << out;
   EXPECT_EQ(out.find("warning"), std::string::npos) << out;
