@@ -82,6 +82,49 @@ inline void store_release(T* dst, const T& v) noexcept {
   detail::store_ordered<__ATOMIC_RELEASE>(dst, v);
 }
 
+namespace detail {
+//! The stores of a store run (pm::store_run) on a thread with a tracer: each is reported,
+//! in program order, as pm::store reports it.
+struct TracedStores {
+  Tracer* t;
+  template <class T>
+  void release(T* dst, const T& v) const noexcept {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == 8,
+                  "a store run writes 8-byte words");
+    WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % 8 == 0);
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    t->on_store(dst, &v, 8);
+    __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), bits, __ATOMIC_RELEASE);
+  }
+};
+//! The same on a thread without a tracer: the store instruction alone.
+struct PlainStores {
+  template <class T>
+  void release(T* dst, const T& v) const noexcept {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == 8,
+                  "a store run writes 8-byte words");
+    WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % 8 == 0);
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), bits, __ATOMIC_RELEASE);
+  }
+};
+}  // namespace detail
+
+//! A run of pm::store_release calls that tests for the thread's tracer once instead of at
+//! every store: `body(st)` is called with `st.release(dst, v)`, which is pm::store_release
+//! of an 8-byte word (the same instruction; under a tracer the same report, in program
+//! order). For loops that move many words (FAST&FAIR's shifts); any other pm call inside
+//! the body (a write-back, a fence) is traced as usual. The body is compiled twice.
+template <class F>
+inline void store_run(F&& body) noexcept {
+  if (Tracer* t = detail::tls_tracer) [[unlikely]]
+    body(detail::TracedStores{t});
+  else
+    body(detail::PlainStores{});
+}
+
 //! pm::store to a pool field that is never written back on purpose: metadata that the index
 //! recomputes after every restart (a node whose generation differs from the pool's is
 //! rebuilt on first touch), so no crash state depends on it. Same atomicity as pm::store;

@@ -23,11 +23,13 @@ void fast_insert(NodeRef nr, unsigned end, unsigned pos, std::uint64_t key, std:
   }
   // Right to left: slot i+1 becomes a copy of slot i (pointer first: slot i+1 stays dead
   // until its key store, which makes slot i the dead one).
-  for (unsigned i = end; i-- > pos;) {
-    lw.touch(&r[i + 1]);
-    pm::store_release(&r[i + 1].ptr, r[i].ptr);
-    pm::store_release(&r[i + 1].key, r[i].key);
-  }
+  pm::store_run([&](auto st) {
+    for (unsigned i = end; i-- > pos;) {
+      lw.touch(&r[i + 1]);
+      st.release(&r[i + 1].ptr, r[i].ptr);
+      st.release(&r[i + 1].key, r[i].key);
+    }
+  });
   lw.touch(&r[pos]);
   pm::store_release(&r[pos].ptr, ptr);  // slot pos is still dead (or past the end)
   // The commit is non-temporal (no reader sees the key before it is durable) and goes into
@@ -51,12 +53,14 @@ void shift_left(Record* r, unsigned dead, unsigned end, LineWriter& lw) {
     shift_left_buggy(r, dead, end);
     return;
   }
-  for (unsigned i = dead + 1; i < end; ++i) {
-    lw.touch(&r[i - 1]);
-    pm::store_release(&r[i - 1].ptr, r[i].ptr);
-    lw.touch(&r[i]);  // a new line: the previous one is written back first
-    pm::store_release(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
-  }
+  pm::store_run([&](auto st) {
+    for (unsigned i = dead + 1; i < end; ++i) {
+      lw.touch(&r[i - 1]);
+      st.release(&r[i - 1].ptr, r[i].ptr);
+      lw.touch(&r[i]);  // a new line: the previous one is written back first
+      st.release(&r[i].key, i + 1 < end ? r[i + 1].key : kEmpty);
+    }
+  });
   lw.finish();
 }
 
