@@ -36,6 +36,32 @@ void WriteBatch::put(std::string_view key, std::string_view value) {
 
 void WriteBatch::remove(std::string_view key) { ops_.push_back(Op{true, std::string(key), {}}); }
 
+std::string store::log_image(const WriteBatch& batch) {
+  std::size_t bytes = sizeof(LogHeader);
+  for (const auto& op : batch.ops()) bytes += record_bytes(op.key.size(), op.value.size());
+  std::string img(bytes, '\0');
+  LogHeader h{};
+  h.magic = kLogMagic;
+  h.count = batch.count();
+  h.bytes = bytes;
+  std::size_t at = sizeof h;
+  for (const auto& op : batch.ops()) {
+    LogRecord r{};
+    r.op = op.remove ? 1 : 0;
+    r.key_len = static_cast<std::uint32_t>(op.key.size());
+    r.value_len = static_cast<std::uint32_t>(op.value.size());
+    std::memcpy(img.data() + at, &r, sizeof r);
+    if (!op.key.empty()) std::memcpy(img.data() + at + sizeof r, op.key.data(), op.key.size());
+    if (!op.value.empty())
+      std::memcpy(img.data() + at + sizeof r + op.key.size(), op.value.data(), op.value.size());
+    at += record_bytes(op.key.size(), op.value.size());
+  }
+  std::memcpy(img.data(), &h, sizeof h);
+  h.crc = store::crc32c(0, img.data() + 8, bytes - 8);
+  std::memcpy(img.data(), &h, sizeof h);
+  return img;
+}
+
 // --- Impl -------------------------------------------------------------------------------------
 
 Store::Impl::~Impl() {
@@ -86,50 +112,53 @@ Result<std::string_view> Store::Impl::read_blob(std::uint64_t off, std::string_v
   return value;
 }
 
+Status Store::Impl::upsert_key(const std::string& ikey, Value v) {
+  return index->upsert(as_key(ikey), v);
+}
+
+Status Store::Impl::remove_key(std::string_view ikey) { return index->remove(as_key(ikey)); }
+
+void Store::Impl::release(std::optional<Value> blob) {
+  if (!blob) return;
+  retired->retire(*blob);
+  retired->reclaim();
+}
+
+void Store::Impl::free_block(std::uint64_t off) noexcept { pool->allocator().free(off); }
+
 Status Store::Impl::put_locked(const std::string& ikey, std::uint64_t blob) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
-  if (Status s = index->upsert(as_key(ikey), blob); s != Status::ok) return s;
-  if (old) {
-    retired->retire(*old);  // unlinked durably: the upsert's commit returned
-    retired->reclaim();
-  } else {
-    count.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (Status s = upsert_key(ikey, blob); s != Status::ok) return s;
+  release(old);  // unlinked durably: the upsert's commit returned
+  if (!old) count.fetch_add(1, std::memory_order_relaxed);
   return Status::ok;
 }
 
 Result<bool> Store::Impl::remove_locked(const std::string& ikey) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
   if (!old) return false;
-  const Status s = index->remove(as_key(ikey));
+  const Status s = remove_key(ikey);
   if (s == Status::not_found) return false;
   if (s != Status::ok) return Error{s, "remove failed: " + std::string(to_string(s))};
-  retired->retire(*old);
-  retired->reclaim();
+  release(old);  // unlinked durably: the remove's commit returned
   count.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
-Result<void> Store::Impl::replay_log() {
-  const std::optional<Value> off = index->lookup(as_key(kLogKey));
-  if (!off) return {};
+Result<std::vector<Store::Impl::LogOp>> Store::Impl::parse_log(std::uint64_t off) const {
   auto bad = [&](const std::string& what) {
     return Error{Status::corrupt, "the committed batch log at pool offset " +
-                                      std::to_string(*off) + " is damaged: " + what};
+                                      std::to_string(off) + " is damaged: " + what};
   };
-  if (*off % 16 != 0 || !pool->contains(*off, sizeof(LogHeader))) return bad("not a block");
+  if (off % 16 != 0 || !pool->contains(off, sizeof(LogHeader))) return bad("not a block");
   LogHeader h;
-  std::memcpy(&h, pool->at<LogHeader>(*off), sizeof h);
+  std::memcpy(&h, pool->at<LogHeader>(off), sizeof h);
   if (h.magic != kLogMagic) return bad("bad magic");
-  if (h.bytes < sizeof h || !pool->contains(*off, h.bytes)) return bad("bad length");
-  const char* base = pool->at<char>(*off);
+  if (h.bytes < sizeof h || !pool->contains(off, h.bytes)) return bad("bad length");
+  const char* base = pool->at<char>(off);
   if (store::crc32c(0, base + 8, h.bytes - 8) != h.crc) return bad("checksum mismatch");
-  // Check every record before applying any.
-  struct Rec {
-    bool remove;
-    std::string_view key, value;
-  };
-  std::vector<Rec> recs;
+  // Every record is checked before any is applied.
+  std::vector<LogOp> ops;
   std::size_t at = sizeof h;
   for (std::uint64_t i = 0; i < h.count; ++i) {
     if (h.bytes - at < sizeof(LogRecord)) return bad("record past the end");
@@ -139,26 +168,37 @@ Result<void> Store::Impl::replay_log() {
         h.bytes - at - sizeof r < pad8(std::size_t{r.key_len} + r.value_len))
       return bad("bad record");
     const char* p = base + at + sizeof r;
-    recs.push_back(Rec{r.op == 1, {p, r.key_len}, {p + r.key_len, r.value_len}});
+    ops.push_back(LogOp{r.op == 1, {p, r.key_len}, {p + r.key_len, r.value_len}});
     at += record_bytes(r.key_len, r.value_len);
   }
-  for (const Rec& r : recs) {
-    const std::string ikey = data_key(r.key);
-    if (r.remove) {
-      if (auto x = remove_locked(ikey); !x) return x.error();
-      continue;
-    }
-    std::uint64_t blob = 0;
-    if (Status s = make_blob(r.key, r.value, &blob); s != Status::ok)
-      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
-    if (Status s = put_locked(ikey, blob); s != Status::ok) {
-      pool->allocator().free(blob);
-      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
-    }
+  return ops;
+}
+
+void Store::Impl::replay_record(const LogOp& op, Status* s) {
+  const std::string ikey = data_key(op.key);
+  if (op.remove) {
+    auto r = remove_locked(ikey);
+    *s = r ? Status::ok : r.status();
+    return;
   }
-  if (Status s = index->remove(as_key(kLogKey)); s != Status::ok)
-    return Error{s, "clearing the replayed batch log: " + std::string(to_string(s))};
-  pool->allocator().free(*off);  // unlinked durably
+  std::uint64_t blob = 0;
+  if ((*s = make_blob(op.key, op.value, &blob)) != Status::ok) return;
+  if ((*s = put_locked(ikey, blob)) != Status::ok) free_block(blob);  // never published
+}
+
+Result<void> Store::Impl::replay_log() {
+  const std::optional<Value> off = index->lookup(as_key(kLogKey));
+  if (!off) return {};
+  auto ops = parse_log(*off);
+  if (!ops) return ops.error();
+  Status s = Status::ok;
+  for (const LogOp& op : *ops) {
+    replay_record(op, &s);
+    if (s != Status::ok)
+      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
+  }
+  if (Status r = clear_log(*off); r != Status::ok)
+    return Error{r, "clearing the replayed batch log: " + std::string(to_string(r))};
   replayed = true;
   return {};
 }
@@ -293,7 +333,7 @@ Status Store::put(std::string_view key, std::string_view value) {
   std::shared_lock batch(m.batch_lock);
   std::lock_guard g(m.stripe(key));
   const Status s = m.put_locked(ikey, blob);
-  if (s != Status::ok) m.pool->allocator().free(blob);  // never published
+  if (s != Status::ok) m.free_block(blob);  // never published
   return s;
 }
 
@@ -345,95 +385,100 @@ std::size_t Store::size() const noexcept {
 Status Store::write(const WriteBatch& batch) {
   Impl& m = *impl_;
   if (batch.empty()) return Status::ok;
-  std::size_t bytes = sizeof(LogHeader);
-  for (const auto& op : batch.ops()) {
+  for (const auto& op : batch.ops())
     if (op.key.size() > m.max_key || op.value.size() > kMaxValueSize)
       return Status::invalid_argument;
-    bytes += record_bytes(op.key.size(), op.value.size());
-  }
-  // The log image, built in DRAM and copied into its block whole.
-  std::string img(bytes, '\0');
-  LogHeader h{};
-  h.magic = kLogMagic;
-  h.count = batch.count();
-  h.bytes = bytes;
-  std::size_t at = sizeof h;
-  for (const auto& op : batch.ops()) {
-    LogRecord r{};
-    r.op = op.remove ? 1 : 0;
-    r.key_len = static_cast<std::uint32_t>(op.key.size());
-    r.value_len = static_cast<std::uint32_t>(op.value.size());
-    std::memcpy(img.data() + at, &r, sizeof r);
-    std::memcpy(img.data() + at + sizeof r, op.key.data(), op.key.size());
-    if (!op.value.empty())
-      std::memcpy(img.data() + at + sizeof r + op.key.size(), op.value.data(), op.value.size());
-    at += record_bytes(op.key.size(), op.value.size());
-  }
-  std::memcpy(img.data(), &h, sizeof h);
-  h.crc = store::crc32c(0, img.data() + 8, bytes - 8);
-  std::memcpy(img.data(), &h, sizeof h);
-
+  const std::string img = log_image(batch);
   std::unique_lock excl(m.batch_lock);
   // An earlier batch whose apply failed (out of index space) left its log committed:
   // finish it first, as the next open would.
   if (m.index->lookup(as_key(kLogKey)))
     if (auto r = m.replay_log(); !r) return r.status();
-  pm::Allocator& a = m.pool->allocator();
-  // Every block the batch needs, before its commit: out_of_space then changes nothing.
   std::uint64_t log = 0;
-  if (Status s = a.allocate(bytes, &log); s != Status::ok) return s;
-  std::vector<std::uint64_t> blobs(batch.count(), 0);
+  std::vector<std::uint64_t> blobs;
+  if (Status s = m.allocate_batch(batch, img.size(), &log, &blobs); s != Status::ok) return s;
+  if (Status s = m.commit_batch(log, img); s != Status::ok) {
+    for (std::uint64_t b : blobs)
+      if (b != 0) m.free_block(b);
+    m.free_block(log);
+    return s;
+  }
+  if (Status s = m.apply_batch(batch, blobs); s != Status::ok) return s;
+  return m.clear_log(log);
+}
+
+Status Store::Impl::clear_log(std::uint64_t log) {
+  if (Status s = remove_key(kLogKey); s != Status::ok) return s;
+  free_block(log);  // unlinked durably; no reader reads a log
+  return Status::ok;
+}
+
+Status Store::Impl::allocate_batch(const WriteBatch& batch, std::size_t log_bytes,
+                                   std::uint64_t* log, std::vector<std::uint64_t>* blobs) {
+  // Every block the batch needs, before its commit: out_of_space then changes nothing.
+  if (Status s = pool->allocator().allocate(log_bytes, log); s != Status::ok) return s;
+  blobs->assign(batch.count(), 0);
   for (std::size_t i = 0; i < batch.count(); ++i) {
     const auto& op = batch.ops()[i];
     if (op.remove) continue;
-    if (Status s = m.make_blob(op.key, op.value, &blobs[i]); s != Status::ok) {
-      for (std::uint64_t b : blobs)
-        if (b != 0) a.free(b);
-      a.free(log);
+    if (Status s = make_blob(op.key, op.value, &(*blobs)[i]); s != Status::ok) {
+      for (std::uint64_t b : *blobs)
+        if (b != 0) free_block(b);
+      free_block(*log);
       return s;
     }
   }
-  // The commit: "\0log" names the written-back log (the index's commit fences first).
-  char* lp = m.pool->at<char>(log);
-  const bool early = m.broken == StoreBroken::log_commit_before_records;
-  if (!early) {
-    pm::copy(lp, img.data(), bytes);
-    pm::flush(lp, bytes);
-  }
-  if (Status s = m.index->insert(as_key(kLogKey), log); s != Status::ok) {
-    for (std::uint64_t b : blobs)
-      if (b != 0) a.free(b);
-    a.free(log);
+  return Status::ok;
+}
+
+void Store::Impl::write_log(std::uint64_t log, const std::string& img) noexcept {
+  char* lp = pool->at<char>(log);
+  pm::copy(lp, img.data(), img.size());
+  pm::flush(lp, img.size());  // no fence: the index's commit fences first
+}
+
+void Store::Impl::insert_log(std::uint64_t log, Status* s) {
+  *s = index->insert(as_key(kLogKey), log);
+}
+
+Status Store::Impl::commit_batch(std::uint64_t log, const std::string& img) {
+  Status s = Status::ok;
+  if (broken != StoreBroken::log_commit_before_records) {
+    write_log(log, img);
+    insert_log(log, &s);  // the commit: "\0log" names the written-back log
     return s;
   }
-  if (early) {
-    pm::copy(lp, img.data(), bytes);
-    pm::persist(lp, bytes);
+  insert_log(log, &s);
+  if (s == Status::ok) {
+    write_log(log, img);
+    pm::fence();
   }
-  // Apply (single writers wait on the batch lock; readers see each key change on its own).
+  return s;
+}
+
+Status Store::Impl::apply_batch(const WriteBatch& batch, const std::vector<std::uint64_t>& blobs) {
+  // Single writers wait on the batch lock; readers see each key change on its own. A failure
+  // here (the index out of space) leaves the log committed: the next write() or open replays
+  // the whole batch. The blobs not yet published go back.
+  auto unpublished = [&](std::size_t from) {
+    for (std::size_t j = from; j < blobs.size(); ++j)
+      if (blobs[j] != 0) free_block(blobs[j]);
+  };
   for (std::size_t i = 0; i < batch.count(); ++i) {
     const auto& op = batch.ops()[i];
     const std::string ikey = data_key(op.key);
-    // A failure here (the index out of space) leaves the log committed: the next write()
-    // or open replays the whole batch. The blobs not yet published go back.
-    auto unpublished = [&](std::size_t from) {
-      for (std::size_t j = from; j < blobs.size(); ++j)
-        if (blobs[j] != 0) a.free(blobs[j]);
-    };
     if (op.remove) {
-      if (auto r = m.remove_locked(ikey); !r) {
+      if (auto r = remove_locked(ikey); !r) {
         unpublished(i + 1);
         return r.status();
       }
       continue;
     }
-    if (Status s = m.put_locked(ikey, blobs[i]); s != Status::ok) {
+    if (Status s = put_locked(ikey, blobs[i]); s != Status::ok) {
       unpublished(i);
       return s;
     }
   }
-  if (Status s = m.index->remove(as_key(kLogKey)); s != Status::ok) return s;
-  a.free(log);  // unlinked durably; no reader reads a log
   return Status::ok;
 }
 
