@@ -107,12 +107,14 @@ Result<std::string_view> Store::Impl::read_blob(std::uint64_t off, std::string_v
     return bad("bad length");
   const char* p = pool->at<char>(off) + sizeof h;
   if (std::memcmp(p, key.data(), key.size()) != 0) return bad("another key's value");
+  // The checksum's bytes lie together in the blob: the lengths, the key, the value.
+  if (store::crc32c(0, p - 8, 8 + std::size_t{h.key_len} + h.value_len) != h.crc)
+    return bad("checksum mismatch");
   const std::string_view value(p + h.key_len, h.value_len);
-  if (blob_crc(h.key_len, h.value_len, key, value) != h.crc) return bad("checksum mismatch");
   return value;
 }
 
-Status Store::Impl::upsert_key(const std::string& ikey, Value v) {
+Status Store::Impl::upsert_key(std::string_view ikey, Value v) {
   return index->upsert(as_key(ikey), v);
 }
 
@@ -126,7 +128,7 @@ void Store::Impl::release(std::optional<Value> blob) {
 
 void Store::Impl::free_block(std::uint64_t off) noexcept { pool->allocator().free(off); }
 
-Status Store::Impl::put_locked(const std::string& ikey, std::uint64_t blob) {
+Status Store::Impl::put_locked(std::string_view ikey, std::uint64_t blob) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
   if (Status s = upsert_key(ikey, blob); s != Status::ok) return s;
   release(old);  // unlinked durably: the upsert's commit returned
@@ -134,7 +136,7 @@ Status Store::Impl::put_locked(const std::string& ikey, std::uint64_t blob) {
   return Status::ok;
 }
 
-Result<bool> Store::Impl::remove_locked(const std::string& ikey) {
+Result<bool> Store::Impl::remove_locked(std::string_view ikey) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
   if (!old) return false;
   const Status s = remove_key(ikey);
@@ -329,10 +331,10 @@ Status Store::put(std::string_view key, std::string_view value) {
   if (key.size() > m.max_key || value.size() > kMaxValueSize) return Status::invalid_argument;
   std::uint64_t blob = 0;
   if (Status s = m.make_blob(key, value, &blob); s != Status::ok) return s;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   std::shared_lock batch(m.batch_lock);
   std::lock_guard g(m.stripe(key));
-  const Status s = m.put_locked(ikey, blob);
+  const Status s = m.put_locked(ikey.view(), blob);
   if (s != Status::ok) m.free_block(blob);  // never published
   return s;
 }
@@ -340,9 +342,9 @@ Status Store::put(std::string_view key, std::string_view value) {
 Result<std::optional<std::string>> Store::get(std::string_view key) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return std::optional<std::string>();
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   kit::EpochReclaimer::Pin pin(*m.retired);
-  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  const std::optional<Value> off = m.index->lookup(ikey.key());
   if (!off) return std::optional<std::string>();
   auto v = m.read_blob(*off, key);
   if (!v) return v.error();
@@ -352,9 +354,9 @@ Result<std::optional<std::string>> Store::get(std::string_view key) const {
 Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return Status::not_found;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   kit::EpochReclaimer::Pin pin(*m.retired);
-  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  const std::optional<Value> off = m.index->lookup(ikey.key());
   if (!off) return Status::not_found;
   auto v = m.read_blob(*off, key);
   if (!v) return Status::corrupt;
@@ -365,16 +367,16 @@ Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn)
 Result<bool> Store::remove(std::string_view key) {
   Impl& m = *impl_;
   if (key.size() > m.max_key) return false;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   std::shared_lock batch(m.batch_lock);
   std::lock_guard g(m.stripe(key));
-  return m.remove_locked(ikey);
+  return m.remove_locked(ikey.view());
 }
 
 bool Store::contains(std::string_view key) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return false;
-  return m.index->lookup(as_key(data_key(key))).has_value();
+  return m.index->lookup(IndexKey(key).key()).has_value();
 }
 
 std::size_t Store::size() const noexcept {
@@ -510,21 +512,21 @@ Result<void> Store::verify() const {
 
 Cursor::Cursor(const Store& s, std::optional<std::string> lo, std::optional<std::string> hi)
     : store_(&s), lo_(std::move(lo)), hi_(std::move(hi)) {
-  fill(lo_.value_or(std::string()), true);
+  fill(lo_ ? std::string_view(*lo_) : std::string_view(), true);
 }
 
-void Cursor::fill(std::string from, bool inclusive) {
-  keys_.clear();
-  values_.clear();
+void Cursor::fill(std::string_view from, bool inclusive) {
+  // `from` may view buf_ (next() passes the batch's last key): the index key first.
+  IndexKey ifrom(from, inclusive ? std::string_view() : std::string_view("\0", 1));
+  buf_.clear();
+  entries_.clear();
   pos_ = 0;
   if (status_ != Status::ok) return;
   const Store::Impl& m = store_->impl();
-  std::string ifrom = data_key(from);
-  if (!inclusive) ifrom += '\0';  // the smallest key after `from`
   std::size_t seen = 0;
   bool stop = false;
   kit::EpochReclaimer::Pin pin(*m.retired);
-  m.index->scan(as_key(ifrom), kCursorBatch, [&](Key k, Value off) {
+  m.index->scan(ifrom.key(), kCursorBatch, [&](Key k, Value off) {
     ++seen;
     const std::string_view ik = key_view(k);
     if (ik.empty() || ik[0] != kDataTag) return !(stop = true);
@@ -535,28 +537,32 @@ void Cursor::fill(std::string from, bool inclusive) {
       status_ = Status::corrupt;
       return !(stop = true);
     }
-    keys_.emplace_back(uk);
-    values_.emplace_back(*v);
+    entries_.push_back(Entry{buf_.size(), static_cast<std::uint32_t>(uk.size()),
+                             static_cast<std::uint32_t>(v->size())});
+    buf_.append(uk);
+    buf_.append(*v);
     return true;
   });
   exhausted_ = stop || seen < kCursorBatch;
   if (status_ != Status::ok) {
-    keys_.clear();
-    values_.clear();
+    buf_.clear();
+    entries_.clear();
   }
 }
 
 void Cursor::next() {
   if (!valid()) return;
-  if (++pos_ < keys_.size() || exhausted_) return;
-  fill(keys_.back(), false);
+  if (++pos_ < entries_.size() || exhausted_) return;
+  pos_ = entries_.size() - 1;
+  fill(key(), false);
 }
 
 void Cursor::seek(std::string_view k) {
-  std::string from(k);
+  std::string_view from = k;
   if (lo_ && from < *lo_) from = *lo_;
   exhausted_ = false;
-  fill(std::move(from), true);
+  const std::string copy(from);  // k may view this cursor's batch
+  fill(copy, true);
 }
 
 }  // namespace wort

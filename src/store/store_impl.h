@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,10 +59,10 @@ struct Store::Impl {
   //! its value bytes; corrupt otherwise.
   Result<std::string_view> read_blob(std::uint64_t off, std::string_view key) const;
   //! put / remove with the key's writers excluded by the caller (stripe or batch lock).
-  Status put_locked(const std::string& ikey, std::uint64_t blob);
-  Result<bool> remove_locked(const std::string& ikey);
+  Status put_locked(std::string_view ikey, std::uint64_t blob);
+  Result<bool> remove_locked(std::string_view ikey);
   //! The index's commits of a value, a removal (index key `ikey`).
-  Status upsert_key(const std::string& ikey, Value v);
+  Status upsert_key(std::string_view ikey, Value v);
   Status remove_key(std::string_view ikey);
   //! Frees a blob the index no longer names (after the commit that unlinked it) once no
   //! reader pinned before can hold it; nothing for std::nullopt.
@@ -109,6 +110,34 @@ inline std::string data_key(std::string_view k) {
   s += k;
   return s;
 }
+
+//! The index key of user key `k` followed by `suffix` (kDataTag + k + suffix), on the stack
+//! when short: every read and write builds one.
+class IndexKey {
+ public:
+  explicit IndexKey(std::string_view k, std::string_view suffix = {}) {
+    n_ = 1 + k.size() + suffix.size();
+    char* p = small_;
+    if (n_ > sizeof small_) {
+      big_.resize(n_);
+      p = big_.data();
+    }
+    p[0] = store::kDataTag;
+    if (!k.empty()) std::memcpy(p + 1, k.data(), k.size());
+    if (!suffix.empty()) std::memcpy(p + 1 + k.size(), suffix.data(), suffix.size());
+    p_ = p;
+  }
+  IndexKey(const IndexKey&) = delete;
+  IndexKey& operator=(const IndexKey&) = delete;
+  std::string_view view() const noexcept { return {p_, n_}; }
+  Key key() const noexcept { return as_key(view()); }
+
+ private:
+  char small_[96];
+  std::string big_;
+  const char* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 namespace store {
 //! The redo log of `batch` as its block holds it (layout.h), built in DRAM and copied into
