@@ -112,6 +112,9 @@ COVER = [
     # the server's pool words (tools/mutations/server.txt): its Store under the simulator,
     # and the item write with each index's commit
     ("src/server/", [("server_store_crash_test", "*"), ("server_item_crash_test", "*")]),
+    # wort::Store (tools/mutations/store.txt): put, replace, remove and a batch under the
+    # simulator for every persistent kind, and a store's first open (not the broken variants)
+    ("src/store/", [("store_store_crash_test", "Kinds/*")]),
     # the kit's value commits (tools/mutations/kit.txt): every index that calls them
     ("src/index/kit/anchor.h", [("crash_wort_crash_test", "-*Kill9*"),
                                    ("crash_pmart_crash_test", "-*Kill9*"),

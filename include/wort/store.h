@@ -64,12 +64,24 @@ class Store;
 //! written after the cursor passed it is not seen, one written ahead of it may be or not,
 //! and each value is one that key held (whole) at some moment during the cursor's life.
 //! A cursor must not outlive its Store.
+//!
+//! Ascending only: the indexes scan upwards (Index::scan), and a step back by a search for
+//! the last key below the current one is not offered (it would cost a scan from the range's
+//! start per step). To walk a range downwards, collect it and reverse it.
 class Cursor {
  public:
-  bool valid() const noexcept { return pos_ < keys_.size(); }
-  std::string_view key() const noexcept { return keys_[pos_]; }
-  //! The value, a view valid until the next next() / seek() or the cursor's end.
-  std::string_view value() const noexcept { return values_[pos_]; }
+  bool valid() const noexcept { return pos_ < entries_.size(); }
+  //! The key, a view valid until the next next() / seek() or the cursor's end.
+  std::string_view key() const noexcept {
+    const Entry& e = entries_[pos_];
+    return {buf_.data() + e.at, e.key_len};
+  }
+  //! The value (its checksum checked), a view valid until the next next() / seek() or the
+  //! cursor's end.
+  std::string_view value() const noexcept {
+    const Entry& e = entries_[pos_];
+    return {buf_.data() + e.at + e.key_len, e.value_len};
+  }
   void next();
   //! Moves to the first key >= k (and >= the lower bound, < the upper bound).
   void seek(std::string_view k);
@@ -78,12 +90,18 @@ class Cursor {
 
  private:
   friend class Store;
+  //! One key and value in buf_: the key's bytes at `at`, the value's right after.
+  struct Entry {
+    std::size_t at;
+    std::uint32_t key_len, value_len;
+  };
   Cursor(const Store& s, std::optional<std::string> lo, std::optional<std::string> hi);
-  void fill(std::string from, bool inclusive);
+  void fill(std::string_view from, bool inclusive);
 
   const Store* store_;
   std::optional<std::string> lo_, hi_;
-  std::vector<std::string> keys_, values_;
+  std::string buf_;  //!< the batch's keys and values, copied out of the pool under a pin
+  std::vector<Entry> entries_;
   std::size_t pos_ = 0;
   bool exhausted_ = false;  //!< the last fill reached the end of the range
   Status status_ = Status::ok;

@@ -36,6 +36,32 @@ void WriteBatch::put(std::string_view key, std::string_view value) {
 
 void WriteBatch::remove(std::string_view key) { ops_.push_back(Op{true, std::string(key), {}}); }
 
+std::string store::log_image(const WriteBatch& batch) {
+  std::size_t bytes = sizeof(LogHeader);
+  for (const auto& op : batch.ops()) bytes += record_bytes(op.key.size(), op.value.size());
+  std::string img(bytes, '\0');
+  LogHeader h{};
+  h.magic = kLogMagic;
+  h.count = batch.count();
+  h.bytes = bytes;
+  std::size_t at = sizeof h;
+  for (const auto& op : batch.ops()) {
+    LogRecord r{};
+    r.op = op.remove ? 1 : 0;
+    r.key_len = static_cast<std::uint32_t>(op.key.size());
+    r.value_len = static_cast<std::uint32_t>(op.value.size());
+    std::memcpy(img.data() + at, &r, sizeof r);
+    if (!op.key.empty()) std::memcpy(img.data() + at + sizeof r, op.key.data(), op.key.size());
+    if (!op.value.empty())
+      std::memcpy(img.data() + at + sizeof r + op.key.size(), op.value.data(), op.value.size());
+    at += record_bytes(op.key.size(), op.value.size());
+  }
+  std::memcpy(img.data(), &h, sizeof h);
+  h.crc = store::crc32c(0, img.data() + 8, bytes - 8);
+  std::memcpy(img.data(), &h, sizeof h);
+  return img;
+}
+
 // --- Impl -------------------------------------------------------------------------------------
 
 Store::Impl::~Impl() {
@@ -81,55 +107,60 @@ Result<std::string_view> Store::Impl::read_blob(std::uint64_t off, std::string_v
     return bad("bad length");
   const char* p = pool->at<char>(off) + sizeof h;
   if (std::memcmp(p, key.data(), key.size()) != 0) return bad("another key's value");
+  // The checksum's bytes lie together in the blob: the lengths, the key, the value.
+  if (store::crc32c(0, p - 8, 8 + std::size_t{h.key_len} + h.value_len) != h.crc)
+    return bad("checksum mismatch");
   const std::string_view value(p + h.key_len, h.value_len);
-  if (blob_crc(h.key_len, h.value_len, key, value) != h.crc) return bad("checksum mismatch");
   return value;
 }
 
-Status Store::Impl::put_locked(const std::string& ikey, std::uint64_t blob) {
+Status Store::Impl::upsert_key(std::string_view ikey, Value v) {
+  return index->upsert(as_key(ikey), v);
+}
+
+Status Store::Impl::remove_key(std::string_view ikey) { return index->remove(as_key(ikey)); }
+
+void Store::Impl::release(std::optional<Value> blob) {
+  if (!blob) return;
+  retired->retire(*blob);
+  retired->reclaim();
+}
+
+void Store::Impl::free_block(std::uint64_t off) noexcept { pool->allocator().free(off); }
+
+Status Store::Impl::put_locked(std::string_view ikey, std::uint64_t blob) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
-  if (Status s = index->upsert(as_key(ikey), blob); s != Status::ok) return s;
-  if (old) {
-    retired->retire(*old);  // unlinked durably: the upsert's commit returned
-    retired->reclaim();
-  } else {
-    count.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (Status s = upsert_key(ikey, blob); s != Status::ok) return s;
+  release(old);  // unlinked durably: the upsert's commit returned
+  if (!old) count.fetch_add(1, std::memory_order_relaxed);
   return Status::ok;
 }
 
-Result<bool> Store::Impl::remove_locked(const std::string& ikey) {
+Result<bool> Store::Impl::remove_locked(std::string_view ikey) {
   const std::optional<Value> old = index->lookup(as_key(ikey));
   if (!old) return false;
-  const Status s = index->remove(as_key(ikey));
+  const Status s = remove_key(ikey);
   if (s == Status::not_found) return false;
   if (s != Status::ok) return Error{s, "remove failed: " + std::string(to_string(s))};
-  retired->retire(*old);
-  retired->reclaim();
+  release(old);  // unlinked durably: the remove's commit returned
   count.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
-Result<void> Store::Impl::replay_log() {
-  const std::optional<Value> off = index->lookup(as_key(kLogKey));
-  if (!off) return {};
+Result<std::vector<Store::Impl::LogOp>> Store::Impl::parse_log(std::uint64_t off) const {
   auto bad = [&](const std::string& what) {
     return Error{Status::corrupt, "the committed batch log at pool offset " +
-                                      std::to_string(*off) + " is damaged: " + what};
+                                      std::to_string(off) + " is damaged: " + what};
   };
-  if (*off % 16 != 0 || !pool->contains(*off, sizeof(LogHeader))) return bad("not a block");
+  if (off % 16 != 0 || !pool->contains(off, sizeof(LogHeader))) return bad("not a block");
   LogHeader h;
-  std::memcpy(&h, pool->at<LogHeader>(*off), sizeof h);
+  std::memcpy(&h, pool->at<LogHeader>(off), sizeof h);
   if (h.magic != kLogMagic) return bad("bad magic");
-  if (h.bytes < sizeof h || !pool->contains(*off, h.bytes)) return bad("bad length");
-  const char* base = pool->at<char>(*off);
+  if (h.bytes < sizeof h || !pool->contains(off, h.bytes)) return bad("bad length");
+  const char* base = pool->at<char>(off);
   if (store::crc32c(0, base + 8, h.bytes - 8) != h.crc) return bad("checksum mismatch");
-  // Check every record before applying any.
-  struct Rec {
-    bool remove;
-    std::string_view key, value;
-  };
-  std::vector<Rec> recs;
+  // Every record is checked before any is applied.
+  std::vector<LogOp> ops;
   std::size_t at = sizeof h;
   for (std::uint64_t i = 0; i < h.count; ++i) {
     if (h.bytes - at < sizeof(LogRecord)) return bad("record past the end");
@@ -139,26 +170,37 @@ Result<void> Store::Impl::replay_log() {
         h.bytes - at - sizeof r < pad8(std::size_t{r.key_len} + r.value_len))
       return bad("bad record");
     const char* p = base + at + sizeof r;
-    recs.push_back(Rec{r.op == 1, {p, r.key_len}, {p + r.key_len, r.value_len}});
+    ops.push_back(LogOp{r.op == 1, {p, r.key_len}, {p + r.key_len, r.value_len}});
     at += record_bytes(r.key_len, r.value_len);
   }
-  for (const Rec& r : recs) {
-    const std::string ikey = data_key(r.key);
-    if (r.remove) {
-      if (auto x = remove_locked(ikey); !x) return x.error();
-      continue;
-    }
-    std::uint64_t blob = 0;
-    if (Status s = make_blob(r.key, r.value, &blob); s != Status::ok)
-      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
-    if (Status s = put_locked(ikey, blob); s != Status::ok) {
-      pool->allocator().free(blob);
-      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
-    }
+  return ops;
+}
+
+void Store::Impl::replay_record(const LogOp& op, Status* s) {
+  const std::string ikey = data_key(op.key);
+  if (op.remove) {
+    auto r = remove_locked(ikey);
+    *s = r ? Status::ok : r.status();
+    return;
   }
-  if (Status s = index->remove(as_key(kLogKey)); s != Status::ok)
-    return Error{s, "clearing the replayed batch log: " + std::string(to_string(s))};
-  pool->allocator().free(*off);  // unlinked durably
+  std::uint64_t blob = 0;
+  if ((*s = make_blob(op.key, op.value, &blob)) != Status::ok) return;
+  if ((*s = put_locked(ikey, blob)) != Status::ok) free_block(blob);  // never published
+}
+
+Result<void> Store::Impl::replay_log() {
+  const std::optional<Value> off = index->lookup(as_key(kLogKey));
+  if (!off) return {};
+  auto ops = parse_log(*off);
+  if (!ops) return ops.error();
+  Status s = Status::ok;
+  for (const LogOp& op : *ops) {
+    replay_record(op, &s);
+    if (s != Status::ok)
+      return Error{s, "replaying a committed batch: " + std::string(to_string(s))};
+  }
+  if (Status r = clear_log(*off); r != Status::ok)
+    return Error{r, "clearing the replayed batch log: " + std::string(to_string(r))};
   replayed = true;
   return {};
 }
@@ -289,20 +331,20 @@ Status Store::put(std::string_view key, std::string_view value) {
   if (key.size() > m.max_key || value.size() > kMaxValueSize) return Status::invalid_argument;
   std::uint64_t blob = 0;
   if (Status s = m.make_blob(key, value, &blob); s != Status::ok) return s;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   std::shared_lock batch(m.batch_lock);
   std::lock_guard g(m.stripe(key));
-  const Status s = m.put_locked(ikey, blob);
-  if (s != Status::ok) m.pool->allocator().free(blob);  // never published
+  const Status s = m.put_locked(ikey.view(), blob);
+  if (s != Status::ok) m.free_block(blob);  // never published
   return s;
 }
 
 Result<std::optional<std::string>> Store::get(std::string_view key) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return std::optional<std::string>();
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   kit::EpochReclaimer::Pin pin(*m.retired);
-  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  const std::optional<Value> off = m.index->lookup(ikey.key());
   if (!off) return std::optional<std::string>();
   auto v = m.read_blob(*off, key);
   if (!v) return v.error();
@@ -312,9 +354,9 @@ Result<std::optional<std::string>> Store::get(std::string_view key) const {
 Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return Status::not_found;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   kit::EpochReclaimer::Pin pin(*m.retired);
-  const std::optional<Value> off = m.index->lookup(as_key(ikey));
+  const std::optional<Value> off = m.index->lookup(ikey.key());
   if (!off) return Status::not_found;
   auto v = m.read_blob(*off, key);
   if (!v) return Status::corrupt;
@@ -325,16 +367,16 @@ Status Store::read(std::string_view key, FunctionRef<void(std::string_view)> fn)
 Result<bool> Store::remove(std::string_view key) {
   Impl& m = *impl_;
   if (key.size() > m.max_key) return false;
-  const std::string ikey = data_key(key);
+  const IndexKey ikey(key);
   std::shared_lock batch(m.batch_lock);
   std::lock_guard g(m.stripe(key));
-  return m.remove_locked(ikey);
+  return m.remove_locked(ikey.view());
 }
 
 bool Store::contains(std::string_view key) const {
   const Impl& m = *impl_;
   if (key.size() > m.max_key) return false;
-  return m.index->lookup(as_key(data_key(key))).has_value();
+  return m.index->lookup(IndexKey(key).key()).has_value();
 }
 
 std::size_t Store::size() const noexcept {
@@ -345,95 +387,100 @@ std::size_t Store::size() const noexcept {
 Status Store::write(const WriteBatch& batch) {
   Impl& m = *impl_;
   if (batch.empty()) return Status::ok;
-  std::size_t bytes = sizeof(LogHeader);
-  for (const auto& op : batch.ops()) {
+  for (const auto& op : batch.ops())
     if (op.key.size() > m.max_key || op.value.size() > kMaxValueSize)
       return Status::invalid_argument;
-    bytes += record_bytes(op.key.size(), op.value.size());
-  }
-  // The log image, built in DRAM and copied into its block whole.
-  std::string img(bytes, '\0');
-  LogHeader h{};
-  h.magic = kLogMagic;
-  h.count = batch.count();
-  h.bytes = bytes;
-  std::size_t at = sizeof h;
-  for (const auto& op : batch.ops()) {
-    LogRecord r{};
-    r.op = op.remove ? 1 : 0;
-    r.key_len = static_cast<std::uint32_t>(op.key.size());
-    r.value_len = static_cast<std::uint32_t>(op.value.size());
-    std::memcpy(img.data() + at, &r, sizeof r);
-    std::memcpy(img.data() + at + sizeof r, op.key.data(), op.key.size());
-    if (!op.value.empty())
-      std::memcpy(img.data() + at + sizeof r + op.key.size(), op.value.data(), op.value.size());
-    at += record_bytes(op.key.size(), op.value.size());
-  }
-  std::memcpy(img.data(), &h, sizeof h);
-  h.crc = store::crc32c(0, img.data() + 8, bytes - 8);
-  std::memcpy(img.data(), &h, sizeof h);
-
+  const std::string img = log_image(batch);
   std::unique_lock excl(m.batch_lock);
   // An earlier batch whose apply failed (out of index space) left its log committed:
   // finish it first, as the next open would.
   if (m.index->lookup(as_key(kLogKey)))
     if (auto r = m.replay_log(); !r) return r.status();
-  pm::Allocator& a = m.pool->allocator();
-  // Every block the batch needs, before its commit: out_of_space then changes nothing.
   std::uint64_t log = 0;
-  if (Status s = a.allocate(bytes, &log); s != Status::ok) return s;
-  std::vector<std::uint64_t> blobs(batch.count(), 0);
+  std::vector<std::uint64_t> blobs;
+  if (Status s = m.allocate_batch(batch, img.size(), &log, &blobs); s != Status::ok) return s;
+  if (Status s = m.commit_batch(log, img); s != Status::ok) {
+    for (std::uint64_t b : blobs)
+      if (b != 0) m.free_block(b);
+    m.free_block(log);
+    return s;
+  }
+  if (Status s = m.apply_batch(batch, blobs); s != Status::ok) return s;
+  return m.clear_log(log);
+}
+
+Status Store::Impl::clear_log(std::uint64_t log) {
+  if (Status s = remove_key(kLogKey); s != Status::ok) return s;
+  free_block(log);  // unlinked durably; no reader reads a log
+  return Status::ok;
+}
+
+Status Store::Impl::allocate_batch(const WriteBatch& batch, std::size_t log_bytes,
+                                   std::uint64_t* log, std::vector<std::uint64_t>* blobs) {
+  // Every block the batch needs, before its commit: out_of_space then changes nothing.
+  if (Status s = pool->allocator().allocate(log_bytes, log); s != Status::ok) return s;
+  blobs->assign(batch.count(), 0);
   for (std::size_t i = 0; i < batch.count(); ++i) {
     const auto& op = batch.ops()[i];
     if (op.remove) continue;
-    if (Status s = m.make_blob(op.key, op.value, &blobs[i]); s != Status::ok) {
-      for (std::uint64_t b : blobs)
-        if (b != 0) a.free(b);
-      a.free(log);
+    if (Status s = make_blob(op.key, op.value, &(*blobs)[i]); s != Status::ok) {
+      for (std::uint64_t b : *blobs)
+        if (b != 0) free_block(b);
+      free_block(*log);
       return s;
     }
   }
-  // The commit: "\0log" names the written-back log (the index's commit fences first).
-  char* lp = m.pool->at<char>(log);
-  const bool early = m.broken == StoreBroken::log_commit_before_records;
-  if (!early) {
-    pm::copy(lp, img.data(), bytes);
-    pm::flush(lp, bytes);
-  }
-  if (Status s = m.index->insert(as_key(kLogKey), log); s != Status::ok) {
-    for (std::uint64_t b : blobs)
-      if (b != 0) a.free(b);
-    a.free(log);
+  return Status::ok;
+}
+
+void Store::Impl::write_log(std::uint64_t log, const std::string& img) noexcept {
+  char* lp = pool->at<char>(log);
+  pm::copy(lp, img.data(), img.size());
+  pm::flush(lp, img.size());  // no fence: the index's commit fences first
+}
+
+void Store::Impl::insert_log(std::uint64_t log, Status* s) {
+  *s = index->insert(as_key(kLogKey), log);
+}
+
+Status Store::Impl::commit_batch(std::uint64_t log, const std::string& img) {
+  Status s = Status::ok;
+  if (broken != StoreBroken::log_commit_before_records) {
+    write_log(log, img);
+    insert_log(log, &s);  // the commit: "\0log" names the written-back log
     return s;
   }
-  if (early) {
-    pm::copy(lp, img.data(), bytes);
-    pm::persist(lp, bytes);
+  insert_log(log, &s);
+  if (s == Status::ok) {
+    write_log(log, img);
+    pm::fence();
   }
-  // Apply (single writers wait on the batch lock; readers see each key change on its own).
+  return s;
+}
+
+Status Store::Impl::apply_batch(const WriteBatch& batch, const std::vector<std::uint64_t>& blobs) {
+  // Single writers wait on the batch lock; readers see each key change on its own. A failure
+  // here (the index out of space) leaves the log committed: the next write() or open replays
+  // the whole batch. The blobs not yet published go back.
+  auto unpublished = [&](std::size_t from) {
+    for (std::size_t j = from; j < blobs.size(); ++j)
+      if (blobs[j] != 0) free_block(blobs[j]);
+  };
   for (std::size_t i = 0; i < batch.count(); ++i) {
     const auto& op = batch.ops()[i];
     const std::string ikey = data_key(op.key);
-    // A failure here (the index out of space) leaves the log committed: the next write()
-    // or open replays the whole batch. The blobs not yet published go back.
-    auto unpublished = [&](std::size_t from) {
-      for (std::size_t j = from; j < blobs.size(); ++j)
-        if (blobs[j] != 0) a.free(blobs[j]);
-    };
     if (op.remove) {
-      if (auto r = m.remove_locked(ikey); !r) {
+      if (auto r = remove_locked(ikey); !r) {
         unpublished(i + 1);
         return r.status();
       }
       continue;
     }
-    if (Status s = m.put_locked(ikey, blobs[i]); s != Status::ok) {
+    if (Status s = put_locked(ikey, blobs[i]); s != Status::ok) {
       unpublished(i);
       return s;
     }
   }
-  if (Status s = m.index->remove(as_key(kLogKey)); s != Status::ok) return s;
-  a.free(log);  // unlinked durably; no reader reads a log
   return Status::ok;
 }
 
@@ -465,21 +512,21 @@ Result<void> Store::verify() const {
 
 Cursor::Cursor(const Store& s, std::optional<std::string> lo, std::optional<std::string> hi)
     : store_(&s), lo_(std::move(lo)), hi_(std::move(hi)) {
-  fill(lo_.value_or(std::string()), true);
+  fill(lo_ ? std::string_view(*lo_) : std::string_view(), true);
 }
 
-void Cursor::fill(std::string from, bool inclusive) {
-  keys_.clear();
-  values_.clear();
+void Cursor::fill(std::string_view from, bool inclusive) {
+  // `from` may view buf_ (next() passes the batch's last key): the index key first.
+  IndexKey ifrom(from, inclusive ? std::string_view() : std::string_view("\0", 1));
+  buf_.clear();
+  entries_.clear();
   pos_ = 0;
   if (status_ != Status::ok) return;
   const Store::Impl& m = store_->impl();
-  std::string ifrom = data_key(from);
-  if (!inclusive) ifrom += '\0';  // the smallest key after `from`
   std::size_t seen = 0;
   bool stop = false;
   kit::EpochReclaimer::Pin pin(*m.retired);
-  m.index->scan(as_key(ifrom), kCursorBatch, [&](Key k, Value off) {
+  m.index->scan(ifrom.key(), kCursorBatch, [&](Key k, Value off) {
     ++seen;
     const std::string_view ik = key_view(k);
     if (ik.empty() || ik[0] != kDataTag) return !(stop = true);
@@ -490,28 +537,32 @@ void Cursor::fill(std::string from, bool inclusive) {
       status_ = Status::corrupt;
       return !(stop = true);
     }
-    keys_.emplace_back(uk);
-    values_.emplace_back(*v);
+    entries_.push_back(Entry{buf_.size(), static_cast<std::uint32_t>(uk.size()),
+                             static_cast<std::uint32_t>(v->size())});
+    buf_.append(uk);
+    buf_.append(*v);
     return true;
   });
   exhausted_ = stop || seen < kCursorBatch;
   if (status_ != Status::ok) {
-    keys_.clear();
-    values_.clear();
+    buf_.clear();
+    entries_.clear();
   }
 }
 
 void Cursor::next() {
   if (!valid()) return;
-  if (++pos_ < keys_.size() || exhausted_) return;
-  fill(keys_.back(), false);
+  if (++pos_ < entries_.size() || exhausted_) return;
+  pos_ = entries_.size() - 1;
+  fill(key(), false);
 }
 
 void Cursor::seek(std::string_view k) {
-  std::string from(k);
+  std::string_view from = k;
   if (lo_ && from < *lo_) from = *lo_;
   exhausted_ = false;
-  fill(std::move(from), true);
+  const std::string copy(from);  // k may view this cursor's batch
+  fill(copy, true);
 }
 
 }  // namespace wort

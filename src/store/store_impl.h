@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "index/kit/epoch.h"
 #include "pm/allocator.h"
@@ -57,10 +59,43 @@ struct Store::Impl {
   //! its value bytes; corrupt otherwise.
   Result<std::string_view> read_blob(std::uint64_t off, std::string_view key) const;
   //! put / remove with the key's writers excluded by the caller (stripe or batch lock).
-  Status put_locked(const std::string& ikey, std::uint64_t blob);
-  Result<bool> remove_locked(const std::string& ikey);
-  //! Replays and clears a committed redo log (at open).
+  Status put_locked(std::string_view ikey, std::uint64_t blob);
+  Result<bool> remove_locked(std::string_view ikey);
+  //! The index's commits of a value, a removal (index key `ikey`).
+  Status upsert_key(std::string_view ikey, Value v);
+  Status remove_key(std::string_view ikey);
+  //! Frees a blob the index no longer names (after the commit that unlinked it) once no
+  //! reader pinned before can hold it; nothing for std::nullopt.
+  void release(std::optional<Value> blob);
+  //! Frees a block no reader can reach (never published, or a log).
+  void free_block(std::uint64_t off) noexcept;
+
+  //! One record of a committed redo log, viewing the log's block.
+  struct LogOp {
+    bool remove;
+    std::string_view key, value;
+  };
+  //! The records of the log at `off`, each checked (bounds, checksum); corrupt otherwise.
+  Result<std::vector<LogOp>> parse_log(std::uint64_t off) const;
+  //! Applies one record of a committed log (its blob made afresh); *s: the outcome.
+  void replay_record(const LogOp& op, Status* s);
+  //! Replays and clears a committed redo log (at open, or before the next batch).
   Result<void> replay_log();
+
+  //! A batch: every block first (its log of log_bytes, a blob per put; out_of_space frees
+  //! them and changes nothing), then the commit, then the apply.
+  Status allocate_batch(const WriteBatch& batch, std::size_t log_bytes, std::uint64_t* log,
+                        std::vector<std::uint64_t>* blobs);
+  //! Writes the log image into its block and writes it back (no fence).
+  void write_log(std::uint64_t log, const std::string& img) noexcept;
+  //! The batch's commit: the index's insert of "\0log" naming the log (it fences first).
+  void insert_log(std::uint64_t log, Status* s);
+  //! write_log, then insert_log (the broken variant: the other way round).
+  Status commit_batch(std::uint64_t log, const std::string& img);
+  //! Removes "\0log" (durably), then frees the log's block.
+  Status clear_log(std::uint64_t log);
+  //! Applies a committed batch's entries (blobs[i]: entry i's blob, 0 for a remove).
+  Status apply_batch(const WriteBatch& batch, const std::vector<std::uint64_t>& blobs);
   //! Every block the store reaches: the index's, every value's, and blobs retired and not
   //! yet freed (the allocator's audit walker).
   Result<void> visit_blocks(pm::BlockVisitor v) const;
@@ -76,7 +111,38 @@ inline std::string data_key(std::string_view k) {
   return s;
 }
 
+//! The index key of user key `k` followed by `suffix` (kDataTag + k + suffix), on the stack
+//! when short: every read and write builds one.
+class IndexKey {
+ public:
+  explicit IndexKey(std::string_view k, std::string_view suffix = {}) {
+    n_ = 1 + k.size() + suffix.size();
+    char* p = small_;
+    if (n_ > sizeof small_) {
+      big_.resize(n_);
+      p = big_.data();
+    }
+    p[0] = store::kDataTag;
+    if (!k.empty()) std::memcpy(p + 1, k.data(), k.size());
+    if (!suffix.empty()) std::memcpy(p + 1 + k.size(), suffix.data(), suffix.size());
+    p_ = p;
+  }
+  IndexKey(const IndexKey&) = delete;
+  IndexKey& operator=(const IndexKey&) = delete;
+  std::string_view view() const noexcept { return {p_, n_}; }
+  Key key() const noexcept { return as_key(view()); }
+
+ private:
+  char small_[96];
+  std::string big_;
+  const char* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
 namespace store {
+//! The redo log of `batch` as its block holds it (layout.h), built in DRAM and copied into
+//! the block whole.
+std::string log_image(const WriteBatch& batch);
 //! Tests: opens the store held by a pool image in memory (Pool::attach), recovering it.
 Result<std::unique_ptr<Store>> open_image(std::span<std::byte> image, const std::string& name);
 }  // namespace store
