@@ -117,6 +117,7 @@ TEST(FastFairCrash, RemoveKeyWritesBackBeforeDirtyingTheNextLine) {
                    {rem(std::string(40, 'b')), rem("a"), rem("c")}));
 }
 
+#if WORT_FAULTS
 // ... and the simulator catches the authors' write-back rule (in the shift the second
 // remove makes to squeeze out the first one's dead slot).
 TEST(FastFairCrash, BrokenRemoveKeyWriteBackIsCaught) {
@@ -126,6 +127,7 @@ TEST(FastFairCrash, BrokenRemoveKeyWriteBackIsCaught) {
   EXPECT_FALSE(r.correct()) << r.summary();
   EXPECT_TRUE(r.has("LOST_ACK") || r.has("NOT_ATOMIC")) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 TEST(FastFairCrash, UpsertAndUpdate) {
   const auto setup = seq(0, 6);
@@ -191,6 +193,7 @@ TEST(FastFairCrash, CrashMidSplitIsRepaired) {
                    o));
 }
 
+#if WORT_FAULTS
 // The simulator catches a split whose sibling may reach PM after its link.
 TEST(FastFairCrash, BrokenSplitFenceIsCaught) {
   fastfair::faults::active = fastfair::faults::split_no_fence_before_link;
@@ -198,6 +201,7 @@ TEST(FastFairCrash, BrokenSplitFenceIsCaught) {
   fastfair::faults::active = 0;
   EXPECT_FALSE(r.correct()) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 // Larger trees, sampled: random keys of each generator, a mixed batch of operations.
 TEST(FastFairCrash, SampledMixedOperations) {
@@ -285,6 +289,7 @@ TEST(FastFairCrash, InnerMergesAndCollapse) {
   EXPECT_CLEAN(run(setup, ops, sanitizer_sample(o)));
 }
 
+#if WORT_FAULTS
 // A merge whose right node is empty, stopped after the detach (faults::stop_after_detach,
 // a crash state; set for the whole run, it stops merges only), leaves that node in the
 // chain. The next rebalance of its left neighbour (here a borrow from the node after it)
@@ -303,6 +308,7 @@ TEST(FastFairCrash, EmptyNodeOfAStoppedMergeIsUnlinked) {
   ASSERT_EQ(after.borrows, 1u);
   EXPECT_CLEAN(r);
 }
+#endif  // WORT_FAULTS
 
 // Index::create under the simulator (Options::trace_create): the root leaf is written back
 // before the anchor names it (Jaaru; FAST_FAIR issue #13: the authors' constructor flushed

@@ -255,6 +255,7 @@ TEST(FPTreeGroupsCrash, SampledMixedOperations) {
   }
 }
 
+#if WORT_FAULTS  // the tree's split hook (test_on_split_copied)
 // --- two splits in flight (the array of split micro-logs, §4.4) --------------------------
 // Single-threaded, the steps of one split run inside the other's: the tree's test hook
 // (test_on_split_copied, after the first split's copy is durable and before its leaf
@@ -299,6 +300,7 @@ TEST(FPTreeCrash, TwoSplitLogsInFlight) {
   const crashsim::Report r = run_and_print(fptree_nested_splits(), setup, {ins(k8(12), 12)}, o);
   EXPECT_CLEAN(r);
 }
+#endif  // WORT_FAULTS
 
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 

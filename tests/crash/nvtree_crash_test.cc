@@ -151,6 +151,7 @@ TEST(NvTreeCrash, FullPoolTakesAndReReservesTheSpareLeaf) {
   EXPECT_CLEAN(run(setup, ops, o));
 }
 
+#if WORT_FAULTS
 // The deliberately broken variant (no fence between the new leaves' write-back and the
 // store that links them): the simulator must report it, so these tests can fail.
 TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
@@ -168,6 +169,7 @@ TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
   const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
   EXPECT_FALSE(r.correct()) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 TEST(NvTreeCrash, ReopenAfterKill9) {
   KillReopenSpec spec{crashsim::factory_of<NvTree>(), make_keys(Gen::random_bytes, 20000, 17),

@@ -19,6 +19,7 @@
 #include "index/artcow/artcow.h"
 #include "index/woart/woart.h"
 #include "support/crash_ops.h"
+#include "support/faults.h"
 #include "support/keygen.h"
 
 namespace wort::test {
@@ -94,19 +95,16 @@ TEST(ArtBornLocked, InsertsMeetingInANewNodeAreClean) {
   }
 }
 
-struct BrokenSwitch {
-  BrokenSwitch() { art_engine::g_broken_new_node_unlocked.store(true); }
-  ~BrokenSwitch() { art_engine::g_broken_new_node_unlocked.store(false); }
-};
-
+#if WORT_FAULTS
 TEST(ArtBornLocked, NewNodeBornUnlockedLosesAnAcknowledgedInsert) {
-  BrokenSwitch broken;
+  FaultSwitch broken(art_engine::g_broken_new_node_unlocked);
   for (const Tree& tr : trees()) {
     SCOPED_TRACE(tr.name);
     const Totals t = run_schedules(tr.name, tr.factory, 24);
     EXPECT_GT(t.lost, 0u);
   }
 }
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -134,6 +134,7 @@ TEST(WbTreeCrash, SampledMixedOperations) {
   }
 }
 
+#if WORT_FAULTS
 // The deliberately broken variant (no fence between the new sibling' write-back and the
 // store that logs it): the simulator must report it, so these tests can fail.
 TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
@@ -150,6 +151,7 @@ TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
   const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
   EXPECT_FALSE(r.correct()) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 TEST(WbTreeCrash, ReopenAfterKill9) {
   KillReopenSpec spec{crashsim::factory_of<WbTree>(), make_keys(Gen::random_bytes, 20000, 17),

@@ -16,6 +16,7 @@
 #include "crashsim/harness.h"
 #include "index/wort/wort_tree.h"
 #include "support/crash_ops.h"
+#include "support/faults.h"
 #include "support/keygen.h"
 
 namespace wort::test {
@@ -76,16 +77,13 @@ TEST(WortBornLocked, InsertsMeetingInANewNodeAreClean) {
   EXPECT_GT(t.stalls, 0u);
 }
 
-struct BrokenSwitch {
-  BrokenSwitch() { wort_index::g_broken_new_node_unlocked.store(true); }
-  ~BrokenSwitch() { wort_index::g_broken_new_node_unlocked.store(false); }
-};
-
+#if WORT_FAULTS
 TEST(WortBornLocked, NewNodeBornUnlockedLosesAnAcknowledgedInsert) {
-  BrokenSwitch broken;
+  FaultSwitch broken(wort_index::g_broken_new_node_unlocked);
   const Totals t = run_schedules(24);
   EXPECT_GT(t.lost, 0u);
 }
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -452,6 +452,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ServerConcurrency,
                                          Param{"wbtree", false}, Param{"wort", true}),
                          name_of);
 
+#if WORT_FAULTS
 // The broken variant: the concurrent path frees a replaced item at once instead of retiring
 // it to the epochs. A reader may then copy a block that another set already reuses: the
 // get check must see it (a foreign key or a bad checksum). Runs until caught, at most 20 s.
@@ -479,6 +480,7 @@ TEST(ServerConcurrencyBroken, FreeWithoutEpochIsCaught) {
   s.free_without_epoch_for_testing(false);
 #endif
 }
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -183,7 +183,9 @@ TEST(FPTreeReclaim, AnInsertFreesWhatRemovesRetiredUnderAPinnedReader) {
 
 std::uint64_t readers_during_splits(bool skip_validation, std::chrono::milliseconds budget) {
   Fx f(kShapes[0]);
+#if WORT_FAULTS
   f.tree->test_skip_leaf_validation(skip_validation);
+#endif
   const unsigned n = 800;
   auto stable = [](unsigned i) { return i % 8 == 0; };
   for (unsigned i = 0; i < n; ++i)
@@ -234,6 +236,7 @@ TEST(FPTreeConcurrencyBroken, ValidatedReadersMissNothing) {
   EXPECT_EQ(readers_during_splits(false, std::chrono::milliseconds(1500)), 0u);
 }
 
+#if WORT_FAULTS
 TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the broken variant races by design";
@@ -244,10 +247,12 @@ TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
   EXPECT_GT(errors, 0u) << "readers without the leaf validation were never caught";
 #endif
 }
+#endif  // WORT_FAULTS
 
 
 // --- splits of different leaves in parallel (one split micro-log each, §4.4) -------------
 
+#if WORT_FAULTS  // the split hook (test_on_split_copied) pauses a split
 //! Thread A splits leaf 1 and pauses inside its split (test_on_split_copied: after its copy,
 //! with its leaf's lock and split log held); thread B then inserts into a different full
 //! leaf. Returns whether B's insert (a split of its own, in a second log, and its parent
@@ -303,6 +308,7 @@ TEST(FPTreeParallelSplits, SecondSplitFinishesWhileFirstPauses) {
 TEST(FPTreeParallelSplits, SerialisedSplitsAreCaught) {
   EXPECT_FALSE(second_split_runs_while_first_pauses(true, std::chrono::milliseconds(500)));
 }
+#endif  // WORT_FAULTS
 
 // Many writers splitting at once on leaves of 4: more splits in flight than a pool made
 // before the log array could hold (one log), every log claimed and released; then the tree

@@ -192,6 +192,7 @@ TEST(WbTreeNodes, RandomChurnMatchesAMap) {
   EXPECT_GT(f.tree->first_keys_cleared(), 0u);
 }
 
+#if WORT_FAULTS
 // Each micro-log state a crash can leave, made by stopping a split after step 1..4 and
 // reopening from the pool's bytes: the split is forgotten (1) or finished (2-4).
 TEST(WbTreeNodes, SplitStoppedAfterEachLogStepIsRedoneAtOpen) {
@@ -214,6 +215,7 @@ TEST(WbTreeNodes, SplitStoppedAfterEachLogStepIsRedoneAtOpen) {
     ASSERT_NO_FATAL_FAILURE(f.check());
   }
 }
+#endif  // WORT_FAULTS
 
 // A node whose slot-valid bit is clear (a crash between invalidation and commit): readers
 // sort its entries, verify accepts it, the next write rewrites the slot array.

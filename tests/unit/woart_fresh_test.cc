@@ -19,7 +19,9 @@ TEST(WoartFresh, AMissOnAMarkedLeafDoesNotHelp) {
 TEST(WoartFresh, AnEarlierSessionsMarkIsClearedWithoutHelp) {
   art_fresh::an_earlier_sessions_mark_is_cleared_without_help<Tree>();
 }
+#if WORT_FAULTS
 TEST(WoartFresh, BrokenReaderDoesNotHelp) { art_fresh::broken_reader_does_not_help<Tree>(); }
+#endif
 
 }  // namespace
 }  // namespace wort::test
