@@ -34,14 +34,7 @@ constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::shared_prefix, Gen::prefix
 #endif
 
 crashsim::Factory fastfair_with(std::uint64_t node_size) {
-  return crashsim::Factory{
-      "fastfair",
-      [node_size](Pool& p) {
-        IndexOptions o;
-        o.words[0] = node_size;
-        return adapt<FastFairTree>(FastFairTree::create(p, o));
-      },
-      [](Pool& p) { return adapt<FastFairTree>(FastFairTree::open(p)); }};
+  return factory_with_word0<FastFairTree>(node_size);
 }
 
 crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
@@ -325,10 +318,7 @@ TEST(FastFairCrash, CreateIsAtomic) {
 }
 
 TEST(FastFairCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{fastfair_with(512), make_keys(Gen::random_bytes, 20000, 17),
-                      random_upserts_and_removes(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_random_bytes(fastfair_with(512));
 }
 
 }  // namespace

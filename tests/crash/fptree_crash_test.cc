@@ -144,17 +144,7 @@ TEST(FPTreeCrash, UpdateAcrossTheBitmapHalves) {
 }
 
 TEST(FPTreeCrash, SampledMixedOperations) {
-  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains}) {
-    SCOPED_TRACE(std::string(to_string(g)));
-    const MixedBatch b = sampled_mix(make_keys(g, 120, 11), 80, 24);
-    crashsim::Options o;
-    o.drain = true;
-    o.seed = 3;
-    o.pool_size = 4u << 20;
-    o.exhaustive_cap = 16;
-    o.random_samples = 4;
-    EXPECT_CLEAN(run_and_print(fptree_with(6, 4), b.setup, b.ops, sanitizer_sample(o)));
-  }
+  expect_clean_sampled_mixes(fptree_with(6, 4), 120, 80, 24);
 }
 
 // --- leaf groups
@@ -305,17 +295,11 @@ TEST(FPTreeCrash, TwoSplitLogsInFlight) {
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 
 TEST(FPTreeCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{crashsim::factory_of<FPTree>(), make_keys(Gen::random_bytes, 20000, 17),
-                      random_upserts_and_removes(20000)};
-  spec.kill_after = 30000;
-  kill_and_reopen(spec);
+  kill_and_reopen_random_bytes(crashsim::factory_of<FPTree>(), 30000);
 }
 
 TEST(FPTreeCrash, ReopenAfterKill9InlineKeys) {
-  KillReopenSpec spec{crashsim::factory_of<FPTree>(), make_keys(Gen::random_u64, 20000, 18),
-                      upsert_each_key_in_turn(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_each_key(crashsim::factory_of<FPTree>(), Gen::random_u64, 18);
 }
 
 }  // namespace

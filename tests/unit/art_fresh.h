@@ -154,3 +154,19 @@ void broken_reader_does_not_help() {
 #endif  // WORT_FAULTS
 
 }  // namespace wort::test::art_fresh
+
+//! The fresh-leaf tests of one ART engine flavour `Tree`, as TESTs of the suite `Suite`
+//! (inside namespace wort::test; the broken reader's only in a build with WORT_FAULTS).
+#define WORT_ART_FRESH_TESTS(Suite, Tree)                                                  \
+  TEST(Suite, NoMarkIsLeftOnceAnInsertReturns) { art_fresh::no_mark_is_left_once_an_insert_returns<Tree>(); } \
+  TEST(Suite, ReadersHelpAMarkedLeafThenClearIt) { art_fresh::readers_help_a_marked_leaf_then_clear_it<Tree>(); } \
+  TEST(Suite, AMissOnAMarkedLeafDoesNotHelp) { art_fresh::a_miss_on_a_marked_leaf_does_not_help<Tree>(); } \
+  TEST(Suite, AnEarlierSessionsMarkIsClearedWithoutHelp) { art_fresh::an_earlier_sessions_mark_is_cleared_without_help<Tree>(); } \
+  WORT_ART_FRESH_BROKEN_TEST(Suite, Tree)
+
+#if WORT_FAULTS
+#define WORT_ART_FRESH_BROKEN_TEST(Suite, Tree) \
+  TEST(Suite, BrokenReaderDoesNotHelp) { art_fresh::broken_reader_does_not_help<Tree>(); }
+#else
+#define WORT_ART_FRESH_BROKEN_TEST(Suite, Tree)
+#endif

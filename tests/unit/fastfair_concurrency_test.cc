@@ -31,6 +31,7 @@
 #include "pm/allocator.h"
 #include "pm/tracer.h"
 #include "support/keygen.h"
+#include "support/work_scale.h"
 #include "unit/conc_fixture.h"
 #include "unit/fastfair_fixture.h"
 
@@ -39,14 +40,8 @@ namespace {
 
 using fastfair::Node;
 
-unsigned scale() {
-#if defined(__SANITIZE_THREAD__)
-  return 1;  // TSan runs ~10x slower
-#else
-  const char* s = std::getenv("WORT_TEST_SCALE");
-  return s != nullptr && std::strcmp(s, "small") == 0 ? 4 : 8;
-#endif
-}
+//! Work multiplier (tests/support/work_scale.h).
+unsigned scale() { return work_scale(4, 8); }
 
 constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
@@ -829,7 +824,7 @@ TEST(FastFairConcurrency, SwitchCounterWrapOf256IsSeen) {
 // each burst of writer stores before each of its loads: the child it takes must be the one
 // the root gave before the insert or after it (never another record's pointer); with the
 // root's counter odd (a merge's detach), the reader reads right to left and must retry.
-TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue16) {
+TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild) {
   for (bool odd : {false, true}) {
     // 256-byte nodes (14 records); ascending keys leave leaves of 7: [10..70], [80..140], ...
     auto setup = [&](FastFairFixture& f) {

@@ -34,22 +34,15 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/work_scale.h"
 #include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 namespace {
 
-//! Work multiplier: 8 with WORT_TEST_SCALE=small (make test), 16 otherwise; 1 under
-//! ThreadSanitizer (~10x slower).
-unsigned scale() {
-#if defined(__SANITIZE_THREAD__)
-  return 1;
-#else
-  const char* s = std::getenv("WORT_TEST_SCALE");
-  return (s != nullptr && std::strcmp(s, "small") == 0) ? 8 : 16;
-#endif
-}
+//! Work multiplier (tests/support/work_scale.h).
+unsigned scale() { return work_scale(8, 16); }
 
 constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 

@@ -16,6 +16,7 @@
 // Also built and run by the ThreadSanitizer build (WORT_TSAN=ON).
 #include "index/wort/wort_tree.h"
 #include "pm/persist.h"
+#include "support/tree_fixture.h"
 #include "unit/pmart_concurrency.h"
 
 #include <pthread.h>
@@ -69,14 +70,7 @@ Value value_of(std::uint64_t k) { return conc_value_of(u64_str(k)); }
 struct Fixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<WortTree> tree;
-  Fixture() {
-    PoolOptions o;
-    o.size = 64ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "wort";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(WortTree::create(*pool, IndexOptions{})).value();
-  }
+  Fixture() { make_memory_tree(&pool, &tree, {}, 64ull << 20, 1u << 20); }
 };
 
 #if WORT_FAULTS  // the header window hook (wort_index::g_header_window_hook) below

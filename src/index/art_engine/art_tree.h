@@ -70,7 +70,7 @@ inline std::atomic<bool> g_broken_writer_skips_validation{false};
 //! Tests only — the broken variant the dirty-read oracle and the fresh-leaf tests must catch:
 //! readers return (and writers decide on) a fresh leaf without making its insert durable.
 inline std::atomic<bool> g_broken_reader_ignores_fresh{false};
-//! Tests only — the broken variant crash_pmart_born_locked_crash_test must catch: an insert's
+//! Tests only — the broken variant crash_born_locked_crash_test must catch: an insert's
 //! new nodes are published without their lock stripes held, so another writer can commit
 //! below one before its publishing store is durable.
 inline std::atomic<bool> g_broken_new_node_unlocked{false};
