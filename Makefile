@@ -32,11 +32,11 @@ build: deps
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -G Ninja $(SAN_FLAGS) -DWORT_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja $(SAN_FLAGS) -DWORT_SANITIZE=ON -DWORT_FAULTS=ON $(CMAKE_FLAGS) >/dev/null
 	@ninja -C $(ASAN_BUILD) -j $(JOBS)
 
 build-tsan: deps
-	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(SAN_FLAGS) -DWORT_TSAN=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(SAN_FLAGS) -DWORT_TSAN=ON -DWORT_FAULTS=ON $(CMAKE_FLAGS) >/dev/null
 	@ninja -C $(TSAN_BUILD) -j $(JOBS) wort_tests
 
 run: build

@@ -54,11 +54,12 @@ CpuFeatures probe_cpu() noexcept {
   return f;
 }
 
-// What the CPU reports, and what tests pretend it lacks.
+// What the CPU reports, and (test builds, WORT_FAULTS) what tests pretend it lacks.
 const CpuFeatures& probed() noexcept {
   static const CpuFeatures f = probe_cpu();
   return f;
 }
+#if WORT_FAULTS
 CpuFeatures g_hidden;
 
 CpuFeatures cpu() noexcept {
@@ -66,6 +67,9 @@ CpuFeatures cpu() noexcept {
   return {p.clflush && !g_hidden.clflush, p.clflushopt && !g_hidden.clflushopt,
           p.clwb && !g_hidden.clwb};
 }
+#else
+CpuFeatures cpu() noexcept { return probed(); }
+#endif
 
 FlushInsn best_insn() noexcept {
   if (cpu().clwb) return FlushInsn::clwb;
@@ -110,6 +114,7 @@ std::uint64_t ns_to_cycles(std::uint32_t ns) noexcept {
 namespace detail {
 HotConfig hot = {Mode::real, best_insn(), 0, 0};
 
+#if WORT_FAULTS
 void hide_insn_for_testing(FlushInsn insn, bool hidden) noexcept {
   switch (insn) {
     case FlushInsn::clwb: g_hidden.clwb = hidden; break;
@@ -118,6 +123,7 @@ void hide_insn_for_testing(FlushInsn insn, bool hidden) noexcept {
     case FlushInsn::automatic: break;
   }
 }
+#endif
 
 void spin_cycles(std::uint64_t cycles) noexcept {
   if (cycles == 0) return;

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "pm/check.h"
+#include "pm/faults.h"
 #include "pm/tracer.h"
 #include "pm/x86_64/flush.h"
 #include "wort/persist.h"
@@ -37,9 +38,11 @@ inline thread_local Counters tls_counters;
 //! Busy-waits `cycles` TSC cycles (PM latency emulation).
 void spin_cycles(std::uint64_t cycles) noexcept;
 
+#if WORT_FAULTS
 //! Tests only: makes cpu_has() (and so configure() and `automatic`) act as if this CPU
 //! lacked `insn` (hidden = true) or restores it. Not thread-safe.
 void hide_insn_for_testing(FlushInsn insn, bool hidden) noexcept;
+#endif
 
 template <std::size_t N>
 struct UintOf;

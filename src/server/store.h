@@ -59,6 +59,7 @@
 #include "index/kit/epoch.h"
 #include "index/kit/zeroed_array.h"
 #include "pm/allocator.h"
+#include "pm/faults.h"
 #include "pm/size_classes.h"
 #include "server/item_layout.h"
 #include "wort/function_ref.h"
@@ -269,10 +270,12 @@ class Store {
   //! (64 KiB, a cache line each) and for audit() to take them all.
   static constexpr std::size_t kStripes = 1024;
 
+#if WORT_FAULTS
   //! Tests only: the concurrent path frees a replaced or removed item at once instead of
   //! retiring it to the epochs (the bug the concurrency test must catch). Not thread-safe
   //! against running operations: set it before they start.
   void free_without_epoch_for_testing(bool on) noexcept { broken_free_ = on; }
+#endif
 
  private:
   Store() = default;
@@ -415,7 +418,11 @@ class Store {
   bool recovered_ = false;
 
   bool concurrent_ = false;  // the index is called without lock_ (header comment)
+#if WORT_FAULTS
   bool broken_free_ = false;  // free_without_epoch_for_testing
+#else
+  static constexpr bool broken_free_ = false;  // no faults in this build (pm/faults.h)
+#endif
   mutable std::shared_mutex lock_;  // global-lock path: guards the index
   // Global-lock path: held shared by a store() from the allocation of its item (outside
   // lock_) until its commit; audit() takes it exclusively so that no allocated-but-

@@ -230,14 +230,7 @@ struct Subject {
 };
 
 std::vector<Subject> subjects() {
-  auto fastfair = crashsim::Factory{
-      "fastfair",
-      [](Pool& p) {
-        IndexOptions o;
-        o.words[0] = 256;
-        return adapt<FastFairTree>(FastFairTree::create(p, o));
-      },
-      [](Pool& p) { return adapt<FastFairTree>(FastFairTree::open(p)); }};
+  auto fastfair = factory_with_word0<FastFairTree>(256);
   auto fptree = crashsim::Factory{
       "fptree",
       [](Pool& p) {

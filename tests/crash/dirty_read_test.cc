@@ -24,6 +24,7 @@
 #include "index/roart/roart_tree.h"
 #include "index/wort/wort_tree.h"
 #include "support/crash_ops.h"
+#include "support/faults.h"
 #include "support/keygen.h"
 #include "support/pmart_trees.h"
 #include "support/toy_hash.h"
@@ -101,15 +102,9 @@ TEST(DirtyReadOracle, NoneInTheArtEngineTrees) {
 
 TEST(DirtyReadOracle, NoneInWort) { expect_no_dirty_reads(crashsim::factory_of<WortTree>()); }
 
-//! Restores a broken-variant switch at the end of a scope.
-struct BrokenSwitch {
-  explicit BrokenSwitch(std::atomic<bool>& s) : s_(s) { s_.store(true); }
-  ~BrokenSwitch() { s_.store(false); }
-  std::atomic<bool>& s_;
-};
-
+#if WORT_FAULTS
 TEST(DirtyReadOracle, CatchesWortReadersIgnoringTheFreshMark) {
-  BrokenSwitch broken(wort_index::g_broken_reader_ignores_fresh);
+  FaultSwitch broken(wort_index::g_broken_reader_ignores_fresh);
   const std::vector<KvOp> ops = node_life();
   const crashsim::Report r =
       run_and_print(crashsim::factory_of<WortTree>(), {}, ops, reads_only());
@@ -129,7 +124,7 @@ TEST(DirtyReadOracle, CatchesWortReadersIgnoringTheFreshMark) {
 // dirty reads"): readers that ignore a new leaf's fresh mark
 // (art_engine::g_broken_reader_ignores_fresh) return it before its insert is durable.
 TEST(DirtyReadOracle, CatchesArtEngineReadersIgnoringTheFreshMark) {
-  BrokenSwitch broken(art_engine::g_broken_reader_ignores_fresh);
+  FaultSwitch broken(art_engine::g_broken_reader_ignores_fresh);
   for (const crashsim::Factory& f :
        {crashsim::factory_of<woart::Woart>(), crashsim::factory_of<artcow::ArtCow>()}) {
     const crashsim::Report r = run_and_print(f, {}, node_life(), reads_only());
@@ -143,6 +138,7 @@ TEST(DirtyReadOracle, CatchesArtEngineReadersIgnoringTheFreshMark) {
     }
   }
 }
+#endif  // WORT_FAULTS
 
 TEST(DirtyReadOracle, NoneInRoart) { expect_no_dirty_reads(crashsim::factory_of<roart::Roart>()); }
 

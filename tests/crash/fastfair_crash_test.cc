@@ -34,14 +34,7 @@ constexpr Gen kSampledGens[] = {Gen::random_u64, Gen::shared_prefix, Gen::prefix
 #endif
 
 crashsim::Factory fastfair_with(std::uint64_t node_size) {
-  return crashsim::Factory{
-      "fastfair",
-      [node_size](Pool& p) {
-        IndexOptions o;
-        o.words[0] = node_size;
-        return adapt<FastFairTree>(FastFairTree::create(p, o));
-      },
-      [](Pool& p) { return adapt<FastFairTree>(FastFairTree::open(p)); }};
+  return factory_with_word0<FastFairTree>(node_size);
 }
 
 crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
@@ -117,6 +110,7 @@ TEST(FastFairCrash, RemoveKeyWritesBackBeforeDirtyingTheNextLine) {
                    {rem(std::string(40, 'b')), rem("a"), rem("c")}));
 }
 
+#if WORT_FAULTS
 // ... and the simulator catches the authors' write-back rule (in the shift the second
 // remove makes to squeeze out the first one's dead slot).
 TEST(FastFairCrash, BrokenRemoveKeyWriteBackIsCaught) {
@@ -126,6 +120,7 @@ TEST(FastFairCrash, BrokenRemoveKeyWriteBackIsCaught) {
   EXPECT_FALSE(r.correct()) << r.summary();
   EXPECT_TRUE(r.has("LOST_ACK") || r.has("NOT_ATOMIC")) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 TEST(FastFairCrash, UpsertAndUpdate) {
   const auto setup = seq(0, 6);
@@ -191,6 +186,7 @@ TEST(FastFairCrash, CrashMidSplitIsRepaired) {
                    o));
 }
 
+#if WORT_FAULTS
 // The simulator catches a split whose sibling may reach PM after its link.
 TEST(FastFairCrash, BrokenSplitFenceIsCaught) {
   fastfair::faults::active = fastfair::faults::split_no_fence_before_link;
@@ -198,6 +194,7 @@ TEST(FastFairCrash, BrokenSplitFenceIsCaught) {
   fastfair::faults::active = 0;
   EXPECT_FALSE(r.correct()) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 // Larger trees, sampled: random keys of each generator, a mixed batch of operations.
 TEST(FastFairCrash, SampledMixedOperations) {
@@ -285,6 +282,7 @@ TEST(FastFairCrash, InnerMergesAndCollapse) {
   EXPECT_CLEAN(run(setup, ops, sanitizer_sample(o)));
 }
 
+#if WORT_FAULTS
 // A merge whose right node is empty, stopped after the detach (faults::stop_after_detach,
 // a crash state; set for the whole run, it stops merges only), leaves that node in the
 // chain. The next rebalance of its left neighbour (here a borrow from the node after it)
@@ -303,6 +301,7 @@ TEST(FastFairCrash, EmptyNodeOfAStoppedMergeIsUnlinked) {
   ASSERT_EQ(after.borrows, 1u);
   EXPECT_CLEAN(r);
 }
+#endif  // WORT_FAULTS
 
 // Index::create under the simulator (Options::trace_create): the root leaf is written back
 // before the anchor names it (Jaaru; FAST_FAIR issue #13: the authors' constructor flushed
@@ -319,10 +318,7 @@ TEST(FastFairCrash, CreateIsAtomic) {
 }
 
 TEST(FastFairCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{fastfair_with(512), make_keys(Gen::random_bytes, 20000, 17),
-                      random_upserts_and_removes(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_random_bytes(fastfair_with(512));
 }
 
 }  // namespace

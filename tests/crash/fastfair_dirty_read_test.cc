@@ -25,16 +25,7 @@ namespace {
 
 using crashsim::KvOp;
 
-crashsim::Factory fastfair_256() {
-  return crashsim::Factory{
-      "fastfair",
-      [](Pool& p) {
-        IndexOptions o;
-        o.words[0] = 256;
-        return adapt<FastFairTree>(FastFairTree::create(p, o));
-      },
-      [](Pool& p) { return adapt<FastFairTree>(FastFairTree::open(p)); }};
-}
+crashsim::Factory fastfair_256() { return factory_with_word0<FastFairTree>(256); }
 
 crashsim::Options reads_only() {
   crashsim::Options o;

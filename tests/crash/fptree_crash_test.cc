@@ -144,17 +144,7 @@ TEST(FPTreeCrash, UpdateAcrossTheBitmapHalves) {
 }
 
 TEST(FPTreeCrash, SampledMixedOperations) {
-  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains}) {
-    SCOPED_TRACE(std::string(to_string(g)));
-    const MixedBatch b = sampled_mix(make_keys(g, 120, 11), 80, 24);
-    crashsim::Options o;
-    o.drain = true;
-    o.seed = 3;
-    o.pool_size = 4u << 20;
-    o.exhaustive_cap = 16;
-    o.random_samples = 4;
-    EXPECT_CLEAN(run_and_print(fptree_with(6, 4), b.setup, b.ops, sanitizer_sample(o)));
-  }
+  expect_clean_sampled_mixes(fptree_with(6, 4), 120, 80, 24);
 }
 
 // --- leaf groups
@@ -255,6 +245,7 @@ TEST(FPTreeGroupsCrash, SampledMixedOperations) {
   }
 }
 
+#if WORT_FAULTS  // the tree's split hook (test_on_split_copied)
 // --- two splits in flight (the array of split micro-logs, §4.4) --------------------------
 // Single-threaded, the steps of one split run inside the other's: the tree's test hook
 // (test_on_split_copied, after the first split's copy is durable and before its leaf
@@ -299,21 +290,16 @@ TEST(FPTreeCrash, TwoSplitLogsInFlight) {
   const crashsim::Report r = run_and_print(fptree_nested_splits(), setup, {ins(k8(12), 12)}, o);
   EXPECT_CLEAN(r);
 }
+#endif  // WORT_FAULTS
 
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 
 TEST(FPTreeCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{crashsim::factory_of<FPTree>(), make_keys(Gen::random_bytes, 20000, 17),
-                      random_upserts_and_removes(20000)};
-  spec.kill_after = 30000;
-  kill_and_reopen(spec);
+  kill_and_reopen_random_bytes(crashsim::factory_of<FPTree>(), 30000);
 }
 
 TEST(FPTreeCrash, ReopenAfterKill9InlineKeys) {
-  KillReopenSpec spec{crashsim::factory_of<FPTree>(), make_keys(Gen::random_u64, 20000, 18),
-                      upsert_each_key_in_turn(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_each_key(crashsim::factory_of<FPTree>(), Gen::random_u64, 18);
 }
 
 }  // namespace

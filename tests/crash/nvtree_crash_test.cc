@@ -21,24 +21,19 @@ namespace {
 
 using crashsim::KvOp;
 
-crashsim::Factory small_nodes() {
+//! 4-entry leaves, 2-leaf PLNs, inner fan-out 2.
+IndexOptions small_node_options() {
   IndexOptions o;
   o.words[0] = 4;
   o.words[1] = 2;
   o.words[2] = 2;
-  return crashsim::Factory{"nvtree", [o](Pool& p) { return adapt<NvTree>(NvTree::create(p, o)); },
-                           [](Pool& p) { return adapt<NvTree>(NvTree::open(p)); }};
+  return o;
 }
+crashsim::Factory small_nodes() { return factory_with<NvTree>(small_node_options()); }
 
 crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
                      crashsim::Options o = {}) {
   return run_and_print(small_nodes(), setup, ops, o);
-}
-
-std::vector<KvOp> inserts(std::uint64_t from, std::uint64_t n, std::uint64_t step = 1) {
-  std::vector<KvOp> v;
-  for (std::uint64_t i = 0; i < n; ++i) v.push_back(ins(u64_str(from + i * step), from + i * step));
-  return v;
 }
 
 TEST(NvTreeCrash, FirstLeafAndAppends) {
@@ -102,17 +97,7 @@ TEST(NvTreeCrash, LongKeysSharedAndFreedKeyBlocks) {
 }
 
 TEST(NvTreeCrash, SampledMixedOperations) {
-  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains}) {
-    SCOPED_TRACE(std::string(to_string(g)));
-    const MixedBatch b = sampled_mix(make_keys(g, 160, 11), 120, 24);
-    crashsim::Options o;
-    o.drain = true;
-    o.seed = 3;
-    o.pool_size = 4u << 20;
-    o.exhaustive_cap = 16;
-    o.random_samples = 4;
-    EXPECT_CLEAN(run(b.setup, b.ops, sanitizer_sample(o)));
-  }
+  expect_clean_sampled_mixes(small_nodes(), 160, 120, 24);
 }
 
 // A full pool: the split that finds only one free block takes the anchor's spare leaf as
@@ -151,29 +136,19 @@ TEST(NvTreeCrash, FullPoolTakesAndReReservesTheSpareLeaf) {
   EXPECT_CLEAN(run(setup, ops, o));
 }
 
+#if WORT_FAULTS
 // The deliberately broken variant (no fence between the new leaves' write-back and the
 // store that links them): the simulator must report it, so these tests can fail.
 TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
-  IndexOptions o;
-  o.words[0] = 4;
-  o.words[1] = 2;
-  o.words[2] = 2;
-  crashsim::Factory broken{"nvtree",
-                           [o](Pool& p) {
-                             auto t = NvTree::create(p, o);
-                             if (t) (*t)->omit_split_fence_for_testing();
-                             return adapt<NvTree>(std::move(t));
-                           },
-                           [](Pool& p) { return adapt<NvTree>(NvTree::open(p)); }};
+  const crashsim::Factory broken = factory_with<NvTree>(
+      small_node_options(), [](NvTree& t) { t.omit_split_fence_for_testing(); });
   const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
   EXPECT_FALSE(r.correct()) << r.summary();
 }
+#endif  // WORT_FAULTS
 
 TEST(NvTreeCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{crashsim::factory_of<NvTree>(), make_keys(Gen::random_bytes, 20000, 17),
-                      random_upserts_and_removes(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_random_bytes(crashsim::factory_of<NvTree>());
 }
 
 }  // namespace

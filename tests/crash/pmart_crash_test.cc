@@ -162,13 +162,9 @@ TYPED_TEST(PmartCrash, RemoveWithMerge) {
 // interrupted the same way) is repaired on open; the continuation ops after each recovery
 // pass through the repaired node.
 TYPED_TEST(PmartCrash, RecoveryOfInterruptedSplitAndMerge) {
-  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
-  std::vector<KvOp> ops = {ins(u64_str(0xab00000000000000ull), 1), ins(u64_str(a + 2), 2),
-                           ups(u64_str(a), 3), rem(u64_str(0xab00000000000000ull)),
-                           rem(u64_str(b)), ins(u64_str(0xabcdef0000000000ull), 4)};
   crashsim::Options o;
   o.continuation_ops = 12;
-  EXPECT_CLEAN(run<TypeParam>({ins(u64_str(a)), ins(u64_str(b))}, ops, o));
+  EXPECT_CLEAN(run<TypeParam>(split_and_merge_setup(), split_and_merge_ops(), o));
 }
 
 // Larger trees, sampled: a mixed batch of operations over keys of several generators.

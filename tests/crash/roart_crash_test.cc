@@ -23,15 +23,8 @@ namespace {
 using crashsim::KvOp;
 using roart::Roart;
 
-crashsim::Factory factory(std::uint64_t flags) {
-  return {"roart",
-          [flags](Pool& p) {
-            IndexOptions o;
-            o.words[0] = flags;
-            return adapt<Roart>(Roart::create(p, o));
-          },
-          [](Pool& p) { return adapt<Roart>(Roart::open(p)); }};
-}
+//! ROART with the option bits `flags`.
+crashsim::Factory factory(std::uint64_t flags) { return factory_with_word0<Roart>(flags); }
 
 crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
                      std::uint64_t flags = 0, crashsim::Options o = {}) {
@@ -214,13 +207,9 @@ TEST(RoartCrash, RemoveFromArrayNodeAndMerge) {
 // store and the commit, leave prefix words the level check exposes; the continuation ops
 // after each recovery pass through those nodes (writers repair, readers skip).
 TEST(RoartCrash, RecoveryOfInterruptedSplitAndMerge) {
-  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
-  std::vector<KvOp> ops = {ins(u64_str(0xab00000000000000ull), 1), ins(u64_str(a + 2), 2),
-                           ups(u64_str(a), 3), rem(u64_str(0xab00000000000000ull)),
-                           rem(u64_str(b)), ins(u64_str(0xabcdef0000000000ull), 4)};
   crashsim::Options o;
   o.continuation_ops = 12;
-  EXPECT_CLEAN(run({ins(u64_str(a)), ins(u64_str(b))}, ops, kNoLC, o));
+  EXPECT_CLEAN(run(split_and_merge_setup(), split_and_merge_ops(), kNoLC, o));
 }
 
 // Larger trees, sampled: a mixed batch over keys of several generators, each variant.

@@ -112,17 +112,7 @@ TEST(WortCrash, RecoveryOfInterruptedSplit) {
 
 // Larger trees, sampled: random keys of each generator, a mixed batch of operations.
 TEST(WortCrash, SampledMixedOperations) {
-  for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains}) {
-    SCOPED_TRACE(std::string(to_string(g)));
-    const MixedBatch b = sampled_mix(make_keys(g, 160, 11), 120, 24);
-    crashsim::Options o;
-    o.drain = true;  // after removing every key, no block beyond an empty tree's remains
-    o.seed = 3;
-    o.pool_size = 4u << 20;
-    o.exhaustive_cap = 16;
-    o.random_samples = 4;
-    EXPECT_CLEAN(run(b.setup, b.ops, sanitizer_sample(o)));
-  }
+  expect_clean_sampled_mixes(crashsim::factory_of<WortTree>(), 160, 120, 24);
 }
 
 // Long keys (200..1100 bytes): leaves span many cache lines, prefixes far beyond the header.
@@ -143,10 +133,7 @@ TEST(WortCrash, SampledLongKeys) {
 // The child upserts each of 20000 keys in turn (value: its index); killed after 15000
 // acknowledged inserts.
 TEST(WortCrash, ReopenAfterKill9) {
-  KillReopenSpec spec{crashsim::factory_of<WortTree>(), make_keys(Gen::random_bytes, 20000, 17),
-                      upsert_each_key_in_turn(20000)};
-  spec.kill_after = 15000;
-  kill_and_reopen(spec);
+  kill_and_reopen_each_key(crashsim::factory_of<WortTree>(), Gen::random_bytes, 17);
 }
 
 }  // namespace

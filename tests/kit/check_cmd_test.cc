@@ -12,30 +12,29 @@
 #include "kit/kit_support.h"
 #include "pm/pool_layout.h"
 #include "server/server_harness.h"
+#include "support/wort_cmd.h"
 
 namespace wort {
 namespace {
 
-struct CmdRun {
-  int status = -1;
-  std::string out;
-};
+using test::CmdRun;
+using test::run_wort;
+using test::slurp;
 
-CmdRun run_wort(const std::string& args) {
-  CmdRun r;
-  const std::string cmd = std::string(WORT_BINARY_DIR) + "/wort " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
+//! A new 4 MiB pool file at `path` for `kind`, with `n` keys key(i) -> value(i) in an
+//! index of that kind; the pool's root offset in *anchor (if given).
+template <class KeyFn, class ValueFn>
+void make_pool_file(const std::string& path, const std::string& kind, int n, KeyFn key,
+                    ValueFn value, std::uint64_t* anchor = nullptr) {
+  PoolOptions o;
+  o.size = 4u << 20;
+  o.kind = kind;
+  auto pool = Pool::create(path, o);
+  ASSERT_TRUE(pool.ok());
+  auto ix = Index::create(**pool, kind);
+  ASSERT_TRUE(ix.ok());
+  for (int i = 0; i < n; ++i) ASSERT_EQ((*ix)->insert(as_key(key(i)), value(i)), Status::ok);
+  if (anchor != nullptr) *anchor = (*pool)->root();
 }
 
 class CheckCmd : public ::testing::TestWithParam<std::string> {};
@@ -44,18 +43,9 @@ TEST_P(CheckCmd, SoundDamagedMissingAndInUsePoolsGetTheirExitStatus) {
   const std::string kind = GetParam();
   kittest::TempPath path(kind + "-check");
   std::uint64_t anchor = 0;
-  {
-    PoolOptions o;
-    o.size = 4u << 20;
-    o.kind = kind;
-    auto pool = Pool::create(path.str(), o);
-    ASSERT_TRUE(pool.ok());
-    auto ix = Index::create(**pool, kind);
-    ASSERT_TRUE(ix.ok());
-    for (std::uint64_t i = 0; i < 2000; ++i)
-      ASSERT_EQ((*ix)->insert(as_key("key" + std::to_string(i)), i * 3), Status::ok);
-    anchor = (*pool)->root();
-  }
+  ASSERT_NO_FATAL_FAILURE(make_pool_file(
+      path.str(), kind, 2000, [](int i) { return "key" + std::to_string(i); },
+      [](int i) { return static_cast<Value>(i) * 3; }, &anchor));
   const std::string before = slurp(path.str());
   CmdRun ok = run_wort("check " + path.str());
   EXPECT_EQ(ok.status, 0) << ok.out;
@@ -145,16 +135,8 @@ TEST_P(CheckCmd, DumpGivesChecksVerdictOnDamageTheOpenAccepts) {
     std::snprintf(name, sizeof name, "check-key-%05d", i);
     return std::string(name);
   };
-  {
-    PoolOptions o;
-    o.size = 4u << 20;
-    o.kind = kind;
-    auto pool = Pool::create(path.str(), o);
-    ASSERT_TRUE(pool.ok());
-    auto ix = Index::create(**pool, kind);
-    ASSERT_TRUE(ix.ok());
-    for (int i = 0; i < 2000; ++i) ASSERT_EQ((*ix)->insert(as_key(key(i)), i + 1), Status::ok);
-  }
+  ASSERT_NO_FATAL_FAILURE(make_pool_file(path.str(), kind, 2000, key,
+                                         [](int i) { return static_cast<Value>(i) + 1; }));
   std::string image = slurp(path.str());
   const std::string victim = key(1000);
   std::size_t changed = 0;

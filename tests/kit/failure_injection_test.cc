@@ -87,9 +87,7 @@ void expect_matches(Pool& pool, Index& ix, const std::map<std::string, Value>& r
     return true;
   });
   EXPECT_TRUE(got == ref) << "index holds " << got.size() << " pairs, reference " << ref.size();
-  const pm::AuditReport a =
-      pool.allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
-  EXPECT_TRUE(a.ok()) << a.describe();
+  kittest::expect_audit_clean(pool, ix);
 }
 
 class FailureInjection : public ::testing::TestWithParam<std::string> {};

@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "index/registry.h"
+#include "pm/allocator.h"
 #include "wort/index.h"
 #include "wort/key.h"
 #include "wort/pool.h"
@@ -70,5 +73,12 @@ class TempPath {
  private:
   std::string path_;
 };
+
+//! The allocator's audit of `pool` against the blocks `ix` reaches is clean.
+inline void expect_audit_clean(Pool& pool, Index& ix) {
+  const pm::AuditReport a =
+      pool.allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
+  EXPECT_TRUE(a.ok()) << a.describe();
+}
 
 }  // namespace wort::kittest

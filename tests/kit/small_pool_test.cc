@@ -39,9 +39,7 @@ void expect_sound(Pool& pool, Index& ix, std::size_t keys) {
   auto v = ix.verify();
   EXPECT_TRUE(v.ok()) << v.error().message;
   EXPECT_EQ(ix.stats().keys, keys);
-  const pm::AuditReport a =
-      pool.allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
-  EXPECT_TRUE(a.ok()) << a.describe();
+  kittest::expect_audit_clean(pool, ix);
 }
 
 class SmallPool : public ::testing::TestWithParam<std::string> {};

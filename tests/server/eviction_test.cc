@@ -19,16 +19,11 @@
 #include <filesystem>
 #include <string>
 
-#include "server/store.h"
+#include "server/server_store.h"
 #include "server_harness.h"
 
 namespace wort::test {
 namespace {
-
-using server::Store;
-using server::StoreMode;
-using server::StoreOptions;
-using server::StoreResult;
 
 std::string pool_path(const std::string& kind, const char* tag) {
   return "/tmp/wort_evict_" + kind + "_" + tag + "_" + std::to_string(getpid()) + ".pool";
@@ -36,15 +31,7 @@ std::string pool_path(const std::string& kind, const char* tag) {
 
 std::unique_ptr<Store> open_store(const std::string& path, const std::string& kind,
                                   std::uint64_t mib, bool global_lock = false) {
-  std::filesystem::remove(path);
-  StoreOptions o;
-  o.pool_path = path;
-  o.kind = kind;
-  o.pool_bytes = mib << 20;
-  o.global_lock = global_lock;
-  auto s = Store::open(o);
-  EXPECT_TRUE(bool(s)) << (s ? "" : s.error().message);
-  return s ? std::move(s).value() : nullptr;
+  return open_new_store(path, kind, mib, global_lock);
 }
 
 void expect_clean(Store& s) {

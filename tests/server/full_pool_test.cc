@@ -23,15 +23,10 @@
 #include <tuple>
 #include <vector>
 
-#include "server/store.h"
+#include "server/server_store.h"
 
 namespace wort::test {
 namespace {
-
-using server::Store;
-using server::StoreMode;
-using server::StoreOptions;
-using server::StoreResult;
 
 constexpr std::uint64_t kPoolMiB = 8;
 

@@ -34,26 +34,14 @@
 #include <thread>
 #include <vector>
 
-#include "server/store.h"
+#include "server/server_store.h"
+#include "support/work_scale.h"
 
 namespace wort::test {
 namespace {
 
-using server::Store;
-using server::StoreMode;
-using server::StoreOptions;
-using server::StoreResult;
-
-//! Work multiplier: 1 under ThreadSanitizer (~10x slower), 4 with WORT_TEST_SCALE=small, 8
-//! otherwise.
-unsigned scale() {
-#if defined(__SANITIZE_THREAD__)
-  return 1;
-#else
-  const char* s = std::getenv("WORT_TEST_SCALE");
-  return (s != nullptr && std::strcmp(s, "small") == 0) ? 4 : 8;
-#endif
-}
+//! Work multiplier (tests/support/work_scale.h).
+unsigned scale() { return work_scale(4, 8); }
 
 constexpr unsigned kThreads = 4;
 
@@ -89,15 +77,7 @@ struct TempStore {
   TempStore(const std::string& kind, bool global_lock, std::uint64_t mb) {
     static std::atomic<int> n{0};
     path = "/dev/shm/wort-srvconc-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".pool";
-    std::filesystem::remove(path);
-    StoreOptions o;
-    o.pool_path = path;
-    o.kind = kind;
-    o.pool_bytes = mb << 20;
-    o.global_lock = global_lock;
-    auto s = Store::open(o);
-    EXPECT_TRUE(s) << s.error().message;
-    if (s) store = std::move(s).value();
+    store = open_new_store(path, kind, mb, global_lock);
   }
   ~TempStore() {
     store.reset();
@@ -452,6 +432,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ServerConcurrency,
                                          Param{"wbtree", false}, Param{"wort", true}),
                          name_of);
 
+#if WORT_FAULTS
 // The broken variant: the concurrent path frees a replaced item at once instead of retiring
 // it to the epochs. A reader may then copy a block that another set already reuses: the
 // get check must see it (a foreign key or a bad checksum). Runs until caught, at most 20 s.
@@ -479,6 +460,7 @@ TEST(ServerConcurrencyBroken, FreeWithoutEpochIsCaught) {
   s.free_without_epoch_for_testing(false);
 #endif
 }
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -50,6 +50,7 @@
 #include "pm/tracer.h"
 #include "server/item_layout.h"
 #include "server/store.h"
+#include "support/crash_findings.h"
 #include "wort/index.h"
 #include "wort/persist.h"
 #include "wort/pool.h"
@@ -593,15 +594,11 @@ class Run {
       return;
     }
     ++out_.images;
-    std::string choice_s;
-    for (auto x : choice) choice_s += (choice_s.empty() ? "" : ".") + std::to_string(x);
-    const std::string where = " [crash point " + std::to_string(out_.crash_points) + " " +
-                              (at_ack ? "after " : "inside ") + step_name() + ", choice " +
-                              choice_s + "]";
     pm::Tracer* prev = pm::set_tracer(nullptr);  // recovery writes the image, not the pool
-    std::string problem = check_recovered(at_ack);
+    const std::string problem = check_recovered(at_ack);
     pm::set_tracer(prev);
-    if (!problem.empty() && out_.findings.size() < 40) out_.findings.push_back(problem + where);
+    test::add_image_finding(out_.findings, problem, out_.crash_points, at_ack, step_name(),
+                            choice);
   }
 
   std::string check_recovered(bool at_ack) {

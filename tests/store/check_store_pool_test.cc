@@ -12,32 +12,11 @@
 #include <iterator>
 #include <string>
 
+#include "support/wort_cmd.h"
 #include "wort/store.h"
 
-namespace wort {
+namespace wort::test {
 namespace {
-
-struct CmdRun {
-  int status = -1;
-  std::string out;
-};
-
-CmdRun run_wort(const std::string& args) {
-  CmdRun r;
-  const std::string cmd = std::string(WORT_BINARY_DIR) + "/wort " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 
 class CheckStorePool : public ::testing::TestWithParam<std::string> {};
 
@@ -92,4 +71,4 @@ INSTANTIATE_TEST_SUITE_P(SomeKinds, CheckStorePool,
                          [](const auto& info) { return info.param; });
 
 }  // namespace
-}  // namespace wort
+}  // namespace wort::test

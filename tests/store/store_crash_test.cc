@@ -36,6 +36,7 @@
 
 #include "crashsim/simulator.h"
 #include "pm/persist.h"
+#include "support/crash_findings.h"
 #include "pm/pool_layout.h"
 #include "pm/tracer.h"
 #include "store/store_impl.h"
@@ -255,16 +256,12 @@ class Run {
       return;
     }
     ++out_.images;
-    std::string choice_s;
-    for (auto x : choice) choice_s += (choice_s.empty() ? "" : ".") + std::to_string(x);
     std::memcpy(img2_.get(), img_.get(), size_);  // for a crash during its recovery
     pm::Tracer* prev = pm::set_tracer(nullptr);  // recovery writes the image, not the pool
     const std::string problem = check_recovered(at_ack);
     pm::set_tracer(prev);
-    if (!problem.empty() && out_.findings.size() < 40)
-      out_.findings.push_back(problem + " [crash point " + std::to_string(out_.crash_points) +
-                              (at_ack ? " after " : " inside ") + step_name() + ", choice " +
-                              choice_s + "]");
+    test::add_image_finding(out_.findings, problem, out_.crash_points, at_ack, step_name(),
+                            choice);
   }
 
   std::string check_recovered(bool at_ack) {

@@ -107,6 +107,47 @@ struct MixedBatch {
 MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
                        std::size_t ops_n);
 
+//! The factory of index type T created with `io`; `tweak(T&)` runs on each new tree (a test
+//! fault that makes a broken variant: a build with WORT_FAULTS).
+template <class T, class Tweak>
+crashsim::Factory factory_with(const IndexOptions& io, Tweak tweak) {
+  return crashsim::Factory{std::string(T::kKind),
+                           [io, tweak](Pool& p) {
+                             auto t = T::create(p, io);
+                             if (t) tweak(**t);
+                             return adapt<T>(std::move(t));
+                           },
+                           [](Pool& p) { return adapt<T>(T::open(p)); }};
+}
+//! The factory of index type T created with `io`.
+template <class T>
+crashsim::Factory factory_with(const IndexOptions& io) {
+  return factory_with<T>(io, [](T&) {});
+}
+//! The factory of index type T created with its first option word `w0` (the rest default).
+template <class T>
+crashsim::Factory factory_with_word0(std::uint64_t w0) {
+  IndexOptions io;
+  io.words[0] = w0;
+  return factory_with<T>(io);
+}
+
+//! A split and a merge of the ART-style trees' nodes that a crash can interrupt: the setup
+//! (two keys that share a 7-byte prefix) and the operations (a prefix split above them, an
+//! insert below, an upsert, removes that merge back, an insert that splits again).
+std::vector<crashsim::KvOp> split_and_merge_setup();
+std::vector<crashsim::KvOp> split_and_merge_ops();
+
+//! Inserts of the keys u64_str(from + i * step), i < n, each with its number as value.
+std::vector<crashsim::KvOp> inserts(std::uint64_t from, std::uint64_t n, std::uint64_t step = 1);
+
+//! An index's sampled crash runs: for random_u64, shared_prefix and prefix_chains keys,
+//! `keys` of them (seed 11), the first `setup_n` inserted, then `ops_n` mixed operations
+//! traced with the drain oracle (seed 3, a 4 MiB pool, 16 images of a point exhaustive and 4
+//! random, fewer in a sanitizer build): every run correct and clean.
+void expect_clean_sampled_mixes(const crashsim::Factory& tree, std::size_t keys,
+                                std::size_t setup_n, std::size_t ops_n);
+
 //! The checks of a run with crashsim::Options::trace_create (a crash point at every fence of
 //! Index::create, and the COMMIT_COUNT table's create row): correct, creation traced, and no
 //! finding but the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc; see

@@ -11,6 +11,8 @@
 #include <optional>
 #include <random>
 
+#include "support/keygen.h"
+
 #include "pm/allocator.h"
 #include "wort/index.h"
 #include "wort/pool.h"
@@ -130,6 +132,19 @@ void kill_and_reopen(const KillReopenSpec& spec) {
     reopen_and_check(spec, path, acked);
   }
   std::filesystem::remove_all(dir);
+}
+
+void kill_and_reopen_random_bytes(const crashsim::Factory& tree, std::uint64_t kill_after) {
+  KillReopenSpec spec{tree, make_keys(Gen::random_bytes, 20000, 17),
+                      random_upserts_and_removes(20000)};
+  spec.kill_after = kill_after;
+  kill_and_reopen(spec);
+}
+
+void kill_and_reopen_each_key(const crashsim::Factory& tree, Gen keys, std::uint64_t seed) {
+  KillReopenSpec spec{tree, make_keys(keys, 20000, seed), upsert_each_key_in_turn(20000)};
+  spec.kill_after = 15000;
+  kill_and_reopen(spec);
 }
 
 }  // namespace wort::test

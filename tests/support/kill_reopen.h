@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "crashsim/harness.h"
+#include "support/keygen.h"
 #include "wort/key.h"
 
 namespace wort::test {
@@ -41,5 +42,13 @@ struct KillReopenSpec {
 
 //! Runs the experiment described at the top; reports through gtest (EXPECT / ASSERT).
 void kill_and_reopen(const KillReopenSpec& spec);
+
+//! kill_and_reopen over 20000 random-byte keys (seed 17) and random_upserts_and_removes,
+//! the child killed after `kill_after` acknowledged operations.
+void kill_and_reopen_random_bytes(const crashsim::Factory& tree, std::uint64_t kill_after = 15000);
+
+//! kill_and_reopen over 20000 keys of `keys` (seed `seed`), each upserted in turn
+//! (upsert_each_key_in_turn), the child killed after 15000 acknowledged upserts.
+void kill_and_reopen_each_key(const crashsim::Factory& tree, Gen keys, std::uint64_t seed);
 
 }  // namespace wort::test

@@ -78,4 +78,15 @@ std::string format_table1_row(const Table1Row& row, const std::vector<std::strin
   return out + buf;
 }
 
+Table1Row measure_print_record_table1(const Table1Tree& t, Dist d) {
+  Table1Row row;
+  measure_table1(t, d, table1_key_count(), row);
+  if (::testing::Test::HasFatalFailure()) return row;
+  std::printf("%s\n", format_table1_row(row, t.node_types).c_str());
+  std::fflush(stdout);
+  ::testing::Test::RecordProperty("lines_flushed_per_insert", std::to_string(row.lines_flushed));
+  ::testing::Test::RecordProperty("fences_per_insert", std::to_string(row.fences));
+  return row;
+}
+
 }  // namespace wort::test

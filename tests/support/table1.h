@@ -45,4 +45,15 @@ void measure_table1(const Table1Tree& t, Dist d, std::size_t n, Table1Row& row);
 //! leaf depth ... max ... <node type> <count>... PM bytes/key ...".
 std::string format_table1_row(const Table1Row& row, const std::vector<std::string>& node_types);
 
+//! measure_table1 at table1_key_count() keys (wrap the call in ASSERT_NO_FATAL_FAILURE), the
+//! row printed and its lines flushed and
+//! fences per insert recorded as properties of the running test. Returns the row.
+Table1Row measure_print_record_table1(const Table1Tree& t, Dist d);
+
+//! The paper's three key sets as a test suite's parameters, each named by its distribution.
+#define WORT_TABLE1_PAPER_SETS(Suite)                                                        \
+  INSTANTIATE_TEST_SUITE_P(PaperSets, Suite,                                                 \
+                           ::testing::Values(Dist::dense, Dist::sparse, Dist::clustered),    \
+                           [](const auto& info) { return std::string(to_string(info.param)); })
+
 }  // namespace wort::test

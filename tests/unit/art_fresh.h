@@ -19,17 +19,13 @@
 #include "index/art_engine/leaf.h"
 #include "pm/persist.h"
 #include "support/diff_harness.h"
+#include "support/faults.h"
 #include "support/keygen.h"
 
 namespace wort::test::art_fresh {
 
 using art_engine::fresh_mark;
 using art_engine::Leaf;
-
-struct BrokenSwitch {
-  BrokenSwitch() { art_engine::g_broken_reader_ignores_fresh.store(true); }
-  ~BrokenSwitch() { art_engine::g_broken_reader_ignores_fresh.store(false); }
-};
 
 inline constexpr std::uint64_t kKeys[] = {0xabcdef0123456700ull, 0xabcdef0123456711ull,
                                           0xabcdef0123456722ull, 0x1000ull};
@@ -142,11 +138,12 @@ void an_earlier_sessions_mark_is_cleared_without_help() {
   EXPECT_EQ(l->fresh, 0u);
 }
 
+#if WORT_FAULTS
 // The broken variant: the reader returns the marked leaf's value with no fence, which the
 // help test above would catch (and the dirty-read oracle does: dirty_read_test).
 template <class Tree>
 void broken_reader_does_not_help() {
-  BrokenSwitch broken;
+  FaultSwitch broken(art_engine::g_broken_reader_ignores_fresh);
   Fresh<Tree> f;
   Leaf* l = f.leaf_of(Key(u64_key(kKeys[1])));
   l->fresh = f.current();
@@ -154,5 +151,22 @@ void broken_reader_does_not_help() {
   EXPECT_EQ(f.index().lookup(Key(u64_key(kKeys[1]))), std::optional<Value>(kKeys[1]));
   EXPECT_EQ(f.fences() - f0, 0u);
 }
+#endif  // WORT_FAULTS
 
 }  // namespace wort::test::art_fresh
+
+//! The fresh-leaf tests of one ART engine flavour `Tree`, as TESTs of the suite `Suite`
+//! (inside namespace wort::test; the broken reader's only in a build with WORT_FAULTS).
+#define WORT_ART_FRESH_TESTS(Suite, Tree)                                                  \
+  TEST(Suite, NoMarkIsLeftOnceAnInsertReturns) { art_fresh::no_mark_is_left_once_an_insert_returns<Tree>(); } \
+  TEST(Suite, ReadersHelpAMarkedLeafThenClearIt) { art_fresh::readers_help_a_marked_leaf_then_clear_it<Tree>(); } \
+  TEST(Suite, AMissOnAMarkedLeafDoesNotHelp) { art_fresh::a_miss_on_a_marked_leaf_does_not_help<Tree>(); } \
+  TEST(Suite, AnEarlierSessionsMarkIsClearedWithoutHelp) { art_fresh::an_earlier_sessions_mark_is_cleared_without_help<Tree>(); } \
+  WORT_ART_FRESH_BROKEN_TEST(Suite, Tree)
+
+#if WORT_FAULTS
+#define WORT_ART_FRESH_BROKEN_TEST(Suite, Tree) \
+  TEST(Suite, BrokenReaderDoesNotHelp) { art_fresh::broken_reader_does_not_help<Tree>(); }
+#else
+#define WORT_ART_FRESH_BROKEN_TEST(Suite, Tree)
+#endif

@@ -31,6 +31,7 @@
 #include "pm/allocator.h"
 #include "pm/tracer.h"
 #include "support/keygen.h"
+#include "support/work_scale.h"
 #include "unit/conc_fixture.h"
 #include "unit/fastfair_fixture.h"
 
@@ -39,14 +40,8 @@ namespace {
 
 using fastfair::Node;
 
-unsigned scale() {
-#if defined(__SANITIZE_THREAD__)
-  return 1;  // TSan runs ~10x slower
-#else
-  const char* s = std::getenv("WORT_TEST_SCALE");
-  return s != nullptr && std::strcmp(s, "small") == 0 ? 4 : 8;
-#endif
-}
+//! Work multiplier (tests/support/work_scale.h).
+unsigned scale() { return work_scale(4, 8); }
 
 constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
@@ -351,6 +346,7 @@ TEST(FastFairConcurrency, ChurnWhileScanVisitorsCallBackIntoTheTree) {
   check_against(f, ref);
 }
 
+#if WORT_FAULTS
 //! Sets a test-only fault set for one scope (no other test thread runs meanwhile).
 struct FaultScope {
   explicit FaultScope(unsigned f, void (*hook)(int) = nullptr) {
@@ -362,6 +358,15 @@ struct FaultScope {
     fastfair::faults::pause_hook = nullptr;
   }
 };
+//! The variants the reader-race tests run: 0 correct, 1 broken.
+constexpr int kLastVariant = 1;
+#else
+//! Without WORT_FAULTS (src/pm/faults.h) only the correct variant runs: no fault set.
+struct FaultScope {
+  explicit FaultScope(unsigned f) { EXPECT_EQ(f, 0u) << "a fault in a build without faults"; }
+};
+constexpr int kLastVariant = 0;
+#endif
 
 // Writers on the SAME leaves: a small dense universe (256-byte nodes, ~100 leaves at most),
 // each key owned by one writer (its statuses are checked exactly against the writer's own
@@ -376,6 +381,8 @@ TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndM
   // hook), which widens the window a structure change can fall into. By hand,
   // WORT_FASTFAIR_BROKEN_VALIDATION=1 runs it with the broken variant (no re-validation
   // after the lock), which it should catch (README "Concurrency": how often it does).
+  // (Test builds only: WORT_FAULTS.)
+#if WORT_FAULTS
   const bool broken = std::getenv("WORT_FASTFAIR_BROKEN_VALIDATION") != nullptr;
   FaultScope delay(fastfair::faults::writer_pause |
                        (broken ? fastfair::faults::no_writer_validation : 0u),
@@ -383,6 +390,7 @@ TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndM
                      thread_local unsigned n = 0;
                      if (where == 0 && ++n % 2 == 0) std::this_thread::yield();
                    });
+#endif
   FastFairFixture f(256, 64u << 20);
   constexpr unsigned kWriters = 3;
   const unsigned universe = 1200, rounds = 2 * scale();
@@ -481,6 +489,7 @@ TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndM
 }
 
 // --- the leaf path's lock and re-validation (deterministic) -------------------------------
+#if WORT_FAULTS  // the leaf path's pause hook (fastfair::faults::writer_pause)
 
 //! One paused writer: the thread that calls arm() stops once at hook point `where` until
 //! release(); every other thread (and later calls) passes.
@@ -625,6 +634,7 @@ TEST(FastFairConcurrency, WritersOfDifferentLeavesDoNotWaitForEachOther) {
   for (std::uint64_t k : {15u, 25u, 85u}) EXPECT_EQ(f.get(k), std::optional<Value>(k));
   f.expect_verified();
 }
+#endif  // WORT_FAULTS
 
 // verify() reports a leaf whose lock word a write left held, or marked obsolete, in this
 // generation (the concurrency tests' final verify() so checks that every write unlocked),
@@ -814,7 +824,7 @@ TEST(FastFairConcurrency, SwitchCounterWrapOf256IsSeen) {
 // each burst of writer stores before each of its loads: the child it takes must be the one
 // the root gave before the insert or after it (never another record's pointer); with the
 // root's counter odd (a merge's detach), the reader reads right to left and must retry.
-TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild_Issue16) {
+TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild) {
   for (bool odd : {false, true}) {
     // 256-byte nodes (14 records); ascending keys leave leaves of 7: [10..70], [80..140], ...
     auto setup = [&](FastFairFixture& f) {
@@ -1000,7 +1010,7 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
   }
   ASSERT_GT(stores, 10u);
   std::uint64_t runs = 0, wrong[2][2] = {{0, 0}, {0, 0}};  // [broken][lookup, scan]
-  for (int broken = 0; broken <= 1; ++broken) {
+  for (int broken = 0; broken <= kLastVariant; ++broken) {
     FaultScope faults(broken ? fastfair::faults::append_keeps_counter : 0u);
     for (int scan = 0; scan <= 1; ++scan)
       for (unsigned at = 0; at < 36; ++at)
@@ -1038,8 +1048,10 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
               static_cast<unsigned long long>(wrong[1][1]));
   EXPECT_EQ(wrong[0][0], 0u);
   EXPECT_EQ(wrong[0][1], 0u);
+#if WORT_FAULTS
   EXPECT_GT(wrong[1][0], 0u) << "the broken variant should pair 80 with 70's value";
   EXPECT_GT(wrong[1][1], 0u) << "the broken variant should scan 80 with 70's value";
+#endif
 }
 
 // A split and then a merge under a reader: the reader of leaf L (its sibling word R loaded
@@ -1092,6 +1104,7 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
   enum { kFixed, kLateSibling, kNoBump };
   std::uint64_t runs = 0, misses[3] = {0, 0, 0};
   for (int variant : {kFixed, kLateSibling, kNoBump}) {
+    if (variant == kNoBump && kLastVariant == 0) continue;  // a fault: test builds only
     FaultScope faults(variant == kNoBump ? fastfair::faults::append_keeps_counter : 0u);
     for (std::uint64_t key : {20ull, 50ull, 70ull})
       for (unsigned first = 1; first < stores; ++first)
@@ -1156,7 +1169,9 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
               static_cast<unsigned long long>(misses[2]));
   EXPECT_EQ(misses[kFixed], 0u);
   EXPECT_GT(misses[kLateSibling], 0u) << "the late sibling load should miss B's records";
+#if WORT_FAULTS
   EXPECT_GT(misses[kNoBump], 0u) << "without the append's counter change B should be missed";
+#endif
 }
 
 // A cut under a right-to-left reader: the third reader race (README "The reader failures of
@@ -1223,7 +1238,7 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
   ASSERT_GT(stores, 10u);
   enum { kLookup, kScan, kRoute };
   std::uint64_t runs = 0, wrong[2][3] = {{0, 0, 0}, {0, 0, 0}};  // [broken][reader]
-  for (int broken = 0; broken <= 1; ++broken) {
+  for (int broken = 0; broken <= kLastVariant; ++broken) {
     FaultScope faults(broken ? fastfair::faults::reader_ignores_cut : 0u);
     for (int mode : {kLookup, kScan, kRoute})
       for (unsigned at = 0; at < 60; ++at)
@@ -1298,9 +1313,11 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
               static_cast<unsigned long long>(wrong[1][1]),
               static_cast<unsigned long long>(wrong[1][2]));
   for (int mode : {kLookup, kScan, kRoute}) EXPECT_EQ(wrong[0][mode], 0u) << mode;
+#if WORT_FAULTS
   EXPECT_GT(wrong[1][kLookup], 0u) << "the broken variant should miss 40 in a lookup";
   EXPECT_GT(wrong[1][kScan], 0u) << "the broken variant should skip 40 in a scan";
   EXPECT_GT(wrong[1][kRoute], 0u) << "the broken variant should route 45 to 30's child";
+#endif
 }
 
 // A dead left copy met by a right-to-left reader after a smaller key (a foreign value in a

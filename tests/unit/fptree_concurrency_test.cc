@@ -34,22 +34,15 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/work_scale.h"
 #include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 namespace {
 
-//! Work multiplier: 8 with WORT_TEST_SCALE=small (make test), 16 otherwise; 1 under
-//! ThreadSanitizer (~10x slower).
-unsigned scale() {
-#if defined(__SANITIZE_THREAD__)
-  return 1;
-#else
-  const char* s = std::getenv("WORT_TEST_SCALE");
-  return (s != nullptr && std::strcmp(s, "small") == 0) ? 8 : 16;
-#endif
-}
+//! Work multiplier (tests/support/work_scale.h).
+unsigned scale() { return work_scale(8, 16); }
 
 constexpr auto value_of = conc_value_of;  // unit/conc_fixture.h
 
@@ -183,7 +176,9 @@ TEST(FPTreeReclaim, AnInsertFreesWhatRemovesRetiredUnderAPinnedReader) {
 
 std::uint64_t readers_during_splits(bool skip_validation, std::chrono::milliseconds budget) {
   Fx f(kShapes[0]);
+#if WORT_FAULTS
   f.tree->test_skip_leaf_validation(skip_validation);
+#endif
   const unsigned n = 800;
   auto stable = [](unsigned i) { return i % 8 == 0; };
   for (unsigned i = 0; i < n; ++i)
@@ -234,6 +229,7 @@ TEST(FPTreeConcurrencyBroken, ValidatedReadersMissNothing) {
   EXPECT_EQ(readers_during_splits(false, std::chrono::milliseconds(1500)), 0u);
 }
 
+#if WORT_FAULTS
 TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the broken variant races by design";
@@ -244,10 +240,12 @@ TEST(FPTreeConcurrencyBroken, BrokenReadersAreCaught) {
   EXPECT_GT(errors, 0u) << "readers without the leaf validation were never caught";
 #endif
 }
+#endif  // WORT_FAULTS
 
 
 // --- splits of different leaves in parallel (one split micro-log each, §4.4) -------------
 
+#if WORT_FAULTS  // the split hook (test_on_split_copied) pauses a split
 //! Thread A splits leaf 1 and pauses inside its split (test_on_split_copied: after its copy,
 //! with its leaf's lock and split log held); thread B then inserts into a different full
 //! leaf. Returns whether B's insert (a split of its own, in a second log, and its parent
@@ -303,6 +301,7 @@ TEST(FPTreeParallelSplits, SecondSplitFinishesWhileFirstPauses) {
 TEST(FPTreeParallelSplits, SerialisedSplitsAreCaught) {
   EXPECT_FALSE(second_split_runs_while_first_pauses(true, std::chrono::milliseconds(500)));
 }
+#endif  // WORT_FAULTS
 
 // Many writers splitting at once on leaves of 4: more splits in flight than a pool made
 // before the log array could hold (one log), every log claimed and released; then the tree

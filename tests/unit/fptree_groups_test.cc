@@ -15,6 +15,7 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 #include "unit/fptree_reopen.h"
 
 namespace wort::test {
@@ -25,18 +26,9 @@ using namespace fptree_index;
 class FPTreeGroups : public ::testing::Test {
  protected:
   void make(std::uint64_t cap, std::uint64_t group) {
-    PoolOptions o;
-    o.size = 8u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "fptree";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
     IndexOptions io;
     io.words = {cap, 3, 0, group};
-    auto t = FPTree::create(*pool_, io);
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
+    make_memory_tree(&pool_, &tree_, io, 8u << 20, 64u << 10);
   }
   Anchor* anchor() { return pool_->at<Anchor>(pool_->root()); }
   void put(std::uint64_t k) {

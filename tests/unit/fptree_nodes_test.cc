@@ -16,6 +16,7 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 
 namespace wort::test {
 namespace {
@@ -121,12 +122,9 @@ TEST(FPTreeNodes, RebuiltHeightAfterReopen) {
 // leaf) must leave every acknowledged key in place and verify() clean; removes then make
 // room again.
 TEST(FPTreeNodes, OutOfSpaceLeavesTreeIntact) {
-  PoolOptions o;
-  o.size = 1u << 20;
-  o.chunk_size = 64u << 10;
-  o.kind = "fptree";
-  auto pool = std::move(Pool::create_in_memory(o)).value();
-  auto tree = std::move(FPTree::create(*pool, {})).value();
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<FPTree> tree;
+  ASSERT_NO_FATAL_FAILURE(make_memory_tree(&pool, &tree, {}, 1u << 20, 64u << 10));
   std::vector<std::string> keys;
   Status s = Status::ok;
   for (std::uint64_t i = 0; s == Status::ok; ++i) {

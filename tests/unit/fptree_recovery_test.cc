@@ -22,6 +22,7 @@
 #include "index/fptree/fptree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 #include "unit/fptree_reopen.h"
 
 namespace wort::test {
@@ -34,18 +35,9 @@ class FPTreeRecovery : public ::testing::Test {
   static constexpr std::uint64_t kCap = 4;
 
   void SetUp() override {
-    PoolOptions o;
-    o.size = 4u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "fptree";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
     IndexOptions io;
     io.words = {kCap, 3, 0, 0};
-    auto t = FPTree::create(*pool_, io);
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
+    ASSERT_NO_FATAL_FAILURE(make_memory_tree(&pool_, &tree_, io, 4u << 20, 64u << 10));
     // keys 10, 20, 30, 40 into slots 0..3 of one full leaf
     for (std::uint64_t k = 10; k <= 40; k += 10) put(k);
     cur_ = anchor()->head;
@@ -76,6 +68,17 @@ class FPTreeRecovery : public ::testing::Test {
   Result<std::unique_ptr<FPTree>> reopen() {
     tree_.reset();
     return reopen_from_copy(pool_, image_);
+  }
+
+  //! A split of C into a new leaf N, written and named by the log, interrupted when C's
+  //! next word (`linked`) and C's bitmap (`bitmap`, the moved keys cleared) had reached PM
+  //! or not: open() finishes it.
+  void expect_interrupted_split_recovers(bool linked, bool bitmap) {
+    const std::uint64_t n = written_new_leaf();
+    anchor()->log = {cur_, n};
+    if (linked) *leaf(cur_).next_word() = n;
+    if (bitmap) *leaf(cur_).bitmap_word() = 0b0011;
+    expect_recovers(2, 1);
   }
 
   //! Reopens and checks contents, verify, audit, log clear, the leaf count and one insert.
@@ -140,28 +143,18 @@ TEST_F(FPTreeRecovery, LogBothNewLeafWrittenOldUntouched) {
 
 // C's bitmap reached PM, its next did not: N is reachable only through the log.
 TEST_F(FPTreeRecovery, OldBitmapInvertedNotLinked) {
-  const std::uint64_t n = written_new_leaf();
-  anchor()->log = {cur_, n};
-  *leaf(cur_).bitmap_word() = 0b0011;
-  expect_recovers(2, 1);
+  expect_interrupted_split_recovers(/*linked=*/false, /*bitmap=*/true);
 }
 
 // C's next reached PM, its bitmap did not: N is in the list and C still looks full; the walk
 // must take C's live set from the log, or keys 30 and 40 would be seen twice.
 TEST_F(FPTreeRecovery, LinkedOldBitmapStillFull) {
-  const std::uint64_t n = written_new_leaf();
-  anchor()->log = {cur_, n};
-  *leaf(cur_).next_word() = n;
-  expect_recovers(2, 1);
+  expect_interrupted_split_recovers(/*linked=*/true, /*bitmap=*/false);
 }
 
 // Everything but the log reset.
 TEST_F(FPTreeRecovery, SplitDoneLogNotReset) {
-  const std::uint64_t n = written_new_leaf();
-  anchor()->log = {cur_, n};
-  *leaf(cur_).next_word() = n;
-  *leaf(cur_).bitmap_word() = 0b0011;
-  expect_recovers(2, 1);
+  expect_interrupted_split_recovers(/*linked=*/true, /*bitmap=*/true);
 }
 
 // Half of the reset reached PM (cur cleared first): the stale new word is ignored.

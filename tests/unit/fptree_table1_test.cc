@@ -24,19 +24,14 @@ class FPTreeTable1 : public ::testing::TestWithParam<Dist> {};
 TEST_P(FPTreeTable1, FlushesFencesPerInsertAndBytesPerKey) {
   const Table1Tree t{crashsim::factory_of<FPTree>(), fptree_pool, {"leaf", "inner"}};
   Table1Row row;
-  ASSERT_NO_FATAL_FAILURE(measure_table1(t, GetParam(), table1_key_count(), row));
-  std::cout << format_table1_row(row, t.node_types) << "\n";
+  ASSERT_NO_FATAL_FAILURE(row = measure_print_record_table1(t, GetParam()));
   const double n = static_cast<double>(row.n);
   std::cout << "[fptree] " << to_string(GetParam()) << ": PM "
             << static_cast<double>(row.stats.pm_bytes) / n << " B/key, DRAM "
             << static_cast<double>(row.stats.dram_bytes) / n << " B/key" << std::endl;
-  RecordProperty("lines_flushed_per_insert", std::to_string(row.lines_flushed));
-  RecordProperty("fences_per_insert", std::to_string(row.fences));
 }
 
-INSTANTIATE_TEST_SUITE_P(PaperSets, FPTreeTable1,
-                         ::testing::Values(Dist::dense, Dist::sparse, Dist::clustered),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+WORT_TABLE1_PAPER_SETS(FPTreeTable1);
 
 }  // namespace
 }  // namespace wort::test

@@ -15,52 +15,22 @@
 #include "index/nvtree/nvtree_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 namespace {
 
-struct Fixture {
-  std::shared_ptr<std::byte> image;  // backing memory after reopen(); outlives pool
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<NvTree> tree;
-  double open_ms = 0;  //!< NvTree::open in the last reopen(): walk + trace + DRAM rebuild
+struct Fixture : TreeFixture<NvTree> {
   explicit Fixture(std::uint64_t leaf = 4, std::uint64_t pln = 4, std::uint64_t fan = 2,
-                   std::uint64_t pool_size = 16u << 20) {
-    PoolOptions po;
-    po.size = pool_size;
-    po.kind = "nvtree";
-    pool = std::move(Pool::create_in_memory(po).value());
+                   std::uint64_t pool_size = 16u << 20)
+      : TreeFixture(options(leaf, pln, fan), pool_size) {}
+  static IndexOptions options(std::uint64_t leaf, std::uint64_t pln, std::uint64_t fan) {
     IndexOptions o;
     o.words[0] = leaf;
     o.words[1] = pln;
     o.words[2] = fan;
-    tree = std::move(NvTree::create(*pool, o).value());
-  }
-  Status ins(std::uint64_t k) { return tree->insert(as_key(u64_str(k)), k); }
-  std::uint64_t n(const char* type) { return tree->stats().nodes.at(type); }
-  void check() {
-    auto r = tree->verify();
-    ASSERT_TRUE(r) << r.error().message;
-    auto a = pool->allocator().audit([&](pm::BlockVisitor v) { return tree->visit_blocks(v); });
-    ASSERT_TRUE(a.ok()) << a.describe();
-  }
-  //! As after a crash: the pool's bytes as they are, opened afresh (trace + DRAM rebuild).
-  void reopen() {
-    tree.reset();
-    const std::uint64_t size = pool->size();
-    std::shared_ptr<std::byte> copy(static_cast<std::byte*>(std::aligned_alloc(64, size)), std::free);
-    std::memcpy(copy.get(), pool->base(), size);
-    pool.reset();
-    image = copy;
-    auto p = Pool::attach({image.get(), size}, "nvtree");
-    ASSERT_TRUE(p) << p.error().message;
-    pool = std::move(*p);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto t = NvTree::open(*pool);
-    open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    ASSERT_TRUE(t) << t.error().message;
-    tree = std::move(*t);
+    return o;
   }
 };
 
@@ -139,11 +109,9 @@ TEST(NvTreeRegression, OldLeafNeverFreedAfterSplit) {
 // whole rebuilds PLN overflows caused during the load (random order). Printed;
 // WORT_NVTREE_RECOVERY_KEYS (default 100000) sets the largest size.
 TEST(NvTreeNodes, RecoveryTimeAgainstKeyCount) {
-  std::uint64_t max = 100000;
-  if (const char* s = std::getenv("WORT_NVTREE_RECOVERY_KEYS")) max = std::strtoull(s, nullptr, 10);
-  for (std::uint64_t n = max / 100; n <= max; n *= 10) {
+  for (std::uint64_t n : recovery_key_counts("WORT_NVTREE_RECOVERY_KEYS")) {
     Fixture f(0, 0, 0, (64ull << 20) + 200 * n);
-    for (std::uint64_t k = 0; k < n; ++k) ASSERT_EQ(f.ins(k * 2654435761u % 1000000007u), Status::ok);
+    ASSERT_NO_FATAL_FAILURE(f.ins_spread(n));
     std::cout << "[nvtree rebuilds] keys " << n << ": " << f.tree->rebuilds()
               << " whole DRAM rebuilds during the load, " << f.tree->rebuild_ns() / 1e6 << " ms in all\n";
     f.reopen();
@@ -160,20 +128,13 @@ TEST(NvTreeNodes, DamagedPoolIsCorruptNotACrash) {
   for (int damage = 0; damage < 3; ++damage) {
     SCOPED_TRACE("damage " + std::to_string(damage));
     Fixture f;
-    for (std::uint64_t k = 0; k < 40; ++k) ASSERT_EQ(f.ins(k), Status::ok);
-    std::ostringstream dump;
-    f.tree->dump(dump);
-    EXPECT_NE(dump.str().find("leaf"), std::string::npos);
+    ASSERT_NO_FATAL_FAILURE(f.fill_and_dump(40, "leaf"));
     const std::uint64_t head = f.pool->at<nvtree::Anchor>(f.pool->root())->head;
     auto* first = f.pool->at<nvtree::Leaf>(head);
     if (damage == 0) first->count = 5;
     if (damage == 1) first->next += 64;
     if (damage == 2) f.pool->at<nvtree::Leaf>(first->next)->next = head;
-    f.tree.reset();
-    auto t = NvTree::open(*f.pool);
-    ASSERT_FALSE(t);
-    EXPECT_EQ(t.error().code, Status::corrupt);
-    EXPECT_FALSE(t.error().message.empty());
+    f.expect_open_refused_as_corrupt();
   }
 }
 

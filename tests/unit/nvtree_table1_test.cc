@@ -19,16 +19,10 @@ class NvTreeTable1 : public ::testing::TestWithParam<Dist> {};
 
 TEST_P(NvTreeTable1, FlushesFencesAndLeafDepthPerInsert) {
   const Table1Tree t{crashsim::factory_of<NvTree>(), pool_for, {"leaf", "pln", "in", "rebuilds"}};
-  Table1Row row;
-  ASSERT_NO_FATAL_FAILURE(measure_table1(t, GetParam(), table1_key_count(), row));
-  std::cout << format_table1_row(row, t.node_types) << std::endl;
-  RecordProperty("lines_flushed_per_insert", std::to_string(row.lines_flushed));
-  RecordProperty("fences_per_insert", std::to_string(row.fences));
+  ASSERT_NO_FATAL_FAILURE(measure_print_record_table1(t, GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(PaperSets, NvTreeTable1,
-                         ::testing::Values(Dist::dense, Dist::sparse, Dist::clustered),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+WORT_TABLE1_PAPER_SETS(NvTreeTable1);
 
 }  // namespace
 }  // namespace wort::test

@@ -21,6 +21,7 @@
 #include "index/roart/roart_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 #include "unit/conc_fixture.h"
 #include "wort/pool.h"
 
@@ -47,14 +48,7 @@ std::string key_of(unsigned i) {
 struct Fixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Roart> tree;
-  Fixture() {
-    PoolOptions o;
-    o.size = 256ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "roart";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(Roart::create(*pool, IndexOptions{})).value();
-  }
+  Fixture() { make_memory_tree(&pool, &tree, {}, 256ull << 20, 1u << 20); }
   //! The whole tree against `ref`: lookups, one full scan, verify, allocator audit.
   void check(const std::map<std::string, Value>& ref) {
     (void)tree->lookup(as_key(std::string("x")));  // the last unpin frees what is retired
@@ -211,11 +205,8 @@ TEST(RoartConcurrency, RemovesInsertsAndUpsertsWhileReadersScan) {
 // After a restart every node's metadata is stale; concurrent first touches are latched by
 // the lock word, so each node and array is rebuilt exactly once however many readers race.
 TEST(RoartConcurrency, GenerationRebuildIsLatchedOncePerNode) {
-  PoolOptions o;
-  o.size = 64ull << 20;
-  o.chunk_size = 1u << 20;
-  o.kind = "roart";
-  auto pool = std::move(Pool::create_in_memory(o)).value();
+  std::unique_ptr<Pool> pool;
+  ASSERT_NO_FATAL_FAILURE(make_memory_pool(&pool, Roart::kKind, 64ull << 20, 1u << 20));
   const unsigned n = 3000;
   {
     auto t = std::move(Roart::create(*pool, IndexOptions{})).value();

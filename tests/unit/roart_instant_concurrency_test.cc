@@ -50,6 +50,7 @@ TEST(RoartInstantRestart, ServesWhileTheTraceIsHeldThenAuditsClean) {
   EXPECT_TRUE(held_scenario(true));
 }
 
+#if WORT_FAULTS
 // The broken variant: a trace that does not walk through this session's blocks misses the
 // old leaves and nodes the inserts moved under new arrays and nodes, frees them, and the
 // audit (live blocks free) and the reuse that follows catch it.
@@ -59,6 +60,7 @@ TEST(RoartInstantRestart, BrokenTraceThatSkipsNewBlocksIsCaught) {
   roart::g_broken_trace_skips_session_blocks = false;
   EXPECT_FALSE(ok) << "the broken trace went unnoticed";
 }
+#endif  // WORT_FAULTS
 
 bool held_scenario(bool expect_ok) {
   ScenarioChecks check(expect_ok);
@@ -133,6 +135,7 @@ TEST(RoartInstantRestart, BlocksRetiredWhenTheWalkEndsStayLiveUntilFreed) {
   EXPECT_TRUE(retired_scenario(true));
 }
 
+#if WORT_FAULTS
 // The broken variant: no grace period, no report of the retired blocks.
 TEST(RoartInstantRestart, BrokenTraceThatSkipsRetiredBlocksIsCaught) {
 #if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
@@ -154,6 +157,7 @@ TEST(RoartInstantRestart, BrokenTraceThatSkipsRetiredBlocksIsCaught) {
   EXPECT_FALSE(ok) << "the broken trace went unnoticed";
 #endif
 }
+#endif  // WORT_FAULTS
 
 bool retired_scenario(bool expect_ok) {
   ScenarioChecks check(expect_ok);

@@ -23,15 +23,8 @@ namespace {
 
 using roart::Roart;
 
-crashsim::Factory factory(std::uint64_t flags) {
-  return {"roart",
-          [flags](Pool& p) {
-            IndexOptions o;
-            o.words[0] = flags;
-            return adapt<Roart>(Roart::create(p, o));
-          },
-          [](Pool& p) { return adapt<Roart>(Roart::open(p)); }};
-}
+//! ROART with the option bits `flags`.
+crashsim::Factory factory(std::uint64_t flags) { return factory_with_word0<Roart>(flags); }
 Roart& tree(DiffChecker& d) { return static_cast<IndexAdapter<Roart>&>(d.index()).impl(); }
 std::uint64_t nodes(DiffChecker& d, const char* type) {
   const auto s = d.index().stats();

@@ -18,51 +18,21 @@
 #include "pm/allocator.h"
 #include "pm/persist.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 namespace {
 
-struct Fixture {
-  std::shared_ptr<std::byte> image;  // backing memory after reopen(); outlives pool
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<WbTree> tree;
-  double open_ms = 0;  //!< WbTree::open in the last reopen(): checked walk + trace + redo
+struct Fixture : TreeFixture<WbTree> {
   explicit Fixture(std::uint64_t leaf = 4, std::uint64_t inner = 4,
-                   std::uint64_t pool_size = 16u << 20) {
-    PoolOptions po;
-    po.size = pool_size;
-    po.kind = "wbtree";
-    pool = std::move(Pool::create_in_memory(po).value());
+                   std::uint64_t pool_size = 16u << 20)
+      : TreeFixture(options(leaf, inner), pool_size) {}
+  static IndexOptions options(std::uint64_t leaf, std::uint64_t inner) {
     IndexOptions o;
     o.words[0] = leaf;
     o.words[1] = inner;
-    tree = std::move(WbTree::create(*pool, o).value());
-  }
-  Status ins(std::uint64_t k) { return tree->insert(as_key(u64_str(k)), k); }
-  std::uint64_t n(const char* type) { return tree->stats().nodes.at(type); }
-  void check() {
-    auto r = tree->verify();
-    ASSERT_TRUE(r) << r.error().message;
-    auto a = pool->allocator().audit([&](pm::BlockVisitor v) { return tree->visit_blocks(v); });
-    ASSERT_TRUE(a.ok()) << a.describe();
-  }
-  //! As after a crash: the pool's bytes as they are, opened afresh (the allocator traces).
-  void reopen() {
-    tree.reset();
-    const std::uint64_t size = pool->size();
-    std::shared_ptr<std::byte> copy(static_cast<std::byte*>(std::aligned_alloc(64, size)), std::free);
-    std::memcpy(copy.get(), pool->base(), size);
-    pool.reset();
-    image = copy;  // the previous image (if any) is no longer mapped
-    auto p = Pool::attach({image.get(), size}, "wbtree");
-    ASSERT_TRUE(p) << p.error().message;
-    pool = std::move(*p);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto t = WbTree::open(*pool);
-    open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    ASSERT_TRUE(t) << t.error().message;
-    tree = std::move(*t);
+    return o;
   }
 };
 
@@ -192,6 +162,7 @@ TEST(WbTreeNodes, RandomChurnMatchesAMap) {
   EXPECT_GT(f.tree->first_keys_cleared(), 0u);
 }
 
+#if WORT_FAULTS
 // Each micro-log state a crash can leave, made by stopping a split after step 1..4 and
 // reopening from the pool's bytes: the split is forgotten (1) or finished (2-4).
 TEST(WbTreeNodes, SplitStoppedAfterEachLogStepIsRedoneAtOpen) {
@@ -214,6 +185,7 @@ TEST(WbTreeNodes, SplitStoppedAfterEachLogStepIsRedoneAtOpen) {
     ASSERT_NO_FATAL_FAILURE(f.check());
   }
 }
+#endif  // WORT_FAULTS
 
 // A node whose slot-valid bit is clear (a crash between invalidation and commit): readers
 // sort its entries, verify accepts it, the next write rewrites the slot array.
@@ -246,11 +218,9 @@ TEST(WbTreeNodes, InvalidSlotArrayIsReadSortedAndRepairedByTheNextWrite) {
 // The FPTree paper reports ~1 ms constant for its wBTree, which traces nothing; ours walks
 // every node for the allocator. Printed; WORT_WBTREE_RECOVERY_KEYS (default 100000).
 TEST(WbTreeNodes, RecoveryTimeAgainstKeyCount) {
-  std::uint64_t max = 100000;
-  if (const char* s = std::getenv("WORT_WBTREE_RECOVERY_KEYS")) max = std::strtoull(s, nullptr, 10);
-  for (std::uint64_t n = max / 100; n <= max; n *= 10) {
+  for (std::uint64_t n : recovery_key_counts("WORT_WBTREE_RECOVERY_KEYS")) {
     Fixture f(0, 0, (64ull << 20) + 200 * n);
-    for (std::uint64_t k = 0; k < n; ++k) ASSERT_EQ(f.ins(k * 2654435761u % 1000000007u), Status::ok);
+    ASSERT_NO_FATAL_FAILURE(f.ins_spread(n));
     f.reopen();
     std::cout << "[wbtree recovery] keys " << n << " open " << f.open_ms << " ms, leaves "
               << f.n("leaf") << "\n";
@@ -264,19 +234,12 @@ TEST(WbTreeNodes, DamagedPoolIsCorruptNotACrash) {
   for (int damage = 0; damage < 3; ++damage) {
     SCOPED_TRACE("damage " + std::to_string(damage));
     Fixture f;
-    for (std::uint64_t k = 0; k < 40; ++k) ASSERT_EQ(f.ins(k), Status::ok);
-    std::ostringstream dump;
-    f.tree->dump(dump);
-    EXPECT_NE(dump.str().find("inner"), std::string::npos);
+    ASSERT_NO_FATAL_FAILURE(f.fill_and_dump(40, "inner"));
     auto* root = f.pool->at<wbtree::Node>(f.pool->at<wbtree::Anchor>(f.pool->root())->root);
     if (damage == 0) root->capacity = 200;
     if (damage == 1) root->entries()[root->slot[1]].value += 64;
     if (damage == 2) root->slot[1] = 62;
-    f.tree.reset();
-    auto t = WbTree::open(*f.pool);
-    ASSERT_FALSE(t);
-    EXPECT_EQ(t.error().code, Status::corrupt);
-    EXPECT_FALSE(t.error().message.empty());
+    f.expect_open_refused_as_corrupt();
   }
 }
 

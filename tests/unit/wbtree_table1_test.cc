@@ -19,16 +19,10 @@ class WbTreeTable1 : public ::testing::TestWithParam<Dist> {};
 
 TEST_P(WbTreeTable1, FlushesFencesAndLeafDepthPerInsert) {
   const Table1Tree t{crashsim::factory_of<WbTree>(), pool_for, {"leaf", "inner"}};
-  Table1Row row;
-  ASSERT_NO_FATAL_FAILURE(measure_table1(t, GetParam(), table1_key_count(), row));
-  std::cout << format_table1_row(row, t.node_types) << std::endl;
-  RecordProperty("lines_flushed_per_insert", std::to_string(row.lines_flushed));
-  RecordProperty("fences_per_insert", std::to_string(row.fences));
+  ASSERT_NO_FATAL_FAILURE(measure_print_record_table1(t, GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(PaperSets, WbTreeTable1,
-                         ::testing::Values(Dist::dense, Dist::sparse, Dist::clustered),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+WORT_TABLE1_PAPER_SETS(WbTreeTable1);
 
 }  // namespace
 }  // namespace wort::test

@@ -5,21 +5,7 @@
 namespace wort::test {
 namespace {
 
-using Tree = woart::Woart;
-
-TEST(WoartFresh, NoMarkIsLeftOnceAnInsertReturns) {
-  art_fresh::no_mark_is_left_once_an_insert_returns<Tree>();
-}
-TEST(WoartFresh, ReadersHelpAMarkedLeafThenClearIt) {
-  art_fresh::readers_help_a_marked_leaf_then_clear_it<Tree>();
-}
-TEST(WoartFresh, AMissOnAMarkedLeafDoesNotHelp) {
-  art_fresh::a_miss_on_a_marked_leaf_does_not_help<Tree>();
-}
-TEST(WoartFresh, AnEarlierSessionsMarkIsClearedWithoutHelp) {
-  art_fresh::an_earlier_sessions_mark_is_cleared_without_help<Tree>();
-}
-TEST(WoartFresh, BrokenReaderDoesNotHelp) { art_fresh::broken_reader_does_not_help<Tree>(); }
+WORT_ART_FRESH_TESTS(WoartFresh, woart::Woart)
 
 }  // namespace
 }  // namespace wort::test

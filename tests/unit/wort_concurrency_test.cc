@@ -16,6 +16,7 @@
 // Also built and run by the ThreadSanitizer build (WORT_TSAN=ON).
 #include "index/wort/wort_tree.h"
 #include "pm/persist.h"
+#include "support/tree_fixture.h"
 #include "unit/pmart_concurrency.h"
 
 #include <pthread.h>
@@ -36,10 +37,13 @@ INSTANTIATE_TYPED_TEST_SUITE_P(wort, PmartConcurrency, ::testing::Types<WortTree
 
 namespace {
 
+#if WORT_FAULTS
 using wort_index::g_broken_reader_trusts_stale_prefix;
 using wort_index::g_header_window_ctx;
 using wort_index::g_header_window_hook;
+#endif
 
+#if WORT_FAULTS  // the window scenarios' keys
 //! Keys with short compressed paths between their branch positions (so headers hold their
 //! whole prefix, which a scan uses when the depth agrees): 4 values at each of 4 nibble
 //! positions (`shift` picks one of two layouts); inserted in random order they make leaf
@@ -61,20 +65,15 @@ std::vector<std::uint64_t> window_keys(unsigned layout) {
 }
 
 Value value_of(std::uint64_t k) { return conc_value_of(u64_str(k)); }
+#endif
 
 struct Fixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<WortTree> tree;
-  Fixture() {
-    PoolOptions o;
-    o.size = 64ull << 20;
-    o.chunk_size = 1u << 20;
-    o.kind = "wort";
-    pool = std::move(Pool::create_in_memory(o)).value();
-    tree = std::move(WortTree::create(*pool, IndexOptions{})).value();
-  }
+  Fixture() { make_memory_tree(&pool, &tree, {}, 64ull << 20, 1u << 20); }
 };
 
+#if WORT_FAULTS  // the header window hook (wort_index::g_header_window_hook) below
 //! Every read of `t` against `ref` (lookups of present and absent keys; a full scan; scans
 //! and ranges from each key and from points between keys). Returns the mismatches.
 std::uint64_t reads_mismatch(const WortTree& t, const std::set<std::uint64_t>& ref,
@@ -313,12 +312,16 @@ TEST(WortConcurrency, BrokenReaderIsCaughtByThreadedReaders) {
               static_cast<unsigned long long>(windows));
 }
 
+#endif  // WORT_FAULTS
+
 // ---------------------------------------------------------------------------------------
 // Writers locking only the nodes they change (ROWEX, README "Concurrency", writers).
 
+#if WORT_FAULTS
 using wort_index::g_broken_writer_skips_validation;
 using wort_index::g_writer_locking_ctx;
 using wort_index::g_writer_locking_hook;
+#endif
 
 //! Short keys that collide in a handful of nodes: one byte (a << 4 | b: a key ending at a
 //! node's branch position, end_child) or two (a << 4 | b, c << 4 | d), a in {1, 2}, b in
@@ -497,10 +500,14 @@ std::uint64_t writers_scenario(std::uint64_t* restarts) {
     if (b == 1) want.insert(churn[i]);
   }
   *restarts = f.tree->write_restarts();
+#if WORT_FAULTS
   const bool broken = g_broken_writer_skips_validation.load();
   g_broken_writer_skips_validation = false;  // the check's own remove validates
+#endif
   bad += f.check(want, universe);
+#if WORT_FAULTS
   g_broken_writer_skips_validation = broken;
+#endif
   std::printf("[wort writers] %llu restarts, %llu reader rounds, %zu keys at the end, "
               "%llu errors\n",
               static_cast<unsigned long long>(*restarts),
@@ -514,6 +521,7 @@ TEST(WortConcurrency, WritersInTheSameNodesLoseNoWrite) {
   EXPECT_EQ(writers_scenario(&restarts), 0u);
 }
 
+#if WORT_FAULTS  // broken writers, and the writer hook (wort_index::g_writer_locking_hook)
 // The broken writer (no re-check under its locks) among the same threads: lost or doubled
 // writes, statuses that contradict a writer's own keys, a tree that fails the check — or,
 // where the allocator checks every free (ASan/debug builds, kCheckFrees), its abort on a
@@ -805,6 +813,8 @@ TEST(WortConcurrency, BrokenWriterRepairsMoreThanTheCrashLeft) {
   EXPECT_GT(bad, 0u) << "the broken writer went unnoticed (" << repairs << " repairs)";
   EXPECT_GT(phase1, 1u) << "the forced meet did not make the broken writer repair";
 }
+
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -7,24 +7,14 @@
 #include <memory>
 
 #include "index/wort/wort_tree.h"
+#include "support/tree_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
 
 class WortTreeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    PoolOptions o;
-    o.size = 8u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "wort";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
-    auto t = WortTree::create(*pool_, {});
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
-  }
+  void SetUp() override { make_memory_tree(&pool_, &tree_, {}, 8u << 20, 64u << 10); }
 
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<WortTree> tree_;

@@ -17,6 +17,7 @@
 #include "index/kit/gen_lock.h"
 #include "index/wort/wort_tree.h"
 #include "pm/persist.h"
+#include "support/faults.h"
 #include "support/keygen.h"
 #include "unit/wort_fixture.h"
 #include "wort/persist.h"
@@ -25,11 +26,6 @@ namespace wort::test {
 namespace {
 
 using namespace wort_index;
-
-struct BrokenSwitch {
-  BrokenSwitch() { g_broken_reader_ignores_fresh.store(true); }
-  ~BrokenSwitch() { g_broken_reader_ignores_fresh.store(false); }
-};
 
 class WortFresh : public test::WortTreeTest {
  protected:
@@ -126,16 +122,18 @@ TEST_F(WortFresh, AnEarlierSessionsMarkIsClearedWithoutHelp) {
   EXPECT_EQ(l->fresh, 0u);
 }
 
+#if WORT_FAULTS
 // The broken variant: the reader returns the marked leaf's value with no fence, which the
 // help test above would catch (and the dirty-read oracle does: dirty_read_test).
 TEST_F(WortFresh, BrokenReaderDoesNotHelp) {
-  BrokenSwitch broken;
+  FaultSwitch broken(g_broken_reader_ignores_fresh);
   LeafHeader* l = leaf_of(Key(u64_key(kKeys[1])));
   l->fresh = current();
   const std::uint64_t f0 = fences();
   EXPECT_EQ(tree_->lookup(Key(u64_key(kKeys[1]))), std::optional<Value>(kKeys[1]));
   EXPECT_EQ(fences() - f0, 0u);
 }
+#endif  // WORT_FAULTS
 
 //! The node whose slot holds k's leaf (a descent by branch positions, quiescent tree).
 Node* owner_of(Pool& pool, Key k) {
@@ -187,13 +185,15 @@ TEST_F(WortFresh, WriterExistsWaitsForTheInsertingWriter) {
   EXPECT_EQ(l->fresh, 0u);
 }
 
+#if WORT_FAULTS
 TEST_F(WortFresh, BrokenWriterReturnsExistsAtOnce) {
-  BrokenSwitch broken;
+  FaultSwitch broken(g_broken_reader_ignores_fresh);
   leaf_of(Key(u64_key(kKeys[0])))->fresh = current();
   const auto [took, s] = insert_under_held_lock(*tree_, *pool_, kKeys[0]);
   EXPECT_EQ(s, Status::exists);
   EXPECT_EQ(took.count(), 0);  // returned while the lock was still held
 }
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -13,21 +13,17 @@
 #include <string>
 
 #include "index/wort/wort_tree.h"
+#include "support/tree_fixture.h"
 #include "wort/key.h"
 
 namespace wort {
 namespace {
 
 TEST(WortInsert, KeysLeavingTheTreeInsideASkippedPrefixTail) {
-  PoolOptions o;
-  o.size = 32u << 20;
-  o.chunk_size = 64u << 10;
-  o.kind = "wort";
-  auto pool = Pool::create_in_memory(o);
-  ASSERT_TRUE(pool) << pool.error().message;
-  auto made = WortTree::create(**pool, {});
-  ASSERT_TRUE(made) << made.error().message;
-  WortTree& t = **made;
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<WortTree> made;
+  ASSERT_NO_FATAL_FAILURE(test::make_memory_tree(&pool, &made, {}, 32u << 20, 64u << 10));
+  WortTree& t = *made;
   std::mt19937_64 rng(3);
   std::map<std::string, Value> ref;
   auto check_all = [&] {

@@ -11,6 +11,7 @@
 #include "pm/allocator.h"
 #include "pm/persist.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 
 namespace wort::test {
 namespace {
@@ -21,16 +22,7 @@ class WortRecovery : public ::testing::Test {
  protected:
   void SetUp() override {
     if constexpr (kSpanBits != 4) GTEST_SKIP() << "the states below are drawn for 4-bit spans";
-    PoolOptions o;
-    o.size = 8u << 20;
-    o.chunk_size = 64u << 10;
-    o.kind = "wort";
-    auto p = Pool::create_in_memory(o);
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(p).value();
-    auto t = WortTree::create(*pool_, {});
-    ASSERT_TRUE(t) << t.error().message;
-    tree_ = std::move(t).value();
+    make_memory_tree(&pool_, &tree_, {}, 8u << 20, 64u << 10);
   }
 
   void put(std::uint64_t k) {

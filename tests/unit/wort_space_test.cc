@@ -8,20 +8,16 @@
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
+#include "support/tree_fixture.h"
 
 namespace wort::test {
 namespace {
 
 TEST(WortSpace, OutOfSpaceLeavesTheTreeIntactAndFreedSpaceIsReused) {
-  PoolOptions o;
-  o.size = 1u << 20;
-  o.chunk_size = 16u << 10;
-  o.kind = "wort";
-  auto pool = Pool::create_in_memory(o);
-  ASSERT_TRUE(pool) << pool.error().message;
-  auto tree = WortTree::create(**pool, {});
-  ASSERT_TRUE(tree) << tree.error().message;
-  WortTree& t = **tree;
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<WortTree> tree;
+  ASSERT_NO_FATAL_FAILURE(make_memory_tree(&pool, &tree, {}, 1u << 20, 16u << 10));
+  WortTree& t = *tree;
 
   const auto keys = make_keys(Gen::long_keys, 5000, 3);
   std::map<std::string, Value> ref;
@@ -37,7 +33,7 @@ TEST(WortSpace, OutOfSpaceLeavesTheTreeIntactAndFreedSpaceIsReused) {
   EXPECT_FALSE(t.lookup(as_key(keys[i])).has_value());
   for (const auto& [k, v] : ref) ASSERT_EQ(t.lookup(as_key(k)), std::optional<Value>(v));
   ASSERT_TRUE(t.verify());
-  auto audit = (*pool)->allocator().audit([&](pm::BlockVisitor v) { return t.visit_blocks(v); });
+  auto audit = pool->allocator().audit([&](pm::BlockVisitor v) { return t.visit_blocks(v); });
   EXPECT_TRUE(audit.ok()) << audit.describe();
 
   // Remove half; the freed blocks take new keys again.

@@ -52,10 +52,12 @@
 #include "index/art_engine/sync.h"
 #include "index/kit/epoch.h"
 #include "index/kit/writer_lock.h"  // kit::WriterMutex: remove's reserve
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort::art_engine {
 
+#if WORT_FAULTS  // test builds only (pm/faults.h)
 //! Tests only: called (with its context) by a writer after its lock-free descent decided
 //! what to store and before it takes the locks for it (insert, upsert, update, remove); it
 //! may read and write the tree (a nested write from this thread: it holds no lock yet).
@@ -68,22 +70,22 @@ inline std::atomic<bool> g_broken_writer_skips_validation{false};
 //! Tests only — the broken variant the dirty-read oracle and the fresh-leaf tests must catch:
 //! readers return (and writers decide on) a fresh leaf without making its insert durable.
 inline std::atomic<bool> g_broken_reader_ignores_fresh{false};
-//! Tests only — the broken variant crash_pmart_born_locked_crash_test must catch: an insert's
+//! Tests only — the broken variant crash_born_locked_crash_test must catch: an insert's
 //! new nodes are published without their lock stripes held, so another writer can commit
 //! below one before its publishing store is durable.
 inline std::atomic<bool> g_broken_new_node_unlocked{false};
+#endif
 
 namespace detail {
 //! g_writer_locking_hook, between a write's lock-free decision and its locks.
 inline void before_locking() noexcept {
-  if (WriterHook hook = g_writer_locking_hook.load(std::memory_order_relaxed)) [[unlikely]]
-    hook(g_writer_locking_ctx);
+  WORT_FAULT_HOOK(g_writer_locking_hook, g_writer_locking_ctx);
 }
 //! Under its locks a write found that what its descent saw has changed: true, restart —
 //! false only in the broken variant, which stores anyway. Out of line: never on the common
 //! path.
 [[gnu::noinline, gnu::cold]] inline bool changed() noexcept {
-  return !g_broken_writer_skips_validation.load(std::memory_order_relaxed);
+  return !WORT_FAULT(g_broken_writer_skips_validation);
 }
 //! A remove is running on this thread: build_node may take a spare (allocate_node).
 inline constinit thread_local bool t_removing = false;
@@ -281,7 +283,7 @@ class ArtEngine {
   //! others) before the node is published. False: the stripe is another writer's, the
   //! caller frees what it built and restarts. Does nothing in the broken variant.
   bool born_locked(NodeLocks& lk, Ref n) noexcept {
-    if (g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]] return true;
+    if (WORT_FAULT(g_broken_new_node_unlocked)) [[unlikely]] return true;
     return lk.lock(node(n));
   }
   //! Runs one write attempt `fn` (pinned) until it does not ask to restart; retires what it

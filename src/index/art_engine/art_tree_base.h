@@ -132,8 +132,7 @@ inline Status ArtEngine<F>::run_write(Fn&& fn) {
       kit::EpochReclaimer::NestablePin pin(epochs_);
       // Alone in the process: no locks, no fresh marks (not while a test's locking hook
       // may run another thread's write inside this one: that thread would wait for it).
-      kit::EpochReclaimer::SoloWrite solo(
-          g_writer_locking_hook.load(std::memory_order_relaxed) == nullptr);
+      kit::EpochReclaimer::SoloWrite solo(!WORT_FAULT_HOOK_SET(g_writer_locking_hook));
       s = fn();
     }
     if (detail::t_unlinked.n != 0) [[unlikely]] retire_pending();

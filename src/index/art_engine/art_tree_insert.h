@@ -130,7 +130,7 @@ Status ArtEngine<F>::put_at_leaf(const At& at, Key k, Value v, bool overwrite) {
   // Born locked: no other writer commits below the new node before its publishing store
   // is durable.
   BornLock born;
-  if (!g_broken_new_node_unlocked.load(std::memory_order_relaxed) &&
+  if (!WORT_FAULT(g_broken_new_node_unlocked) &&
       !born.take(locks_, node(n), lk)) [[unlikely]] {
     free_ref(n);
     free_ref(fresh);

@@ -59,7 +59,7 @@ const Leaf* ArtEngine<F>::marked_leaf(Key k) const {
 // the write-backs are then harmless. Then the mark is cleared (volatile, as the writer does).
 template <ArtFlavor F>
 void ArtEngine<F>::help_fresh(const Leaf* l) const {
-  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (WORT_FAULT(g_broken_reader_ignores_fresh)) [[unlikely]] return;
   if (mark_of(l) != fresh_mark_) {  // an earlier session's mark (or cleared meanwhile)
     clear_fresh(l);
     return;
@@ -103,7 +103,7 @@ void ArtEngine<F>::help_fresh(const Leaf* l) const {
 // session's: durable.
 template <ArtFlavor F>
 void ArtEngine<F>::wait_durable(const NodeBase* owner, const Leaf* l) {
-  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (WORT_FAULT(g_broken_reader_ignores_fresh)) [[unlikely]] return;
   if (mark_of(l) == fresh_mark_) {
     LockTable::Word* w = locks_.stripe(owner);
     LockTable::acquire(w);

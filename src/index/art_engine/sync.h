@@ -24,6 +24,7 @@
 
 #include "index/art_engine/art_layout.h"
 #include "index/kit/hot_load.h"
+#include "pm/faults.h"
 #include "pm/persist.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -63,6 +64,7 @@ inline T load_word(const T* p) noexcept {
                                           __ATOMIC_ACQUIRE));
 }
 
+#if WORT_FAULTS  // test builds only (pm/faults.h)
 //! Tests only — the broken variants PmartConcurrency.AScanSkipsAnEntryReusedUnderIt and
 //! AScanSkipsAnEntryReusedBetweenItsLoads must catch: a node's ordered walk (for_each_from)
 //! trusts its snapshot of the node's entries and reports whatever pointer the entry's slot
@@ -76,6 +78,7 @@ inline std::atomic<bool> g_broken_walk_skips_pointer_reread{false};
 using WalkHook = void (*)(void*);
 inline std::atomic<WalkHook> g_walk_hook{nullptr};
 inline void* g_walk_ctx = nullptr;
+#endif
 
 //! For an ordered walk that has just read an entry's child pointer c from *slot: true if it
 //! may report it. `named()` re-reads the entry's commit word (node_ops.h, kReusesSlots): it
@@ -90,11 +93,11 @@ inline void* g_walk_ctx = nullptr;
 //! under the node's lock, after its checks, and never takes it back).
 template <class Named>
 inline bool still_named(const Ref* slot, Ref c, Named named) noexcept {
-  if (WalkHook h = g_walk_hook.load(std::memory_order_relaxed)) [[unlikely]] h(g_walk_ctx);
+  WORT_FAULT_HOOK(g_walk_hook, g_walk_ctx);
   const bool n = named();
   if (n && load(slot) == c) [[likely]] return true;
-  if (n) return g_broken_walk_skips_pointer_reread.load(std::memory_order_relaxed);
-  return g_broken_walk_trusts_snapshot.load(std::memory_order_relaxed);
+  if (n) return WORT_FAULT(g_broken_walk_skips_pointer_reread);
+  return WORT_FAULT(g_broken_walk_trusts_snapshot);
 }
 
 //! load(p) of a child pointer word on the lookup's hot path: kit::hot_load (one mov).

@@ -21,13 +21,15 @@
 
 #include "index/fastfair/fastfair_key.h"
 #include "index/fastfair/fastfair_layout.h"
+#include "pm/faults.h"
 #include "pm/persist.h"
 
 namespace wort::fastfair {
 
 //! Test-only faults: each reproduces a bug of the authors' code, or stops a split where a
-//! crash would, so a test can show the bug is caught or the state repaired. Never set
-//! outside tests (read once per shift or split).
+//! crash would, so a test can show the bug is caught or the state repaired. Set only by
+//! tests, and only in a build with WORT_FAULTS (pm/faults.h); elsewhere `active` is the
+//! constant 0 and every check of it compiles to nothing.
 namespace faults {
 enum : unsigned {
   left_shift_flush_at_line_start = 1u,  // Witcher bug 3: remove_key's write-back
@@ -41,10 +43,22 @@ enum : unsigned {
   append_keeps_counter = 256u,          // an append leaves the switch counter as it is
   reader_ignores_cut = 512u,            // a right-to-left reader takes a cut for the end
 };
+#if WORT_FAULTS
 inline unsigned active = 0;
 //! Called by a leaf-path writer with `writer_pause`: pause_hook(0) after its descent, before
 //! it locks the leaf; pause_hook(1) once the leaf is locked and validated.
 inline void (*pause_hook)(int where) = nullptr;
+#else
+inline constexpr unsigned active = 0;
+#endif
+//! pause_hook(where), if the faults `f` (a copy of `active`) hold writer_pause and a hook.
+inline void pause(unsigned f, int where) noexcept {
+#if WORT_FAULTS
+  if ((f & writer_pause) && pause_hook) pause_hook(where);
+#else
+  (void)f, (void)where;
+#endif
+}
 }  // namespace faults
 
 //! One atomic acquire load of a pool word a writer may change under a reader (or under a
@@ -372,7 +386,7 @@ inline Found find_rtl(const Node* n, unsigned slots, const SearchKey& s, const K
     if (k == kEmpty) {
       // Nothing read right of it: the end moved left (a left shift's last store, a remove
       // of the last record). After a record: a cut (see cut_under_read).
-      if (met_larger && cut_under_read()) return {kTorn, 0};
+      if (met_larger && cut_under_read()) [[unlikely]] return {kTorn, 0};
       continue;
     }
     const int c = kr.compare(s, k);

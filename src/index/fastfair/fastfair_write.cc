@@ -442,7 +442,7 @@ bool FastFairTree::lock_leaf(const SearchKey& s, Locked* lk) {
     const unsigned f = faults::active;  // (tests only)
     bool validate = true;
     if (f != 0) [[unlikely]] {
-      if ((f & faults::writer_pause) && faults::pause_hook) faults::pause_hook(0);
+      faults::pause(f, 0);
       validate = !(f & faults::no_writer_validation);
     }
     if (!kit::gen_lock(&node(off)->h.spare, gen_) && validate) continue;  // unlinked: again
@@ -458,7 +458,7 @@ bool FastFairTree::lock_leaf(const SearchKey& s, Locked* lk) {
       unlock_leaf(off);
       return false;
     }
-    if ((f & faults::writer_pause) && faults::pause_hook) [[unlikely]] faults::pause_hook(1);
+    if (f != 0) [[unlikely]] faults::pause(f, 1);
     *lk = Locked{off, sc, root};
     return true;
   }

@@ -191,7 +191,9 @@ std::optional<Status> FPTree::put_if_empty(Key k, Value v) {
 // half k belongs in (slots keep their index in both halves).
 Status FPTree::split_for_put(LeafRef* l, Key k, SplitPut* sp) {
   WORT_DCHECK(l->full() && sp->right == 0);
+#if WORT_FAULTS
   if (serialise_splits_) sp->serial = std::unique_lock<std::mutex>(serial_);
+#endif
   sp->log = claim_log();
   if (Status s = split_leaf(*l, sp->log, &sp->right, &sp->sep); s != Status::ok) {
     release_log(sp->log);

@@ -148,7 +148,9 @@ Status FPTree::split_leaf(LeafRef l, std::uint32_t i, std::uint64_t* right, std:
   const LeafRef n = leaf(nu);
   *sep = split_copy(l, n, gen_ << 2 | kit::kGenLocked);
   pm::fence();
+#if WORT_FAULTS
   if (split_pause_) split_pause_();  // tests: another split runs here (a second log in use)
+#endif
   leaf_begin(l.offset());
   leaf_begin(nu);
   split_link(l, n);

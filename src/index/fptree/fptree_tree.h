@@ -30,6 +30,7 @@
 #include "index/fptree/fptree_inner.h"
 #include "index/fptree/fptree_layout.h"
 #include "index/fptree/fptree_leaf.h"
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort {
@@ -73,6 +74,7 @@ class FPTree {
   const OpenTimes& open_times() const noexcept { return open_times_; }
   //! Unlinked blocks and inner nodes waiting for readers to unpin (tests).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+#if WORT_FAULTS  // test builds only (pm/faults.h)
   //! Tests only: the broken variant whose readers do not validate what they read from a
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the
   //! leaf's version). tests/unit/fptree_concurrency_test.cc shows it failing.
@@ -88,6 +90,7 @@ class FPTree {
   //! log's claim to the parent update (as with one micro-log): the concurrency test's
   //! paused split then holds every other split up.
   void test_serialise_splits(bool on) noexcept { serialise_splits_ = on; }
+#endif
   //! Split micro-logs the anchor holds (1 in a pool made before the log array).
   std::uint32_t split_logs() const noexcept { return anchor_->logs(); }
 
@@ -151,7 +154,9 @@ class FPTree {
     std::uint64_t right = 0;
     std::string sep;
     std::uint32_t log = 0;
+#if WORT_FAULTS
     std::unique_lock<std::mutex> serial;  //!< test_serialise_splits only
+#endif
   };
   // put_pinned's rare cases, out of line: inlined, they cost its common case instructions
   // (spills, and a layout that put the common path in the function's cold part).
@@ -192,10 +197,14 @@ class FPTree {
   std::uint64_t splits_recovered_ = 0;
   OpenTimes open_times_;
   std::uint64_t gen_;  //!< pool generation: the tag of the leaves' lock words
+#if WORT_FAULTS
   bool skip_leaf_validation_ = false;
   bool serialise_splits_ = false;
   std::mutex serial_;                     //!< test_serialise_splits' one lock
   std::function<void()> split_pause_;     //!< test_on_split_copied
+#else
+  static constexpr bool skip_leaf_validation_ = false;  // no faults in this build
+#endif
   std::atomic<std::uint64_t> logs_busy_{0};  //!< bit i: split log i claimed (DRAM only)
   //! The structure lock (the role of the paper's TSX transaction): a split's parent update,
   //! an unlink, the first leaf. The split's micro-log steps run outside it.

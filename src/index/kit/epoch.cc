@@ -90,7 +90,7 @@ bool EpochReclaimer::membarrier_ready() noexcept {
 }
 
 void EpochReclaimer::wait_for_solo_writes(unsigned me) noexcept {
-  if (g_broken_arrival_skips_wait.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (WORT_FAULT(g_broken_arrival_skips_wait)) [[unlikely]] return;
   Ids& g = ids();
   const unsigned hi = g.hi.load(std::memory_order_acquire);
   for (unsigned i = 0; i < hi && i < kMaxThreads; ++i) {

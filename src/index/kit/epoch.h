@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "pm/allocator.h"
+#include "pm/faults.h"
 #include "pm/persist.h"
 #include "pm/tracer.h"
 
@@ -76,6 +77,7 @@ inline void free_to_allocator(void* allocator, std::uint64_t off) {
 
 class EpochReclaimer {
  public:
+#if WORT_FAULTS  // test builds only (pm/faults.h)
   //! Tests only — the broken variant tests/unit/epoch_solo_concurrency_test.cc must catch: a
   //! thread that takes an id while another holds one does not wait for that thread's solo
   //! write to end.
@@ -83,6 +85,7 @@ class EpochReclaimer {
   //! Tests only — the broken variant tests/unit/epoch_reclaim_concurrency_test.cc must
   //! catch: for_each_retired returns without waiting for the reclaims under way.
   static inline std::atomic<bool> g_broken_retired_skips_reclaims_under_way{false};
+#endif
   //! Threads that may pin at once, process-wide (ids are given back when a thread ends).
   static constexpr unsigned kMaxThreads = 128;
   using FreeFn = void (*)(void* ctx, std::uint64_t off);
@@ -265,7 +268,7 @@ class EpochReclaimer {
       Latch g(l.latch);
       for (const auto& r : l.blocks) f(r.second);
     }
-    if (g_broken_retired_skips_reclaims_under_way.load(std::memory_order_relaxed)) return;
+    if (WORT_FAULT(g_broken_retired_skips_reclaims_under_way)) return;
     // A reclaim that took blocks from a list before the latch above read it had made its
     // word odd before it released that latch: seen odd here (or later, even: done).
     const unsigned hi = ids().hi.load(std::memory_order_acquire);

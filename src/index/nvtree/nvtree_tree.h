@@ -14,6 +14,7 @@
 
 #include "index/nvtree/nvtree_inner.h"
 #include "index/nvtree/nvtree_layout.h"
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort {
@@ -50,10 +51,12 @@ class NvTree {
   //! Leaf splits (two new leaves) and compactions (one new leaf) this handle made.
   std::uint64_t splits() const noexcept { return splits_; }
   std::uint64_t compactions() const noexcept { return compactions_; }
+#if WORT_FAULTS
   //! Tests only: a deliberately broken variant whose splits omit the fence that orders the
   //! new leaves' write-back before the pointer store links them; the crash tests must
   //! catch it.
   void omit_split_fence_for_testing() noexcept { omit_split_fence_ = true; }
+#endif
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -81,7 +84,11 @@ class NvTree {
   nvtree::Anchor* anchor_;
   nvtree::Inner inner_;
   std::uint64_t recovery_ns_ = 0, splits_ = 0, compactions_ = 0;
+#if WORT_FAULTS
   bool omit_split_fence_ = false;
+#else
+  static constexpr bool omit_split_fence_ = false;  // no faults in this build (pm/faults.h)
+#endif
 };
 
 }  // namespace wort

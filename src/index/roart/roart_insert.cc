@@ -27,11 +27,13 @@ Status Roart::put(Key k, Value v, bool overwrite) {
     if (const Status s = await_walk(); s != Status::ok) return s;
   OpPin g(epochs_);
   Status s = Status::ok;
-  if (g_write_descended_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+#if WORT_FAULTS
+  if (WORT_FAULT_HOOK_SET(g_write_descended_hook)) [[unlikely]] {
     while (!put_once<true>(k, v, overwrite, &s)) {  // (tests: the copy that calls the hook)
     }
     return s;
   }
+#endif
   while (!put_once<false>(k, v, overwrite, &s)) {
   }
   return s;
@@ -55,7 +57,7 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
     // (The broken variant, g_broken_write_takes_empty_slot, goes on instead: in the hooked
     // copy only, so the production copy is the same code as before the hooks.)
     if (r == kNull && owner != nullptr &&
-        !(kHooked && g_broken_write_takes_empty_slot.load(std::memory_order_relaxed)))
+        !(kHooked && WORT_FAULT(g_broken_write_takes_empty_slot)))
       return false;
     if (is_array(r)) {  // the common case: the array's lock alone, unless it is full
       if (const WriteStep st = put_in_array_with_room(r, k, v, overwrite, out);
@@ -71,8 +73,10 @@ bool Roart::put_once(Key k, Value v, bool overwrite, Status* out) {
       return true;
     }
     if (descend_unlocked(n, pos, k, owner, slot, depth)) {
+#if WORT_FAULTS
       // Tests only: the window of the second churn race (the child removed now).
       if constexpr (kHooked) call_race_hook(g_write_descended_hook, g_write_descended_ctx);
+#endif
       continue;
     }
     if (const WriteStep st = put_at_node(owner, slot, r, n, pos, depth, k, v, overwrite, out);

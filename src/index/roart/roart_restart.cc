@@ -61,9 +61,11 @@
 
 namespace wort::roart {
 
+#if WORT_FAULTS
 std::atomic<bool> g_broken_trace_skips_session_blocks{false};
 
 std::atomic<bool> g_broken_trace_skips_retired_blocks{false};
+#endif
 
 std::atomic<bool> g_hold_instant_check{false};
 
@@ -295,7 +297,7 @@ Result<void> Roart::wait_trace() {
 //! is retired and not yet freed (see the file comment).
 Result<void> Roart::trace_live(BlockVisitorFn v, const std::atomic<bool>* hold) {
   if (auto r = trace_walk(v, hold); !r) return r;
-  if (g_broken_trace_skips_retired_blocks.load(std::memory_order_relaxed)) return {};
+  if (WORT_FAULT(g_broken_trace_skips_retired_blocks)) return {};
   trace_state_.store(kTraceSynchronizing, std::memory_order_release);
   epochs_.synchronize();
   const std::uint64_t boundary = pool_.allocator().trace_boundary();
@@ -381,7 +383,7 @@ Result<void> Roart::trace_walk(BlockVisitorFn v, const std::atomic<bool>* hold) 
       return bad("reference " + kit::CheckedWalk::hex(r) + " outside the pool");
     if (!first_reach(seen, off)) continue;  // reached again through a moved block
     const bool traced = off < boundary;
-    if (!traced && g_broken_trace_skips_session_blocks.load(std::memory_order_relaxed))
+    if (!traced && WORT_FAULT(g_broken_trace_skips_session_blocks))
       continue;  // the broken variant: old blocks moved under new ones are missed
     if (std::string why = expand_block(pool_, r, off, traced, v, stack); !why.empty())
       return bad(why);

@@ -79,18 +79,22 @@ bool sort_less(const SortItem& x, const SortItem& y) noexcept {
 
 template <bool kHooked>
 bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const {
+#if WORT_FAULTS
   if constexpr (!kHooked) {
-    if (g_scan_slot_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
+    if (WORT_FAULT_HOOK_SET(g_scan_slot_hook)) [[unlikely]]
       return scan_array<true>(a, depth, bounded, st);
   }
+#endif
   SortItem it[kArraySlots];
   unsigned n = 0;
   for (unsigned i = 0; i < a->cap; ++i) {
     const LeafSlot s = a->slot[i];
     if (s == 0) continue;
     const Leaf* l = slot_leaf_ptr(s);  // (an array's slots are read once, atomically)
+#if WORT_FAULTS
     // Tests only: the window of the third churn race (a key moved to a later slot).
     if constexpr (kHooked) call_race_hook(g_scan_slot_hook, g_scan_slot_ctx);
+#endif
     if (bounded && compare_keys(leaf_key(l), st.lo) < 0) continue;
     it[n++] = {digest_at(l, depth), l};
   }
@@ -109,7 +113,7 @@ bool Roart::scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanSta
     // is in the snapshot twice (adjacent once sorted): report it once (the churn test
     // saw it as a scan out of order, ~1 run in 300 on a quiet machine).
     if (i > 0 && compare_keys(leaf_key(it[i].leaf), leaf_key(it[i - 1].leaf)) == 0 &&
-        !(kHooked && g_broken_scan_reports_twice.load(std::memory_order_relaxed)))
+        !(kHooked && WORT_FAULT(g_broken_scan_reports_twice)))
       continue;
     if (!emit(it[i].leaf, false, st)) return false;
   }

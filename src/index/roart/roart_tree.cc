@@ -11,6 +11,7 @@
 
 namespace wort::roart {
 
+#if WORT_FAULTS
 std::atomic<RaceHook> g_lookup_matched_hook{nullptr};
 void* g_lookup_matched_ctx = nullptr;
 std::atomic<RaceHook> g_write_descended_hook{nullptr};
@@ -24,6 +25,7 @@ std::atomic<bool> g_broken_scan_reports_twice{false};
 void call_race_hook(const std::atomic<RaceHook>& h, void* const& ctx) noexcept {
   if (RaceHook f = h.load(std::memory_order_relaxed)) f(ctx);
 }
+#endif
 
 Roart::Roart(Pool& pool, Anchor* anchor)
     : pool_(pool),
@@ -144,8 +146,10 @@ const Leaf* Roart::find_leaf(Key k) const {
       const Leaf* match = nullptr;
       const int i = find_in_array(a, k, fingerprint(k), &match);
       if (i < 0) return nullptr;
-      if (g_lookup_matched_hook.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
+#if WORT_FAULTS
+      if (WORT_FAULT_HOOK_SET(g_lookup_matched_hook)) [[unlikely]]
         return lookup_window(a, static_cast<unsigned>(i), match);
+#endif
       return match;
     }
     NodeBase* n = touch(r);
@@ -178,6 +182,7 @@ const Leaf* Roart::find_leaf(Key k) const {
   return nullptr;
 }
 
+#if WORT_FAULTS
 //! Tests only: the window of the first churn race, between a lookup's match in slot
 //! i of an array and its return. The hook may remove the key and put another key's leaf in
 //! slot i; the matched leaf stays valid (this thread's pin keeps it from being freed), and
@@ -185,12 +190,13 @@ const Leaf* Roart::find_leaf(Key k) const {
 [[gnu::noinline, gnu::cold]] const Leaf* Roart::lookup_window(const LeafArray* a, unsigned i,
                                                              const Leaf* match) const noexcept {
   call_race_hook(g_lookup_matched_hook, g_lookup_matched_ctx);
-  if (g_broken_lookup_rereads_slot.load(std::memory_order_relaxed)) {
+  if (WORT_FAULT(g_broken_lookup_rereads_slot)) {
     const LeafSlot s = a->slot[i];
     return s == 0 ? nullptr : slot_leaf_ptr(s);
   }
   return match;
 }
+#endif
 
 std::optional<Value> Roart::lookup(Key k) const {
   if (mode_.load(std::memory_order_acquire) != kServing) [[unlikely]] return lookup_checked(k);

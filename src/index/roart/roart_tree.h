@@ -21,12 +21,19 @@
 #include "index/roart/roart_leaf.h"
 #include "index/roart/roart_leaf_array.h"
 #include "index/roart/roart_node.h"
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort::roart {
 
 class WriteLocks;
 
+//! Test only (tests/unit/roart_instant_test.cc): while it reads true, open_instant's
+//! background thread waits before its checked walk, so requests meet the pool while every
+//! one of them still checks what it follows.
+extern std::atomic<bool> g_hold_instant_check;
+
+#if WORT_FAULTS  // test builds only (pm/faults.h)
 //! Test only (tests/unit/roart_instant_test.cc): the background trace does not walk through
 //! blocks made this session, so blocks moved under them are missed — the broken variant
 //! that shows the instant-restart tests can fail.
@@ -35,10 +42,6 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 //! retired and not yet freed, so the allocator frees them and their later free() is a
 //! second one.
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
-//! Test only (tests/unit/roart_instant_test.cc): while it reads true, open_instant's
-//! background thread waits before its checked walk, so requests meet the pool while every
-//! one of them still checks what it follows.
-extern std::atomic<bool> g_hold_instant_check;
 
 //! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
 //! three races the churn test found, so that a test forces each race every run. A
@@ -73,6 +76,7 @@ extern std::atomic<bool> g_broken_scan_reports_twice;
 //! only whether a hook is set.
 [[gnu::noinline, gnu::cold]] void call_race_hook(const std::atomic<RaceHook>& h,
                                                  void* const& ctx) noexcept;
+#endif
 
 class Roart {
  public:
@@ -196,7 +200,9 @@ class Roart {
   NodeFlags node_flags() const noexcept;
   bool lc() const noexcept { return (flags_ & kNoLeafCompaction) == 0; }
   const Leaf* find_leaf(Key k) const;
+#if WORT_FAULTS
   const Leaf* lookup_window(const LeafArray* a, unsigned i, const Leaf* match) const noexcept;
+#endif
 
   //! The lock word guarding the slot that names a child of `owner` (nullptr: the anchor).
   Shared<std::uint64_t>* owner_lock(NodeBase* owner) const noexcept {
@@ -205,8 +211,9 @@ class Roart {
 
   // --- writes (roart_insert.cc)
   Status put(Key k, Value v, bool overwrite);
-  //! kHooked: the copy put() runs while g_write_descended_hook is set (tests), which calls
-  //! it at the window; the other copy has no hook check in its descent loop.
+  //! kHooked: the copy put() runs while g_write_descended_hook is set (test builds), which
+  //! calls it at the window; the other copy has no hook check in its descent loop. Without
+  //! WORT_FAULTS only the other copy exists.
   template <bool kHooked>
   bool put_once(Key k, Value v, bool overwrite, Status* out);
   //! One step of a write attempt: done (*out is the answer), restart from the root, or go on.
@@ -269,8 +276,8 @@ class Roart {
   template <bool kChecked>
   bool scan_node(const NodeBase* n, unsigned depth, bool bounded, ScanState& st) const;
   bool scan_array_checked(Ref r, unsigned depth, bool bounded, ScanState& st) const;
-  //! kHooked: the copy that calls g_scan_slot_hook after each used slot (tests); the other
-  //! checks for a hook once per array.
+  //! kHooked: the copy that calls g_scan_slot_hook after each used slot (test builds); the
+  //! other checks for a hook once per array. Without WORT_FAULTS only the other copy exists.
   template <bool kHooked>
   bool scan_array(const LeafArray* a, unsigned depth, bool bounded, ScanState& st) const;
   bool emit(const Leaf* l, bool bounded, ScanState& st) const;

@@ -14,6 +14,7 @@
 
 #include "index/wbtree/wbtree_layout.h"
 #include "index/wbtree/wbtree_node.h"
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort {
@@ -49,12 +50,14 @@ class WbTree {
   //! the separator, so that the entry's key became "" first (split step 0).
   std::uint64_t first_keys_cleared() const noexcept { return first_keys_cleared_; }
 
+#if WORT_FAULTS
   //! Tests only: stop the next split after `step` of its steps (1: log written, 2: sibling
   //! logged, 3: attached to the parent, 4: node truncated), as a crash there would.
   void stop_next_split_after_for_testing(int step) noexcept { stop_split_after_ = step; }
   //! Tests only: a deliberately broken variant whose splits omit the fence that orders the
   //! new sibling's write-back before log.sibling names it; the crash tests must catch it.
   void omit_sibling_fence_for_testing() noexcept { omit_sibling_fence_ = true; }
+#endif
 
  private:
   enum class PutMode { insert, upsert, update };
@@ -99,8 +102,13 @@ class WbTree {
   wbtree::Anchor* anchor_;
   std::uint64_t splits_redone_ = 0;
   std::uint64_t first_keys_cleared_ = 0;
+#if WORT_FAULTS
   int stop_split_after_ = 0;
   bool omit_sibling_fence_ = false;
+#else  // no faults in this build (pm/faults.h)
+  static constexpr int stop_split_after_ = 0;
+  static constexpr bool omit_sibling_fence_ = false;
+#endif
 };
 
 }  // namespace wort

@@ -27,12 +27,14 @@ namespace wort {
 using namespace wort_index;
 
 namespace wort_index {
+#if WORT_FAULTS
 std::atomic<WindowHook> g_header_window_hook{nullptr};
 void* g_header_window_ctx = nullptr;
 std::atomic<WindowHook> g_writer_locking_hook{nullptr};
 void* g_writer_locking_ctx = nullptr;
 std::atomic<bool> g_broken_writer_skips_validation{false};
 std::atomic<bool> g_broken_new_node_unlocked{false};
+#endif
 }  // namespace wort_index
 
 namespace {
@@ -193,7 +195,7 @@ Status WortTree::put_checking_tails(const PutOp& op) { return put_once<false>(op
 // holding) until after its commit's fence; taking that lock waits for it (a lock that fails,
 // owner merged away, means the same: the merge held it too). An earlier session's: durable.
 void WortTree::wait_durable(Node* owner, LeafHeader* leaf) {
-  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (WORT_FAULT(g_broken_reader_ignores_fresh)) [[unlikely]] return;
   if (mark_of(leaf) == fresh_mark_) {
     std::uint64_t* w = lock_of(owner);
     if (kit::gen_lock(w, gen_)) kit::gen_unlock(w, gen_);
@@ -335,8 +337,7 @@ Status WortTree::split_prefix(std::uint64_t* slot, Node* n, const HeaderFields& 
   LeafHeader* l = blocks_.leaf(leaf);
   flush_leaf(l);
   pm::flush(&n->header, sizeof n->header);
-  if (WindowHook hook = g_header_window_hook.load(std::memory_order_relaxed)) [[unlikely]]
-    hook(g_header_window_ctx);
+  WORT_FAULT_HOOK(g_header_window_hook, g_header_window_ctx);
   release_to_readers(slot);
   pm::publish(slot, parent);
   clear_own_fresh(l);

@@ -4,8 +4,10 @@
 
 namespace wort::wort_index {
 
+#if WORT_FAULTS
 std::atomic<bool> g_broken_reader_trusts_stale_prefix{false};
 std::atomic<bool> g_broken_reader_ignores_fresh{false};
+#endif
 
 void Cursor::seek(Key from) {
   stack_.clear();
@@ -45,7 +47,7 @@ int Cursor::compare_with_prefix(const Node* n, const HeaderFields& h, Key from,
                                 std::uint32_t depth) const {
   const std::uint32_t b = h.branch();
   const std::size_t count = Partial::count(from);
-  if ((h.depth == depth || g_broken_reader_trusts_stale_prefix.load(std::memory_order_relaxed)) &&
+  if ((h.depth == depth || WORT_FAULT(g_broken_reader_trusts_stale_prefix)) &&
       h.prefix_len <= kPrefixSlots) {
     for (std::uint32_t i = 0; i < h.prefix_len; ++i) {
       if (depth + i == count) return -1;  // from is a prefix of every key below

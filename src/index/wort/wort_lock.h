@@ -83,23 +83,22 @@ inline constexpr Status kRestart = static_cast<Status>(0xff);
 
 //! Tests only: g_writer_locking_hook, between a write's lock-free decision and its locks.
 inline void before_locking() noexcept {
-  if (WindowHook hook = g_writer_locking_hook.load(std::memory_order_relaxed)) [[unlikely]]
-    hook(g_writer_locking_ctx);
+  WORT_FAULT_HOOK(g_writer_locking_hook, g_writer_locking_ctx);
 }
 
 //! May this write be solo (kit::EpochReclaimer::SoloWrite)? Not while a test's hook may run
 //! another thread's read or write inside it (g_writer_locking_hook, g_header_window_hook):
 //! that thread would wait for this write to end while this write waits for it.
 inline bool hooks_allow_solo() noexcept {
-  return g_writer_locking_hook.load(std::memory_order_relaxed) == nullptr &&
-         g_header_window_hook.load(std::memory_order_relaxed) == nullptr;
+  return !WORT_FAULT_HOOK_SET(g_writer_locking_hook) &&
+         !WORT_FAULT_HOOK_SET(g_header_window_hook);
 }
 
 //! Called when, under its locks, a write finds that what its descent saw has changed: true,
 //! restart — false only in the broken variant (g_broken_writer_skips_validation), which
 //! stores anyway. Out of line: the common path (nothing changed) never calls it.
 [[gnu::noinline, gnu::cold]] inline bool changed() noexcept {
-  return !g_broken_writer_skips_validation.load(std::memory_order_relaxed);
+  return !WORT_FAULT(g_broken_writer_skips_validation);
 }
 
 }  // namespace wort_index

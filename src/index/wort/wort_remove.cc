@@ -134,8 +134,7 @@ void WortTree::merge_into_parent(const RemovePath& path, std::uint64_t survivor)
     // Either store alone leaves a header whose depth disagrees with its place and an
     // unchanged branch position, which RecoverHeader repairs and readers detect (a reader
     // in holder sees C's new header at C's old place): one fence for both.
-    if (WindowHook hook = g_header_window_hook.load(std::memory_order_relaxed)) [[unlikely]]
-      hook(g_header_window_ctx);
+    WORT_FAULT_HOOK(g_header_window_hook, g_header_window_ctx);
     pm::commit_nt_sharing_fence(path.holder_slot, survivor);
     return;
   }

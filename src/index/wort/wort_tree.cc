@@ -349,7 +349,7 @@ std::optional<Value> WortTree::lookup_marked(Key k) const {
 // gone, its commit was durable before it cleared the mark (after its fence): the write-backs
 // are then harmless. Then the mark is cleared (volatile, as the writer does).
 void WortTree::help_fresh(const LeafHeader* l) const {
-  if (g_broken_reader_ignores_fresh.load(std::memory_order_relaxed)) [[unlikely]] return;
+  if (WORT_FAULT(g_broken_reader_ignores_fresh)) [[unlikely]] return;
   if (mark_of(l) != fresh_mark_) {  // an earlier session's mark (or cleared meanwhile)
     clear_fresh(const_cast<LeafHeader*>(l));
     return;

@@ -33,11 +33,13 @@
 #include "index/kit/epoch.h"
 #include "index/kit/gen_lock.h"
 #include "index/wort/wort_node.h"
+#include "pm/faults.h"
 #include "wort/index.h"
 
 namespace wort {
 
 namespace wort_index {
+#if WORT_FAULTS  // test builds only (pm/faults.h)
 //! Tests only — the broken variant the concurrency and recovery tests must catch: scan and
 //! range trust a node's stored prefix even when its depth disagrees with the depth it is
 //! reached at (a split or merge rewriting it, or a crash between its stores).
@@ -65,6 +67,7 @@ extern std::atomic<bool> g_broken_reader_ignores_fresh;
 //! node is born unlocked, so another writer can commit below it before its publishing
 //! store is durable.
 extern std::atomic<bool> g_broken_new_node_unlocked;
+#endif
 }  // namespace wort_index
 
 class WortTree {
@@ -147,7 +150,7 @@ class WortTree {
   //! and in the broken variant g_broken_new_node_unlocked.
   std::uint64_t born_lock() const noexcept {
     if (kit::EpochReclaimer::SoloWrite::active()) return 0;
-    if (wort_index::g_broken_new_node_unlocked.load(std::memory_order_relaxed)) [[unlikely]]
+    if (WORT_FAULT(wort_index::g_broken_new_node_unlocked)) [[unlikely]]
       return 0;
     return gen_ << 2 | kit::kGenLocked;
   }
