@@ -6,7 +6,8 @@
 #               (WORT_TEST_SCALE=small), so that make test stays well inside CI's time.
 # Other targets: build, build-asan, build-tsan, deps, clean,
 #   soak    the long runs, before an issue is resolved: the differential tests at the paper's
-#           1M keys, and 300 damaged pools per damage kind and index (WORT_FUZZ_TRIALS)
+#           1M keys, and 300 damaged pools per damage kind and index (WORT_FUZZ_TRIALS), for the
+#           indexes and for Store pools
 #   mutate  the crash tests' mutation score: tools/mutate.py over tools/mutations/*.txt, in a
 #           scratch copy under /tmp, every mutant compiled into one build (mutant schemata,
 #           WORT_MUTANT=K selects one); MUTATE_ARGS="--one-at-a-time" for one build per mutant
@@ -66,6 +67,7 @@ soak: build
 	@cd $(BUILD) && WORT_TEST_SCALE=full ctest -j $(JOBS) --output-on-failure --timeout 3600 \
 	  -R 'PaperSets/'
 	@cd $(BUILD) && WORT_FUZZ_TRIALS=300 ./kit_damaged_pool_test
+	@cd $(BUILD) && WORT_FUZZ_TRIALS=300 ./store_store_damaged_pool_test
 
 mutate: deps
 	@python3 tools/mutate.py --jobs $(JOBS) $(MUTATE_ARGS)
