@@ -309,6 +309,11 @@ Result<void> lock_file(int fd, const std::string& path) {
   return Error{Status::io_error, "cannot lock pool '" + path + "': " + errno_text(e)};
 }
 
+//! The gap of a pool about to be created (pm::gap_of reads it from a header).
+pm::PoolGap gap_of(const pm::PoolGeometry& g) {
+  return pm::PoolGap{pm::first_chunk_offset_for(g.chunk_count), g.first_chunk_offset};
+}
+
 //! Reserves the file's blocks (posix_fallocate) except the gap before the chunk area, which
 //! stays a hole: nothing is ever stored there. 0, or the error number.
 int reserve_space(int fd, const pm::PoolGap& gap, std::uint64_t pool_size) {
@@ -408,8 +413,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
                 "cannot size pool '" + path + "' to " + std::to_string(geom->pool_size) +
                     " bytes: " + errno_text(e));
   }
-  const pm::PoolGap gap{pm::first_chunk_offset_for(geom->chunk_count), geom->first_chunk_offset};
-  if (const int e = reserve_space(fd, gap, geom->pool_size); e != 0)
+  if (const int e = reserve_space(fd, gap_of(*geom), geom->pool_size); e != 0)
     return fail(e == ENOSPC || e == EFBIG ? Status::out_of_space : Status::io_error,
                 "cannot reserve " + std::to_string(geom->pool_size) + " bytes for pool '" + path +
                     "': " + errno_text(e));
