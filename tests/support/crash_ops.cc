@@ -36,29 +36,33 @@ crashsim::Report run_and_print(const crashsim::Factory& tree,
 
 namespace {
 
-//! Records each 8-byte commit store: the word before and after it.
+//! Records each 8-byte commit store: the word before it, and after it as the commit's fence
+//! finds it (not the store itself: a commit made by other stores, as a mutant splitting it
+//! into two halves does, is recorded the same).
 class CommitWords final : public pm::Tracer {
  public:
   std::vector<std::pair<std::uint64_t, std::uint64_t>> words;  // (before, after)
 
   void on_commit(void* dst, std::size_t len, bool) override {
+    finish();
     if (len != sizeof(std::uint64_t)) return;
     pending_ = dst;
     std::memcpy(&before_, dst, sizeof before_);
   }
-  void on_store(void* dst, const void* src, std::size_t len) override { take(dst, src, len); }
-  void on_nt_store(void* dst, std::uint64_t v) override { take(dst, &v, sizeof v); }
+  void on_store(void*, const void*, std::size_t) override {}
+  void on_nt_store(void*, std::uint64_t) override {}
   void on_flush(const void*, std::size_t) override {}
-  void on_fence() override {}
-
- private:
-  void take(void* dst, const void* src, std::size_t len) {
-    if (dst != pending_ || len != sizeof(std::uint64_t)) return;
+  void on_fence() override { finish(); }
+  //! Records the pending commit's word as it is now.
+  void finish() {
+    if (pending_ == nullptr) return;
     std::uint64_t after;
-    std::memcpy(&after, src, sizeof after);
+    std::memcpy(&after, pending_, sizeof after);
     words.emplace_back(before_, after);
     pending_ = nullptr;
   }
+
+ private:
   void* pending_ = nullptr;
   std::uint64_t before_ = 0;
 };
@@ -84,6 +88,7 @@ std::vector<std::uint64_t> commit_split_points(const crashsim::Factory& tree,
     pm::Tracer* prev = pm::set_tracer(&commits);
     for (const crashsim::KvOp& op : ops) (void)crashsim::apply_op(**ix, op);
     pm::set_tracer(prev);
+    commits.finish();
   }
   const std::uint64_t first = (*pool)->header().first_chunk_offset, end = (*pool)->size();
   // The block a word names, if any: its low 48 bits (tagged words keep flags and key bytes
