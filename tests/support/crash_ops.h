@@ -100,16 +100,19 @@ inline crashsim::Options sanitizer_sample(crashsim::Options o) {
   return o;
 }
 
-//! Pool offsets of a real pool's size: the chunk area (every block an index links) starts at
-//! 2^32 - bytes_below (a multiple of 64), past a gap nobody writes and the simulator skips
-//! (crashsim::Options::chunk_area_offset, src/crashsim/sparse.h). With bytes_below 0 every
-//! block lies above 2^32: a commit store from null to a block, or back, changes the word's
-//! high half. With bytes_below at a block, the blocks before it lie below 2^32 and the rest
-//! above: a commit store that swaps one for the other changes the high half too. A commit
-//! word split into two 4-byte stores then shows torn in a crash image, which the small pools
-//! of the other crash tests never show (there every offset's high half is 0).
+//! Pool offsets of a real pool's size: the chunk area (every block an index links) past a
+//! gap nobody writes and the simulator skips (crashsim::Options::chunk_area_offset,
+//! src/crashsim/sparse.h). bytes_below 0: the chunk area at 2^32 + 64 KiB, every block
+//! above 2^32, so a commit store from null to a block, or back, changes the word's high
+//! half, and either half alone (below 2^32 + 64 KiB) names the gap, never a block. bytes_below
+//! at a block (a multiple of 64): the chunk area at 2^32 - bytes_below, the blocks before it
+//! below 2^32 and the rest above, so a commit store that swaps one for the other changes the
+//! high half too. A commit word split into two 4-byte stores then shows torn in a crash
+//! image, which the small pools of the other crash tests never show (there every offset's
+//! high half is 0).
 inline crashsim::Options above_4gib(crashsim::Options o = {}, std::uint64_t bytes_below = 0) {
-  o.chunk_area_offset = (std::uint64_t{1} << 32) - bytes_below;
+  constexpr std::uint64_t k4GiB = std::uint64_t{1} << 32;
+  o.chunk_area_offset = bytes_below == 0 ? k4GiB + (64u << 10) : k4GiB - bytes_below;
   return o;
 }
 
