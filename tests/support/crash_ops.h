@@ -128,7 +128,7 @@ std::vector<std::uint64_t> commit_split_points(const crashsim::Factory& tree,
                                                const crashsim::Options& o);
 
 //! run_and_print in the geometries of above_4gib: every block above 2^32, then split at up
-//! to 4 of commit_split_points (spread over them).
+//! to 4 of commit_split_points (spread over them; under ASan 1, and sanitizer_sample).
 std::vector<crashsim::Report> run_above_4gib(const crashsim::Factory& tree,
                                              const std::vector<crashsim::KvOp>& setup,
                                              const std::vector<crashsim::KvOp>& ops,
