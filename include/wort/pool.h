@@ -1,7 +1,8 @@
 // wort/pool.h — a pool: one file mapped in full, holding one index.
 //
 // Layout of the file (details in src/pm/pool_layout.h):
-//   [ header 4 KiB | chunk table | chunk 0 | chunk 1 | ... ]
+//   [ header 4 KiB | chunk table | (gap) | chunk 0 | chunk 1 | ... ]
+// (the gap is empty unless PoolOptions::chunk_area_offset asks for one)
 // The header carries magic, layout version, size, UUID, index kind and options, root
 // offset, allocator state (chunk size, high-water mark), generation, clean-shutdown flag
 // and a checksum over its immutable part.
@@ -30,7 +31,7 @@ struct PoolHeader;
 
 //! Options fixed when a pool is created.
 struct PoolOptions {
-  std::uint64_t size = 64ull << 20;          //!< bytes; rounded up to whole chunks
+  std::uint64_t size = 64ull << 20;          //!< bytes of chunks; rounded up to whole chunks
   //! Allocator chunk: a power of two from 4 KiB to 1 GiB, or 0 (the default) to choose from
   //! the size: the largest power of two giving at least 256 chunks, between 4 KiB and 1 MiB
   //! (so a small pool has room for every size class it needs: 1 MiB -> 4 KiB chunks), larger
@@ -42,6 +43,13 @@ struct PoolOptions {
   //! Every value the index stores names a pool block that the application allocated (the
   //! server's items): the recovery trace then keeps those blocks too. Fixed at create.
   bool values_are_blocks = false;
+  //! Where the chunk area starts, in bytes from the pool's base: 0 (the default) puts it right
+  //! after the chunk table; otherwise a multiple of 64 at or past the chunk table's end,
+  //! and the bytes between are a gap nobody writes (a hole of a sparse file, never reserved
+  //! with posix_fallocate; untouched pages of an in-memory pool). pool_size is then
+  //! chunk_area_offset + chunks x chunk_size. For tests whose blocks must lie at real-pool
+  //! offsets (above 2^32: tests/crash, crashsim::Options::chunk_area_offset); at most 1 PiB.
+  std::uint64_t chunk_area_offset = 0;
 };
 
 //! How the pool file is mapped (reported, not chosen: libpmem2 decides).

@@ -148,24 +148,25 @@ class ReaderTracer final : public pm::Tracer {
   const char* bad_ = nullptr;
 };
 
-struct AlignedFree {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-
-//! A reusable 64-byte-aligned image buffer; bytes from dirty_end on are zero.
+//! A reusable image buffer (page-aligned, crashsim/sparse.h: a pool's gap costs nothing);
+//! bytes from dirty_end on are zero, and so are the gap's.
 struct ImageBuffer {
-  std::unique_ptr<std::byte, AlignedFree> mem;
+  ZeroPages mem;
   std::size_t size = 0;
   std::size_t dirty_end = 0;
 
   void allocate(std::size_t n) {
     size = n;
-    mem.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, (n + kLine - 1) & ~(kLine - 1))));
-    std::memset(mem.get(), 0, n);
+    mem = ZeroPages(n);
     dirty_end = 0;
   }
-  std::byte* data() const { return mem.get(); }
-  std::span<std::byte> span() const { return {mem.get(), size}; }
+  std::byte* data() const { return mem.data(); }
+  std::span<std::byte> span() const { return {mem.data(), size}; }
+  //! Zero again whatever a recovery stored into the gap (only a bug does): the next image
+  //! is built around the gap and must not inherit it.
+  void clear_gap(const Gap& g) {
+    if (!g.empty()) mem.discard(g.begin, g.end - g.begin);
+  }
 };
 
 //! Sets the process-wide persistence mode to `trace` for the run (no flush instructions on
@@ -196,10 +197,13 @@ class TraceModeGuard {
   pm::Config saved_;
 };
 
-//! Offset just past the last non-zero byte, rounded up to a line.
-std::size_t used_extent(const std::byte* p, std::size_t n) {
+//! Offset just past the last non-zero byte, rounded up to a line; the gap (whose bounds
+//! are multiples of 64) is not read.
+std::size_t used_extent(const std::byte* p, std::size_t n, const Gap& gap = {}) {
   std::size_t end = n & ~std::size_t{7};
   while (end > 0) {
+    if (!gap.empty() && end > gap.begin && end <= gap.end) end = gap.begin;
+    if (end == 0) break;
     std::uint64_t w;
     std::memcpy(&w, p + end - 8, 8);
     if (w != 0) break;
@@ -207,6 +211,12 @@ std::size_t used_extent(const std::byte* p, std::size_t n) {
   }
   if (end == 0 && n % 8 != 0) end = n;
   return std::min(n, (end + kLine - 1) & ~(kLine - 1));
+}
+
+//! The gap of a pool (pm/pool_layout.h) as the simulator's ranges take it.
+Gap gap_of(const Pool& pool) {
+  const pm::PoolGap g = pm::gap_of(pool.header());
+  return Gap{static_cast<std::size_t>(g.begin), static_cast<std::size_t>(g.end)};
 }
 
 //! Bytes of the pool in use: header, chunk table and the chunks carved so far (an index
@@ -481,6 +491,7 @@ class Run {
   Simulator sim_, nested_;
   ExtentTracker track1_, track2_;
   ImageBuffer img1_, img2_, img_read_;  // img_read_: the durable image at a read point
+  Gap gap_;  // the pool's gap (Options::chunk_area_offset), skipped by every copy
   bool op_seen_durable_ = false;         // the in-flight op's effect was read and durable
 
   std::size_t op_ = 0;
@@ -589,6 +600,7 @@ bool Run::create_pool_and_index() {
   po.chunk_size = o_.chunk_size;
   po.kind = f_.kind;
   po.values_are_blocks = o_.values_are_blocks;
+  po.chunk_area_offset = o_.chunk_area_offset;
   auto p = Pool::create_in_memory(po);
   if (!p) {
     rep_.error = "create_in_memory: " + p.error().message;
@@ -616,6 +628,7 @@ bool Run::prepare() {
     }
     if (!create_pool_and_index()) return false;
   }
+  gap_ = gap_of(*pool_);
   img1_.allocate(pool_->size());
   if (o_.second_crash || rp_.nested) img2_.allocate(pool_->size());
   if (o_.trace_create) explore_create(rec);
@@ -640,7 +653,7 @@ bool Run::prepare() {
 void Run::explore_create(const Recorder& rec) {
   TraceModeGuard mode;
   install_handlers();
-  sim_.watch(pool_->base(), pool_->size(), 0);  // fresh memory: all zero, all durable
+  sim_.watch(pool_->base(), pool_->size(), 0, gap_);  // fresh memory: all zero, all durable
   sim_.set_replaying(true);
   creating_ = true;
   rec.replay(sim_);
@@ -671,7 +684,7 @@ void Run::install_handlers() {
 }
 
 void Run::run_traced_ops() {
-  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size(), gap_), gap_);
   install_handlers();
   TracerGuard restore(&sim_);
   for (op_ = 0; op_ < ops_.size(); ++op_) {
@@ -701,7 +714,7 @@ void Run::run_traced_ops() {
 }
 
 void Run::run_traced_concurrent() {
-  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size()));
+  sim_.watch(pool_->base(), pool_->size(), used_extent(pool_->base(), pool_->size(), gap_), gap_);
   install_handlers();
   sim_.set_global_fences(so_.global_fences);
   sim_.set_track_nt(!so_.nt_visible_before_fence);
@@ -820,6 +833,7 @@ void Run::probe_read() {
     durable = (*ix)->lookup(as_key(op.key));
   });
   reader.join();
+  img_read_.clear_gap(gap_);
   helper.undo();  // the probe's reader is hypothetical: the writer's run goes on without it
   if (helper.bad() != nullptr)
     add_finding("LIVE", "op" + std::to_string(op_),
@@ -1056,7 +1070,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   // nested_ watches the image through recovery (second-crash points, lints after a crash)
   // and the continuation (lints, commit oracle); track1_ only records the written extent.
   track1_.watch(img1_.data(), img1_.size);
-  nested_.watch(img1_.data(), img1_.size, model.extent());
+  nested_.watch(img1_.data(), img1_.size, model.extent(), gap_);
   nested_point_ = 0;
   TracerGuard restore(&nested_);
   std::vector<Problem> problems;
@@ -1088,6 +1102,7 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
     recovering_ = continuing_ = false;
   }
   img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
+  img1_.clear_gap(gap_);
 
   // Before create returns, "no pool" or "no index" is a state the crash may leave.
   if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
@@ -1162,6 +1177,7 @@ void Run::check_second(std::span<const std::uint32_t> choice) {
     pool.reset();
   }
   img2_.dirty_end = std::max(img2_.dirty_end, track2_.end());
+  img2_.clear_gap(gap_);
   if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
     problems.clear();  // see check_image
   if (problems.empty()) return;

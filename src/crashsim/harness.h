@@ -80,6 +80,11 @@ struct Options {
   std::uint64_t pool_size = 1ull << 20;
   std::uint32_t chunk_size = 16u << 10;
   bool values_are_blocks = false;      //!< PoolOptions::values_are_blocks (the server's items)
+  //! PoolOptions::chunk_area_offset: non-zero puts the chunk area (every block the index
+  //! links) at this offset, past a gap nobody writes, e.g. 2^32 + 64 KiB for offsets with a
+  //! non-zero high half (tests/support/crash_ops.h, above_4gib). The simulator skips the gap
+  //! (crashsim/sparse.h); pool_size stays the size of the chunk area.
+  std::uint64_t chunk_area_offset = 0;
   std::size_t exhaustive_cap = 64;     //!< enumerate all images of a crash point up to this many
   std::size_t random_samples = 8;      //!< seeded random images beyond the structured ones
   std::size_t pair_lines = 32;         //!< pairs of fully applied lines among at most this many

@@ -102,6 +102,16 @@ std::uint64_t vm_bytes() {
   return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+//! Address space a run with a pool gap (Options::chunk_area_offset) maps without using:
+//! the live pool, each model's durable image and shadow (the run's and the nested one's)
+//! and the three image buffers span the whole pool, gap included (crashsim/sparse.h), and
+//! never touch the gap. The budget counts what is used beyond that.
+rlim_t gap_reservation(const Options& o) {
+  if (o.chunk_area_offset == 0) return 0;
+  constexpr rlim_t kPoolSizedMappings = 8;
+  return kPoolSizedMappings * (rlim_t{o.chunk_area_offset} + rlim_t{o.pool_size});
+}
+
 const char* signal_text(int sig) {
   switch (sig) {
     case SIGSEGV: return "SIGSEGV (a bad pointer followed, or the stack overflowed: runaway recursion)";
@@ -175,7 +185,7 @@ Report run_isolated(const Options& o, const std::function<Report(int fd)>& body)
     ::close(fds[0]);
     g_beat = beat;
     if (!kSanitized && o.memory_budget_mb > 0) {
-      const rlim_t cap = vm_bytes() + (rlim_t{o.memory_budget_mb} << 20);
+      const rlim_t cap = vm_bytes() + (rlim_t{o.memory_budget_mb} << 20) + gap_reservation(o);
       rlimit rl{cap, cap};
       ::setrlimit(RLIMIT_AS, &rl);
     }

@@ -7,19 +7,29 @@
 
 namespace wort::crashsim {
 
-void Px86Model::reset(const std::byte* init, std::size_t size, std::size_t extent) {
+void Px86Model::reset(const std::byte* init, std::size_t size, std::size_t extent, Gap gap) {
   extent = std::min(extent, size);
   // Bytes past max(old extent, new extent) are already zero in reused buffers.
   const std::size_t copy = std::min(size, std::max(extent, extent_));
-  if (durable_.size() != size) {
-    durable_.assign(size, std::byte{0});
-    shadow_.assign(size, std::byte{0});
-  } else if (copy > extent) {
-    std::memset(durable_.data() + extent, 0, copy - extent);
-    std::memset(shadow_.data() + extent, 0, copy - extent);
+  if (durable_.size() != size || gap != gap_) {
+    durable_ = ZeroPages(size);
+    shadow_ = ZeroPages(size);
+  } else {
+    for_each_outside(gap, extent, copy, [&](std::size_t off, std::size_t n) {
+      std::memset(durable_.data() + off, 0, n);
+      std::memset(shadow_.data() + off, 0, n);
+    });
+    // A bug's store into the gap must not outlive this run.
+    if (!gap.empty()) {
+      durable_.discard(gap.begin, gap.end - gap.begin);
+      shadow_.discard(gap.begin, gap.end - gap.begin);
+    }
   }
-  std::memcpy(durable_.data(), init, extent);
-  std::memcpy(shadow_.data(), init, extent);
+  for_each_outside(gap, 0, extent, [&](std::size_t off, std::size_t n) {
+    std::memcpy(durable_.data() + off, init + off, n);
+    std::memcpy(shadow_.data() + off, init + off, n);
+  });
+  gap_ = gap;
   size_ = size;
   extent_ = extent;
   lines_.clear();
@@ -132,7 +142,9 @@ bool Px86Model::build_image(std::span<const std::uint32_t> choice, std::byte* ou
   for (const auto& [line, log] : lines_) {
     if (choice[i++] > log.entries.size()) return false;
   }
-  std::memcpy(out, durable_.data(), n);
+  for_each_outside(gap_, 0, n, [&](std::size_t off, std::size_t len) {
+    std::memcpy(out + off, durable_.data() + off, len);
+  });
   i = 0;
   for (const auto& [line, log] : lines_) apply(log, choice[i++], out + line);
   return true;

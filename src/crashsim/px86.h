@@ -29,6 +29,8 @@
 #include <span>
 #include <vector>
 
+#include "crashsim/sparse.h"
+
 namespace wort::crashsim {
 
 inline constexpr std::size_t kLine = 64;
@@ -65,8 +67,9 @@ class Px86Model {
   };
 
   //! Starts over on a range of `size` bytes whose contents are `init[0, extent)` followed by
-  //! zeros; everything is durable. Buffers are reused across resets.
-  void reset(const std::byte* init, std::size_t size, std::size_t extent);
+  //! zeros; everything is durable. Buffers are reused across resets. The bytes of `gap`
+  //! (crashsim/sparse.h) are zero and stay out of every copy: nothing stores there.
+  void reset(const std::byte* init, std::size_t size, std::size_t extent, Gap gap = {});
 
   //! The thread the following events belong to (0 in a single-threaded run). Stores carry
   //! it; a flush sets this thread's mark; a fence folds this thread's marks only; the lint
@@ -97,7 +100,8 @@ class Px86Model {
   //! Number of distinct crash images: product of (limit + 1), saturating at UINT64_MAX.
   std::uint64_t image_count() const noexcept;
   //! Writes the crash image named by `choice` (one prefix length per dirty line) into
-  //! `out[0, n)`; n must be at least extent(). Returns false if `choice` does not fit.
+  //! `out[0, n)` except the gap (left as it is: zero); n must be at least extent(). Returns
+  //! false if `choice` does not fit.
   bool build_image(std::span<const std::uint32_t> choice, std::byte* out, std::size_t n) const;
 
   //! Offset of the first line holding a store of the current thread (not a volatile one)
@@ -114,6 +118,7 @@ class Px86Model {
   //! Bytes [0, extent) hold everything ever written; beyond is zero in every buffer.
   std::size_t extent() const noexcept { return extent_; }
   std::size_t size() const noexcept { return size_; }
+  const Gap& gap() const noexcept { return gap_; }
   const std::byte* shadow() const noexcept { return shadow_.data(); }
   const std::byte* durable() const noexcept { return durable_.data(); }
   const std::map<std::size_t, LineLog>& lines() const noexcept { return lines_; }
@@ -129,8 +134,9 @@ class Px86Model {
 
   std::size_t size_ = 0;
   std::size_t extent_ = 0;
-  std::vector<std::byte> durable_;
-  std::vector<std::byte> shadow_;
+  Gap gap_;
+  ZeroPages durable_;  // MAP_NORESERVE: the gap's pages are never touched
+  ZeroPages shadow_;
   std::map<std::size_t, LineLog> lines_;  // line offset -> log (only non-empty logs)
   std::size_t thread_ = 0;
   bool global_fences_ = false;

@@ -36,10 +36,10 @@ std::string_view lint_name(Lint l) noexcept {
   return "UNKNOWN";
 }
 
-void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent) {
+void Simulator::watch(std::byte* base, std::size_t size, std::size_t extent, Gap gap) {
   base_ = base;
   size_ = size;
-  model_.reset(base, size, extent);
+  model_.reset(base, size, extent, gap);
   compare_limit_ = size <= kFullCompareLimit ? size : 0;
   exploring_ = false;
   for (OpState& o : op_state_) o = OpState{};
@@ -263,16 +263,18 @@ void Simulator::check_untracked() {
       size_, std::max(compare_limit_fn_ ? compare_limit_fn_() : compare_limit_, model_.extent()));
   constexpr std::size_t kBlock = 4096;
   std::size_t first = SIZE_MAX, bytes = 0;
-  for (std::size_t b = 0; b < limit; b += kBlock) {
-    const std::size_t n = std::min(kBlock, limit - b);
-    if (std::memcmp(base_ + b, model_.shadow() + b, n) == 0) continue;
-    for (std::size_t i = b; i < b + n; ++i) {
-      if (base_[i] == model_.shadow()[i]) continue;
-      if (first == SIZE_MAX) first = i;
-      ++bytes;
-      model_.absorb(i, base_ + i, 1);
+  for_each_outside(model_.gap(), 0, limit, [&](std::size_t from, std::size_t len) {
+    for (std::size_t b = from; b < from + len; b += kBlock) {
+      const std::size_t n = std::min(kBlock, from + len - b);
+      if (std::memcmp(base_ + b, model_.shadow() + b, n) == 0) continue;
+      for (std::size_t i = b; i < b + n; ++i) {
+        if (base_[i] == model_.shadow()[i]) continue;
+        if (first == SIZE_MAX) first = i;
+        ++bytes;
+        model_.absorb(i, base_ + i, 1);
+      }
     }
-  }
+  });
   if (first != SIZE_MAX)
     lint(Lint::untracked_store, first, 0,
          std::to_string(bytes) + " byte(s) of pool memory changed without pm::store/copy/fill, "

@@ -89,8 +89,10 @@ class Simulator final : public pm::Tracer {
       std::function<void(Lint, std::size_t offset, std::uintptr_t site, const std::string&)>;
 
   //! Starts watching [base, base+size); its current contents count as durable. Bytes from
-  //! `extent` on must be zero (a hint that saves copying; pass size if unsure).
-  void watch(std::byte* base, std::size_t size, std::size_t extent);
+  //! `extent` on must be zero (a hint that saves copying; pass size if unsure). `gap`: a
+  //! part of the range nothing stores into (a pool's gap, crashsim/sparse.h), left out of
+  //! the model's copies and of the UNTRACKED_STORE comparison.
+  void watch(std::byte* base, std::size_t size, std::size_t extent, Gap gap = {});
   void set_point_handler(PointHandler h) { on_point_ = std::move(h); }
   //! Called at each read point (see above); none by default.
   using ReadHandler = std::function<void()>;

@@ -81,6 +81,25 @@ std::uint32_t auto_chunk_size(std::uint64_t size) {
   return static_cast<std::uint32_t>(chunk);
 }
 
+//! Puts the chunk area of `g` (chunk_count known) where PoolOptions::chunk_area_offset
+//! asks, or right after the chunk table, and sets the pool size.
+Result<void> place_chunk_area(const PoolOptions& o, pm::PoolGeometry& g) {
+  const std::uint64_t table_end = pm::first_chunk_offset_for(g.chunk_count);
+  g.first_chunk_offset = o.chunk_area_offset == 0 ? table_end : o.chunk_area_offset;
+  if (g.first_chunk_offset % pm::kChunkAreaAlign != 0 || g.first_chunk_offset < table_end ||
+      g.first_chunk_offset >= pm::kMaxPoolBytes)
+    return Error{Status::invalid_argument,
+                 "chunk_area_offset " + std::to_string(o.chunk_area_offset) +
+                     " must be a multiple of 64 from the chunk table's end (" +
+                     std::to_string(table_end) + ") to below 1 PiB"};
+  g.pool_size = g.first_chunk_offset + g.chunk_count * o.chunk_size;
+  if (g.pool_size > pm::kMaxPoolBytes)
+    return Error{Status::invalid_argument, "chunk_area_offset " +
+                                               std::to_string(o.chunk_area_offset) +
+                                               " makes the pool larger than 1 PiB"};
+  return {};
+}
+
 //! Checks the options and derives the file geometry (fills in an automatic chunk size).
 Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
   if (o.chunk_size == 0) o.chunk_size = auto_chunk_size(o.size);
@@ -93,10 +112,10 @@ Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
       o.kind.find('\0') != std::string::npos)
     return Error{Status::invalid_argument,
                  "index kind '" + o.kind + "' must be 1 to 31 characters"};
-  if (o.size == 0 || o.size > (1ull << 50))
+  if (o.size == 0 || o.size > pm::kMaxPoolBytes)
     return Error{Status::invalid_argument, "pool size " + std::to_string(o.size) +
                                                " must be between 1 byte and 1 PiB"};
-  pm::PoolGeometry g;
+  pm::PoolGeometry g{};
   g.chunk_count = (o.size + o.chunk_size - 1) / o.chunk_size;
   if (g.chunk_count > kMaxChunkCount)
     return Error{Status::invalid_argument,
@@ -106,8 +125,7 @@ Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
                      std::to_string(kMaxChunkCount) + " (each takes DRAM while the pool is "
                      "open): choose a larger chunk_size, or 0 for an automatic one"};
   g.chunk_table_offset = pm::kHeaderSize;
-  g.first_chunk_offset = pm::first_chunk_offset_for(g.chunk_count);
-  g.pool_size = g.first_chunk_offset + g.chunk_count * o.chunk_size;
+  if (auto r = place_chunk_area(o, g); !r) return r.error();
   return g;
 }
 
@@ -162,14 +180,19 @@ Result<void> check_geometry(const PoolHeader& h, const std::string& name) {
       h.chunk_size > pm::kMaxChunkSize)
     return bad(Status::corrupt, name, "chunk size " + std::to_string(h.chunk_size) + " is invalid");
   // Bound the count before any arithmetic on it (a crafted header must not overflow).
-  if (h.chunk_count == 0 || h.chunk_count > (1ull << 50) / h.chunk_size ||
+  // The chunk area starts at the table's end or (a pool with a gap) at a multiple of 64
+  // past it, below 1 PiB: with the count bounded too, the sum below cannot overflow.
+  if (h.chunk_count == 0 || h.chunk_count > pm::kMaxPoolBytes / h.chunk_size ||
       h.chunk_table_offset != pm::kHeaderSize ||
-      h.first_chunk_offset != pm::first_chunk_offset_for(h.chunk_count) ||
+      h.first_chunk_offset < pm::first_chunk_offset_for(h.chunk_count) ||
+      h.first_chunk_offset % pm::kChunkAreaAlign != 0 ||
+      h.first_chunk_offset >= pm::kMaxPoolBytes ||
       h.pool_size != h.first_chunk_offset + h.chunk_count * h.chunk_size)
     return bad(Status::corrupt, name,
                "chunk count, chunk table or pool size do not agree (" +
                    std::to_string(h.chunk_count) + " chunks of " + std::to_string(h.chunk_size) +
-                   ", pool size " + std::to_string(h.pool_size) + ")");
+                   " from offset " + std::to_string(h.first_chunk_offset) + ", pool size " +
+                   std::to_string(h.pool_size) + ")");
   if (h.kind[pm::kKindCapacity - 1] != '\0' || h.kind[0] == '\0')
     return bad(Status::corrupt, name, "index kind field is not a terminated name");
   return {};
@@ -286,6 +309,23 @@ Result<void> lock_file(int fd, const std::string& path) {
   return Error{Status::io_error, "cannot lock pool '" + path + "': " + errno_text(e)};
 }
 
+//! The gap of a pool about to be created (pm::gap_of reads it from a header).
+pm::PoolGap gap_of(const pm::PoolGeometry& g) {
+  return pm::PoolGap{pm::first_chunk_offset_for(g.chunk_count), g.first_chunk_offset};
+}
+
+//! Reserves the file's blocks (posix_fallocate) except the gap before the chunk area, which
+//! stays a hole: nothing is ever stored there. 0, or the error number.
+int reserve_space(int fd, const pm::PoolGap& gap, std::uint64_t pool_size) {
+  const auto reserve = [fd](std::uint64_t from, std::uint64_t to) {
+    if (to <= from) return 0;
+    const int e = ::posix_fallocate(fd, static_cast<off_t>(from), static_cast<off_t>(to - from));
+    return e == EOPNOTSUPP || e == EINVAL ? 0 : e;  // a filesystem without it: nothing to do
+  };
+  if (const int e = reserve(0, gap.begin); e != 0) return e;
+  return reserve(gap.end, pool_size);
+}
+
 //! Records a new session: bumps the generation (by kGenerationStep: pool_layout.h says why)
 //! and clears the clean flag (one line).
 void start_session(PoolHeader* h) {
@@ -373,7 +413,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
                 "cannot size pool '" + path + "' to " + std::to_string(geom->pool_size) +
                     " bytes: " + errno_text(e));
   }
-  if (const int e = ::posix_fallocate(fd, 0, bytes); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+  if (const int e = reserve_space(fd, gap_of(*geom), geom->pool_size); e != 0)
     return fail(e == ENOSPC || e == EFBIG ? Status::out_of_space : Status::io_error,
                 "cannot reserve " + std::to_string(geom->pool_size) + " bytes for pool '" + path +
                     "': " + errno_text(e));
@@ -427,8 +467,10 @@ Result<std::unique_ptr<Pool>> Pool::open(const std::string& path, std::string_vi
         !r)
       return r.error();
     // A pool made sparse (copied so, or by an older build) gets its space now, not as a
-    // SIGBUS at the first store to a page its filesystem has no room for.
-    if (const int e = ::posix_fallocate(fd, 0, st.st_size); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+    // SIGBUS at the first store to a page its filesystem has no room for; its gap stays a
+    // hole.
+    const auto& h = *reinterpret_cast<const PoolHeader*>(page);
+    if (const int e = reserve_space(fd, pm::gap_of(h), file_size); e != 0)
       return bad(e == ENOSPC ? Status::out_of_space : Status::io_error, path,
                  "cannot reserve its " + std::to_string(file_size) + " bytes: " + errno_text(e));
   }

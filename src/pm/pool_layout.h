@@ -2,12 +2,18 @@
 //
 // A pool file:
 //
-//   offset 0          4096                      first_chunk_offset
-//   +-----------------+--------------------------+---------+---------+-----+
-//   | header (4 KiB)  | chunk table              | chunk 0 | chunk 1 | ... |
-//   |                 | 8 bytes per chunk,       |         |         |     |
-//   |                 | padded to 4 KiB          |         |         |     |
-//   +-----------------+--------------------------+---------+---------+-----+
+//   offset 0          4096                      table end        first_chunk_offset
+//   +-----------------+--------------------------+- - - - - - - - -+---------+---------+-----+
+//   | header (4 KiB)  | chunk table              | gap (usually    | chunk 0 | chunk 1 | ... |
+//   |                 | 8 bytes per chunk,       | empty): never   |         |         |     |
+//   |                 | padded to 4 KiB          | written         |         |         |     |
+//   +-----------------+--------------------------+- - - - - - - - -+---------+---------+-----+
+//
+// The table ends at first_chunk_offset_for(chunk_count). A pool created with
+// PoolOptions::chunk_area_offset puts its chunk area further on, at a multiple of 64 bytes
+// (kChunkAreaAlign); the gap between is never written, read or reserved (a hole of a sparse
+// file), so a test pool of a few MiB of chunks can lie above 2^32, where pool offsets have
+// a non-zero high half.
 //
 // The header (all integers little-endian, offsets in bytes):
 //
@@ -22,7 +28,8 @@
 //     104 chunk_size          u64   power of two, 4 KiB .. 1 GiB
 //     112 chunk_count         u64   chunks in the file
 //     120 chunk_table_offset  u64   4096
-//     128 first_chunk_offset  u64   4096 + chunk table rounded up to 4 KiB
+//     128 first_chunk_offset  u64   4096 + chunk table rounded up to 4 KiB, or (a pool
+//                                   with a gap) any multiple of 64 past that, below 2^50
 //     136 checksum            u64   FNV-1a over bytes [8, 136), then (version >= 2)
 //                                   [144, 192)
 //     144 flags               u64   (version >= 2) kFlagValuesAreBlocks; 0 in version 1
@@ -157,10 +164,31 @@ struct PoolGeometry {
   std::uint64_t pool_size;
 };
 
-//! Offset of the chunk area for `chunk_count` chunks.
+//! Offset of the chunk area for `chunk_count` chunks without a gap: the chunk table's end.
 inline constexpr std::uint64_t first_chunk_offset_for(std::uint64_t chunk_count) noexcept {
   const std::uint64_t table = chunk_count * 8;
   return kHeaderSize + (table + kHeaderSize - 1) / kHeaderSize * kHeaderSize;
+}
+
+//! Exclusive bound of a pool's size and of its first_chunk_offset (1 PiB): sums of two
+//! such values cannot overflow.
+inline constexpr std::uint64_t kMaxPoolBytes = 1ull << 50;
+//! A chunk area past a gap starts at a multiple of this (a cache line: blocks of 64 bytes
+//! or more stay 64-byte aligned, which is all the allocator promises). Finer than a page so
+//! a test can put 2^32 between any two blocks (tests/support/crash_ops.h, above_4gib).
+inline constexpr std::uint64_t kChunkAreaAlign = 64;
+
+//! The gap [begin, end) between the chunk table and the chunk area of a pool (empty: begin
+//! == end, the usual layout). Nothing in the pool is ever stored there.
+struct PoolGap {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t size() const noexcept { return end - begin; }
+};
+
+//! The gap of a header that open() accepted.
+inline PoolGap gap_of(const PoolHeader& h) noexcept {
+  return PoolGap{first_chunk_offset_for(h.chunk_count), h.first_chunk_offset};
 }
 
 }  // namespace wort::pm

@@ -317,6 +317,24 @@ TEST(FastFairCrash, CreateIsAtomic) {
   }
 }
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// the two blocks of each commit that swaps one for another on either side of 2^32), where
+// a commit word split into two 4-byte stores shows torn: a root split, leaf splits, a
+// merge and the root's collapse, borrows in both directions.
+TEST(FastFairCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = fastfair_with(256);
+  expect_clean_above_4gib(f, seq(1, 15), {ins(u64_str(75), 5)});
+  expect_clean_above_4gib(f, seq(0, 21), {ins(k10(21), 3)});
+  expect_clean_above_4gib(f, seq(0, 15), {rem(k10(14)), rem(k10(13)), rem(k10(12)), rem(k10(11))});
+  expect_clean_above_4gib(f, seq(0, 21), {rem(k10(20)), rem(k10(19)), rem(k10(18)), rem(k10(17)),
+                                          rem(k10(16)), rem(k10(15)), rem(k10(14)), rem(k10(13))});
+  expect_clean_above_4gib(f, seq(0, 21), {rem(k10(0)), rem(k10(1))});
+  std::vector<KvOp> grow_left = seq(0, 21);
+  for (std::uint64_t i = 0; i < 6; ++i) grow_left.push_back(ins(u64_str(i * 10 + 5), i));
+  expect_clean_above_4gib(f, grow_left, {rem(k10(20)), rem(k10(19)), rem(k10(18)), rem(k10(17)),
+                                         rem(k10(16)), rem(k10(15)), rem(k10(14)), rem(k10(13))});
+}
+
 TEST(FastFairCrash, ReopenAfterKill9) {
   kill_and_reopen_random_bytes(fastfair_with(512));
 }

@@ -294,6 +294,23 @@ TEST(FPTreeCrash, TwoSplitLogsInFlight) {
 
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// the two blocks of each commit that swaps one for another on either side of 2^32), where
+// a commit word split into two 4-byte stores shows torn: the first leaf (the head),
+// splits, the last key of a leaf removed (the previous leaf's next, or the head).
+TEST(FPTreeCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = fptree_with(4, 3);
+  expect_clean_above_4gib(f, {}, {ins(k8(5), 50)});
+  expect_clean_above_4gib(f, {}, {ins(ks(5), 50)});
+  const std::vector<KvOp> full = {ins(k8(10)), ins(k8(20)), ins(k8(30)), ins(k8(40))};
+  expect_clean_above_4gib(f, full, {ins(k8(5), 1), ins(k8(35), 2)});
+  expect_clean_above_4gib(f, {ins(ks(7))}, {rem(ks(7))});
+  const std::vector<KvOp> two = {ins(k8(10)), ins(k8(20)), ins(k8(30)), ins(k8(40)),
+                                 ins(k8(50))};
+  expect_clean_above_4gib(f, two, {rem(k8(50)), rem(k8(40)), rem(k8(30)), rem(k8(20)), rem(k8(10))});
+  expect_clean_above_4gib(f, two, {rem(k8(10)), rem(k8(20))});
+}
+
 TEST(FPTreeCrash, ReopenAfterKill9) {
   kill_and_reopen_random_bytes(crashsim::factory_of<FPTree>(), 30000);
 }

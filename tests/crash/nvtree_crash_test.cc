@@ -147,6 +147,22 @@ TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
 }
 #endif  // WORT_FAULTS
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// the two blocks of each commit that swaps one for another on either side of 2^32), where
+// a commit word split into two 4-byte stores shows torn: the first leaf, splits at the
+// head and after a predecessor, a full leaf compacted, leaves unlinked down to the empty tree.
+TEST(NvTreeCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = small_nodes();
+  expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)});
+  expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(12) + "x", 1)});
+  expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(98), 2),
+                                              ins(u64_str(97), 3), ins(u64_str(96), 4),
+                                              ins(u64_str(1), 5)});
+  expect_clean_above_4gib(f, inserts(10, 4), {rem(u64_str(11)), rem(u64_str(10))});
+  expect_clean_above_4gib(f, inserts(10, 6), {rem(u64_str(13)), rem(u64_str(14)), rem(u64_str(15)),
+                                              rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12))});
+}
+
 TEST(NvTreeCrash, ReopenAfterKill9) {
   kill_and_reopen_random_bytes(crashsim::factory_of<NvTree>());
 }

@@ -167,6 +167,34 @@ TYPED_TEST(PmartCrash, RecoveryOfInterruptedSplitAndMerge) {
   EXPECT_CLEAN(run<TypeParam>(split_and_merge_setup(), split_and_merge_ops(), o));
 }
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// blocks of the setup below with the operation's new ones above), where a commit word split
+// into two 4-byte stores shows torn: the first leaf, a child added to each node type, a
+// grow, a leaf and a prefix split, the end-of-key slot, merges.
+TYPED_TEST(PmartCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = crashsim::factory_of<TypeParam>();
+  crashsim::Options o;
+  o.pool_size = 4u << 20;
+  expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)}, o);
+  for (unsigned n : {3u, 4u, 16u, 48u, 100u})
+    expect_clean_above_4gib(f, node_with(n), {ins(child_key(n), 7)}, o);
+  std::vector<KvOp> below_root = node_with(16);
+  below_root.push_back(ins(u64_str(0x99000000), 1));
+  expect_clean_above_4gib(f, below_root, {ins(child_key(16), 7)}, o);
+  expect_clean_above_4gib(f, {ins(u64_str(1))}, {ins(u64_str(1ull << 63), 9)}, o);
+  expect_clean_above_4gib(f, {ins("pre")}, {ins("prefix", 2)}, o);
+  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
+  expect_clean_above_4gib(f, {ins(u64_str(a)), ins(u64_str(b))},
+                          {ins(u64_str(a ^ (std::uint64_t{0x10} << 48)), 4)}, o);
+  expect_clean_above_4gib(f, {ins(u64_str(a)), ins(u64_str(b)), ins(u64_str(0x1bcdef0123456700ull))},
+                          {ins(u64_str(a ^ (1ull << 40)), 4)}, o);
+  expect_clean_above_4gib(f, {ins("abc"), ins("abd")}, {ins("ab", 7), rem("ab")}, o);
+  expect_clean_above_4gib(f, {ins(u64_str(0x10)), ins(u64_str(0x20))}, {rem(u64_str(0x10))}, o);
+  expect_clean_above_4gib(f, {ins(u64_str(0x110000)), ins(u64_str(0x110001)), ins(u64_str(0x220000))},
+                          {rem(u64_str(0x220000))}, o);
+  expect_clean_above_4gib(f, {ins("ab"), ins("abc")}, {rem("abc")}, o);
+}
+
 // Larger trees, sampled: a mixed batch of operations over keys of several generators.
 TYPED_TEST(PmartCrash, SampledMixedOperations) {
   for (Gen g : {Gen::random_u64, Gen::shared_prefix, Gen::prefix_chains, Gen::long_keys}) {

@@ -212,6 +212,53 @@ TEST(RoartCrash, RecoveryOfInterruptedSplitAndMerge) {
   EXPECT_CLEAN(run(split_and_merge_setup(), split_and_merge_ops(), kNoLC, o));
 }
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// the two blocks of each commit that swaps one for another on either side of 2^32), where
+// a commit word split into two 4-byte stores shows torn: the first leaf, a bare leaf
+// to an array or N4, array growth, split and shrink, a child added in place and by growth,
+// the end-of-key slot, prefix splits, removes from the root, arrays and nodes, merges.
+TEST(RoartCrash, CommitStoresAboveFourGiB) {
+  crashsim::Options o;
+  o.pool_size = 4u << 20;
+  auto check = [&](const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
+                   std::uint64_t flags) { expect_clean_above_4gib(factory(flags), setup, ops, o); };
+  check({}, {ins(u64_str(5), 50)}, 0);
+  check({ins(u64_str(5))}, {ins(u64_str(6), 60), ins("x", 7)}, 0);
+  check({ins(u64_str(5))}, {ins(u64_str(6), 60)}, kNoLC);
+  std::vector<KvOp> four;
+  for (unsigned i = 0; i < 4; ++i) four.push_back(ins(u64_str(0xab00 + i * 3), i));
+  check(four, {ins(u64_str(0xab00 + 500), 1)}, 0);
+  std::vector<KvOp> three = arrays_under_node(3);
+  const KvOp last = three.back();
+  three.pop_back();
+  check(three, {last}, 0);
+  for (unsigned n : {3u, 4u, 48u, 100u}) check(node_with(n, 2), {ins(child_key(n, 2), 7)}, kNoLC);
+  check(arrays_under_node(3), {ins(group_key(3, 1), 7), ins(group_key(1, 2), 8)}, 0);
+  check(arrays_under_node(4), {ins(group_key(4, 0), 7)}, 0);
+  std::vector<KvOp> shrink;
+  for (unsigned i = 0; i < 8; ++i) shrink.push_back(ins(u64_str(0xab00 + i), i));
+  for (unsigned i = 8; i-- > 3;) shrink.push_back(rem(u64_str(0xab00 + i)));
+  check(shrink, {rem(u64_str(0xab00)), rem(u64_str(0xab00 + 1))}, 0);
+  std::vector<KvOp> grown = node_with(5);
+  grown.push_back(rem(child_key(4)));
+  check(grown, {rem(child_key(0)), rem(child_key(2))}, kNoLC);
+  for (std::uint64_t flags : {std::uint64_t{0}, std::uint64_t{kNoLC}})
+    check({ins("abc"), ins("abd")}, {ins("ab", 7), ups("ab", 8), rem("ab")}, flags);
+  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
+  check({ins(u64_str(a)), ins(u64_str(b)), ins(u64_str(0x1bcdef0123456700ull))},
+        {ins(u64_str(a ^ (1ull << 40)), 4)}, kNoLC);
+  check({ins(u64_str(a)), ins(u64_str(b))}, {ins(u64_str(a ^ (0x10ull << 48)), 4)},
+        kNoLC | roart::kNoMinimalOrder);
+  check({ins(u64_str(7))}, {rem(u64_str(7))}, 0);
+  check({ins(u64_str(7)), ins(u64_str(8))}, {rem(u64_str(7)), rem(u64_str(8))}, 0);
+  check(arrays_under_node(3), {rem(group_key(0, 0)), rem(u64_str(0x100))}, 0);
+  check(node_with(3), {rem(child_key(1))}, kNoLC);
+  check({ins(u64_str(0xf000000000000000ull)), ins(u64_str(0x1100)), ins(u64_str(0x1101)),
+         ins(u64_str(0x2200))},
+        {rem(u64_str(0x2200)), rem(u64_str(0x1101))}, kNoLC);
+  check({ins("ab"), ins("abc"), ins("abd")}, {rem("ab"), rem("abc")}, kNoLC);
+}
+
 // Larger trees, sampled: a mixed batch over keys of several generators, each variant.
 TEST(RoartCrash, SampledMixedOperations) {
   for (std::uint64_t flags : {std::uint64_t{0}, std::uint64_t{kNoLC},

@@ -130,6 +130,21 @@ TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
 }
 #endif  // WORT_FAULTS
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// the two blocks of each commit that swaps one for another on either side of 2^32), where
+// a commit word split into two 4-byte stores shows torn: the first leaf, root growth
+// and splits, unlinked chains and the root's collapse.
+TEST(WbTreeCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = small_nodes();
+  expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)});
+  expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(1), 2)});
+  expect_clean_above_4gib(f, inserts(100, 9, 10), {ins(u64_str(105), 1), ins(u64_str(195), 2)});
+  expect_clean_above_4gib(f, {ins(u64_str(7))}, {rem(u64_str(7))});
+  expect_clean_above_4gib(f, inserts(10, 10),
+                          {rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12)), rem(u64_str(13)),
+                           ins(u64_str(50)), rem(u64_str(19))});
+}
+
 TEST(WbTreeCrash, ReopenAfterKill9) {
   kill_and_reopen_random_bytes(crashsim::factory_of<WbTree>());
 }

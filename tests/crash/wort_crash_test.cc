@@ -128,6 +128,31 @@ TEST(WortCrash, SampledLongKeys) {
   EXPECT_CLEAN(run(setup, ops, sanitizer_sample(o)));
 }
 
+// The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
+// blocks of the setup below with the operation's new ones above), where a commit word split
+// into two 4-byte stores shows torn: a slot filled, a leaf and a prefix split, merges.
+TEST(WortCrash, CommitStoresAboveFourGiB) {
+  const crashsim::Factory f = crashsim::factory_of<WortTree>();
+  const std::uint64_t base = 0x0123456789abcdefull;
+  expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)});
+  expect_clean_above_4gib(f, {ins(u64_str(0x10)), ins(u64_str(0x20))}, {ins(u64_str(0x30), 3)});
+  expect_clean_above_4gib(f, {ins(u64_str(base))}, {ins(u64_str(base ^ (0x8ull << 48)), 9)});
+  expect_clean_above_4gib(f, {ins(u64_str(base)), ins(u64_str(~base))},
+                          {ins(u64_str(base ^ (0x8ull << 28)), 9)});
+  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
+  expect_clean_above_4gib(f, {ins(u64_str(a)), ins(u64_str(b))},
+                          {ins(u64_str(a ^ (1ull << 44)), 4)});
+  expect_clean_above_4gib(f, {ins(u64_str(a)), ins(u64_str(b)), ins(u64_str(0x1bcdef0123456700ull))},
+                          {ins(u64_str(a ^ (1ull << 40)), 4)});
+  expect_clean_above_4gib(f, {ins(u64_str(0x10)), ins(u64_str(0x20))}, {rem(u64_str(0x10))});
+  expect_clean_above_4gib(f, {ins(u64_str(0x1100)), ins(u64_str(0x1101)), ins(u64_str(0x2200))},
+                          {rem(u64_str(0x2200))});
+  expect_clean_above_4gib(f, {ins(u64_str(0xf000000000000000ull)), ins(u64_str(0x1100)),
+                              ins(u64_str(0x1101)), ins(u64_str(0x2200))},
+                          {rem(u64_str(0x2200)), rem(u64_str(0x1101))});
+  expect_clean_above_4gib(f, {ins("ab"), ins("abc"), ins("abd")}, {rem("ab"), rem("abc")});
+}
+
 // --- reopen after a real process kill (tests/support/kill_reopen.h) ---------------------
 
 // The child upserts each of 20000 keys in turn (value: its index); killed after 15000

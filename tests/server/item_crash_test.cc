@@ -4,7 +4,8 @@
 // pm::flush, no fence), committed by the index's upsert in a values_are_blocks pool (which
 // fences first) and the replaced block freed after the commit returned — as Store::commit
 // does. Every crash image must show the old item or the new one, whole; zero findings and
-// zero lints. The broken variant (write_item without its pm::flush) must be caught.
+// zero lints; also with the pool's blocks above 2^32. The broken variant (write_item
+// without its pm::flush) must be caught.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -171,6 +172,29 @@ TEST(ServeItemCrash, SetNewKeyAndOverwriteNvTree) { EXPECT_CLEAN(run_items<NvTre
 // pm::publish_nt (a fence first), so the item's write-back is ordered before the index names
 // it (before, with a bare commit_nt, this run found MISSING_FENCE and NOT_ATOMIC images).
 TEST(ServeItemCrash, SetNewKeyAndOverwriteRoart) { EXPECT_CLEAN(run_items<roart::Roart>(kSetup, kOps)); }
+
+// The same sets, overwrites and delete with every block above 2^32, and with the blocks of
+// each commit that swaps one for another (a value word: one item for the next; a node for
+// its copy) on either side of it (run_above_4gib): a commit word split into two 4-byte stores
+// shows torn there.
+template <class Inner>
+void expect_items_clean_above_4gib() {
+  crashsim::Options o;
+  o.values_are_blocks = true;
+  expect_clean_above_4gib(crashsim::factory_of<ItemIndex<Inner, server::ItemWriteBack::flush>>(),
+                          kSetup, kOps, o);
+}
+
+TEST(ServeItemCrash, SetNewKeyAndOverwriteAboveFourGiB) {
+  expect_items_clean_above_4gib<WortTree>();
+  expect_items_clean_above_4gib<woart::Woart>();
+  expect_items_clean_above_4gib<artcow::ArtCow>();
+  expect_items_clean_above_4gib<FastFairTree>();
+  expect_items_clean_above_4gib<FPTree>();
+  expect_items_clean_above_4gib<WbTree>();
+  expect_items_clean_above_4gib<NvTree>();
+  expect_items_clean_above_4gib<roart::Roart>();
+}
 
 // The test can fail: without the item's pm::flush the index's fence orders nothing, the
 // item lines are still dirty at the acknowledgement, and a crash loses the item.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -99,6 +100,40 @@ inline crashsim::Options sanitizer_sample(crashsim::Options o) {
   return o;
 }
 
+//! Pool offsets of a real pool's size: the chunk area (every block an index links) past a
+//! gap nobody writes and the simulator skips (crashsim::Options::chunk_area_offset,
+//! src/crashsim/sparse.h). bytes_below 0: the chunk area at 2^32 + 64 KiB, every block
+//! above 2^32, so a commit store from null to a block, or back, changes the word's high
+//! half, and either half alone (below 2^32 + 64 KiB) names the gap, never a block. bytes_below
+//! at a block (a multiple of 64): the chunk area at 2^32 - bytes_below, the blocks before it
+//! below 2^32 and the rest above, so a commit store that swaps one for the other changes the
+//! high half too. A commit word split into two 4-byte stores then shows torn in a crash
+//! image, which the small pools of the other crash tests never show (there every offset's
+//! high half is 0).
+inline crashsim::Options above_4gib(crashsim::Options o = {}, std::uint64_t bytes_below = 0) {
+  constexpr std::uint64_t k4GiB = std::uint64_t{1} << 32;
+  o.chunk_area_offset = bytes_below == 0 ? k4GiB + (64u << 10) : k4GiB - bytes_below;
+  return o;
+}
+
+//! The split points of a high-offset run: a dry run (no simulator, a pool of o's size)
+//! creates the index, applies `setup`, then records every 8-byte commit store of `ops`; for
+//! each that swaps one block for another (both words name blocks: tagged words by their low
+//! 48 bits), the offset inside the chunk area of the higher block. above_4gib at that
+//! offset puts the two blocks on either side of 2^32. Ascending, without repeats. The
+//! allocator is deterministic, so the crash run's pool holds the same blocks.
+std::vector<std::uint64_t> commit_split_points(const crashsim::Factory& tree,
+                                               const std::vector<crashsim::KvOp>& setup,
+                                               const std::vector<crashsim::KvOp>& ops,
+                                               const crashsim::Options& o);
+
+//! run_and_print in the geometries of above_4gib: every block above 2^32, then split at up
+//! to 4 of commit_split_points (spread over them; under ASan 1, and sanitizer_sample).
+std::vector<crashsim::Report> run_above_4gib(const crashsim::Factory& tree,
+                                             const std::vector<crashsim::KvOp>& setup,
+                                             const std::vector<crashsim::KvOp>& ops,
+                                             const crashsim::Options& o = {});
+
 struct MixedBatch {
   std::vector<crashsim::KvOp> setup;  //!< the first `setup_n` keys inserted (value: index)
   std::vector<crashsim::KvOp> ops;    //!< random keys: 1/4 insert, 1/4 upsert, 1/2 remove
@@ -171,3 +206,13 @@ inline void expect_clean_creation(const crashsim::Report& r) {
     EXPECT_TRUE(r_.clean()) << r_.summary();                    \
     EXPECT_GT(r_.images, 0u) << "no crash state was explored";  \
   } while (0)
+
+namespace wort::test {
+//! EXPECT_CLEAN on each report of run_above_4gib.
+inline void expect_clean_above_4gib(const crashsim::Factory& tree,
+                                    const std::vector<crashsim::KvOp>& setup,
+                                    const std::vector<crashsim::KvOp>& ops,
+                                    const crashsim::Options& o = {}) {
+  for (const crashsim::Report& r : run_above_4gib(tree, setup, ops, o)) EXPECT_CLEAN(r);
+}
+}  // namespace wort::test
