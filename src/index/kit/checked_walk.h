@@ -36,6 +36,7 @@
 
 #include "index/kit/zeroed_array.h"
 #include "pm/allocator.h"
+#include "pm/pool_layout.h"
 #include "wort/pool.h"
 #include "wort/status.h"
 
@@ -68,7 +69,8 @@ class CheckedWalk {
   CheckedWalk(const Pool& pool, std::string_view who,
               std::uint32_t max_depth = kDefaultMaxDepth)
       : check_(pool), who_(who), max_depth_(max_depth),
-        seen_((pool.size() / kGranule + 63) / 64) {}
+        base_(pool.header().first_chunk_offset),
+        seen_(((pool.size() - base_) / kGranule + 63) / 64) {}
 
   //! Checks the block at `off` (see the file comment) and marks it reached. On failure
   //! records why (the walk stops) and returns false; the caller returns without reading.
@@ -77,7 +79,7 @@ class CheckedWalk {
     if (!check_.holds(off, len, align))
       return fail(std::string(what) + " at " + hex(off) + " is not a " + std::to_string(len) +
                   "-byte, " + std::to_string(align) + "-aligned block of this pool");
-    const std::uint64_t g = off / kGranule;
+    const std::uint64_t g = (off - base_) / kGranule;  // holds(): off is in the chunk area
     std::uint64_t& word = seen_.data()[g / 64];
     const std::uint64_t bit = 1ull << (g % 64);
     if (word & bit) return fail(std::string(what) + " at " + hex(off) + " reached twice (a cycle?)");
@@ -174,7 +176,8 @@ class CheckedWalk {
   BlockCheck check_;
   std::string who_;
   std::uint32_t max_depth_;
-  ZeroedArray<std::uint64_t> seen_;  // one bit per 16-byte granule of the pool (zeroed_array.h)
+  std::uint64_t base_;  // the chunk area's first byte: every block lies at or past it
+  ZeroedArray<std::uint64_t> seen_;  // one bit per 16-byte granule of the chunk area (zeroed_array.h)
   std::vector<Item> stack_;
   Error error_;
 };

@@ -3,7 +3,7 @@
 //
 // calloc of a large block takes fresh zero pages from mmap and writes nothing, where a
 // std::vector writes every element when it is built. Users: the checked walk's
-// reached-bitmap (pool_size / 128 bytes; a 64 GiB pool's open took 535 MB of RSS for its
+// reached-bitmap (the chunk area / 128 bytes; a 64 GiB pool's open took 535 MB of RSS for its
 // 512 MiB bitmap) and the server's per-granule side tables (CLOCK bits, recache tokens,
 // access times: up to 14% of the pool; `wort serve -m 65536` took 9.4 GB of RSS before it
 // served a request with them). Shared tables reach their elements through std::atomic_ref
