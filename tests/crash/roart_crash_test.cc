@@ -6,12 +6,17 @@
 // split (in the prefix word, past it, key ending inside it, one level down) and its
 // recovery, with all mechanisms on and with each turned off; a sampled mixed batch; and
 // reopen after a real kill -9. Each asserts report.correct() and no lint (report.clean()).
+// One direct damage test (RoartDamage): a torn commit word those runs met, built by hand.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "crashsim/harness.h"
+#include "index/kit/anchor.h"
+#include "index/roart/roart_node.h"
 #include "index/roart/roart_tree.h"
 #include "support/crash_ops.h"
 #include "support/keygen.h"
@@ -284,6 +289,77 @@ TEST(RoartCrash, SampledMixedOperations) {
 TEST(RoartCrash, ReopenAfterKill9) {
   kill_and_reopen({factory(0), make_keys(Gen::random_bytes, 5000, 17),
                    random_upserts_and_removes(5000)});
+}
+
+// Regression: a used Zentry whose reference is null. The above-4-GiB crash test's
+// split-commit mutant of the prefix split (the parent's Zentry written as two 4-byte
+// stores) left one: the new word's high half (used byte, key byte, the new N4's offset
+// below 2^32: 0) over the old word's low half (the old node sat at exactly 2^32: 0). A
+// damaged pool can hold the same word. open()'s checked walk skipped the null child and
+// passed; the first scan then followed it to pool offset 0 and died (RECOVERY_CRASHED).
+// Built here directly: open() must refuse it, and open_instant's checked readers (the walk
+// held) must not follow it either.
+TEST(RoartDamage, UsedZentryWithNullReferenceIsRefused) {
+  PoolOptions po;
+  po.size = 4u << 20;
+  po.kind = std::string(Roart::kKind);
+  auto pool = Pool::create_in_memory(po);
+  ASSERT_TRUE(pool);
+  IndexOptions io;
+  io.words[0] = kNoLC;  // bare leaves: the root is an N4 branching on byte 0
+  auto t = Roart::create(**pool, io);
+  ASSERT_TRUE(t);
+  const std::uint64_t a = 0xabcdef0123456700ull, b = 0xabcdef0123456711ull;
+  for (std::uint64_t k : {a, b, std::uint64_t{0x1bcdef0123456700ull}})
+    ASSERT_EQ((*t)->insert(as_key(u64_str(k)), k & 0xff), Status::ok);
+  t->reset();
+  // A copy of the image (64-aligned, as Pool::attach wants), the root's 0xab Zentry torn.
+  const std::size_t size = (*pool)->size();
+  std::unique_ptr<std::byte, decltype(&std::free)> img(
+      static_cast<std::byte*>(std::aligned_alloc(64, size)), &std::free);
+  ASSERT_NE(img, nullptr);
+  std::memcpy(img.get(), (*pool)->base(), size);
+  auto anchor = kit::open_anchor<roart::Anchor>(**pool, Roart::kKind, roart::kAnchorMagic);
+  ASSERT_TRUE(anchor);
+  const roart::Ref root = (*anchor)->root;
+  ASSERT_TRUE(roart::is_node(root));
+  const std::uint64_t node_off = roart::ref_offset(root);
+  const auto* n = reinterpret_cast<const roart::NodeBase*>(img.get() + node_off);
+  ASSERT_EQ(n->type, roart::NodeType::n4);
+  auto* e = reinterpret_cast<std::uint64_t*>(img.get() + node_off +
+                                             roart::node_bytes(n->type) -
+                                             8 * roart::node_capacity(n->type));
+  unsigned torn = 0;
+  for (unsigned i = 0; i < roart::node_capacity(n->type); ++i)
+    if (e[i] != 0 && roart::zentry_byte(e[i]) == 0xab) {
+      e[i] = roart::make_zentry(0xab, roart::kNull);
+      ++torn;
+    }
+  ASSERT_EQ(torn, 1u);
+  {
+    auto p = Pool::attach({img.get(), size}, Roart::kKind);
+    ASSERT_TRUE(p);
+    auto r = Roart::open(**p);
+    ASSERT_FALSE(r) << "open passed a used Zentry with a null reference";
+    EXPECT_EQ(r.error().code, Status::corrupt);
+    EXPECT_NE(r.error().message.find("bad Zentry"), std::string::npos) << r.error().message;
+  }
+  {
+    // The instant restart, its walk held: readers take the checked paths meanwhile.
+    auto p = Pool::attach({img.get(), size}, Roart::kKind);
+    ASSERT_TRUE(p);
+    roart::g_hold_instant_check.store(true);
+    auto r = Roart::open_instant(**p);
+    ASSERT_TRUE(r);
+    std::size_t seen = 0;
+    (*r)->scan({}, 10, [&](Key, Value) { ++seen; return true; });
+    EXPECT_EQ(seen, 0u);  // checked_node refuses the root, as the walk does
+    EXPECT_FALSE((*r)->lookup(as_key(u64_str(a))));
+    roart::g_hold_instant_check.store(false);
+    auto w = (*r)->wait_trace();
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().code, Status::corrupt);
+  }
 }
 
 }  // namespace

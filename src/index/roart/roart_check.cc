@@ -113,8 +113,10 @@ void visit_node_word(kit::CheckedWalk& w, const Pool& pool, std::uint64_t off, s
     const unsigned cap = node_capacity(n->type);
     const auto* e = reinterpret_cast<const Shared<Zentry>*>(
         reinterpret_cast<const std::byte*>(n) + node_bytes(n->type) - 8 * cap);
+    // A used Zentry names a child: one whose reference is null (a damaged or torn word)
+    // is refused, as the unchecked paths would follow it to offset 0.
     for (unsigned i = 0; i < cap; ++i)
-      if (const Zentry z = e[i]; z != 0 && (z >> 56) != 1) {
+      if (const Zentry z = e[i]; z != 0 && ((z >> 56) != 1 || zentry_ref(z) == kNull)) {
         w.fail("bad Zentry in node at " + Hex::hex(off));
         return;
       }

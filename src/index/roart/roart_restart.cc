@@ -163,7 +163,7 @@ bool Roart::tag_ok(std::uint64_t w, unsigned shift, std::uint64_t flags) const n
 
 //! An inner node reached at key position `depth`: a 64-aligned block of its type's size,
 //! a valid type, lock word and generation, a level at or past depth (and below the key
-//! limit), a leaf (or nothing) as eok, every Zentry used.
+//! limit), a leaf (or nothing) as eok, every Zentry empty or used with a non-null reference.
 const NodeBase* Roart::checked_node(Ref r, unsigned depth) const noexcept {
   if (!ref_ok(r) || !is_node(r)) return nullptr;
   const std::uint64_t off = ref_offset(r);
@@ -179,7 +179,8 @@ const NodeBase* Roart::checked_node(Ref r, unsigned depth) const noexcept {
   if (t != NodeType::n256) {
     const Shared<Zentry>* e = zentry_words(n);
     for (unsigned i = 0, cap = node_capacity(t); i < cap; ++i)
-      if (const Zentry z = e[i].get(); z != 0 && (z >> 56) != 1) return nullptr;
+      if (const Zentry z = e[i].get(); z != 0 && ((z >> 56) != 1 || zentry_ref(z) == kNull))
+        return nullptr;
   }
   return n;
 }
