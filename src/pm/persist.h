@@ -86,22 +86,8 @@ inline void store_release(T* dst, const T& v) noexcept {
 }
 
 namespace detail {
-//! The stores of a store run (pm::store_run) on a thread with a tracer: each is reported,
-//! in program order, as pm::store reports it.
-struct TracedStores {
-  Tracer* t;
-  template <class T>
-  void release(T* dst, const T& v) const noexcept {
-    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == 8,
-                  "a store run writes 8-byte words");
-    WORT_DCHECK(reinterpret_cast<std::uintptr_t>(dst) % 8 == 0);
-    std::uint64_t bits;
-    std::memcpy(&bits, &v, 8);
-    t->on_store(dst, &v, 8);
-    __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), bits, __ATOMIC_RELEASE);
-  }
-};
-//! The same on a thread without a tracer: the store instruction alone.
+//! The stores of a store run (pm::store_run) on a thread without a tracer: the store
+//! instruction alone.
 struct PlainStores {
   template <class T>
   void release(T* dst, const T& v) const noexcept {
@@ -111,6 +97,16 @@ struct PlainStores {
     std::uint64_t bits;
     std::memcpy(&bits, &v, 8);
     __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), bits, __ATOMIC_RELEASE);
+  }
+};
+//! The same on a thread with a tracer: each store reported first, in program order, as
+//! pm::store reports it.
+struct TracedStores {
+  Tracer* t;
+  template <class T>
+  void release(T* dst, const T& v) const noexcept {
+    t->on_store(dst, &v, sizeof(T));
+    PlainStores{}.release(dst, v);
   }
 };
 }  // namespace detail
