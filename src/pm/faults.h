@@ -42,8 +42,3 @@
   do {                             \
   } while (0)
 #endif
-
-namespace wort::pm {
-//! Whether this build carries the test faults (for code that branches with if constexpr).
-inline constexpr bool kFaults = WORT_FAULTS != 0;
-}  // namespace wort::pm

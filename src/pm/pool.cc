@@ -19,6 +19,7 @@
 #include <random>
 
 #include "pm/allocator.h"
+#include "pm/chunk_size.h"
 #include "pm/chunk_table.h"
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
@@ -72,14 +73,6 @@ PoolHeader* header_of(std::byte* base) { return reinterpret_cast<PoolHeader*>(ba
 //! pool is open (an 8 TiB pool of 4 KiB chunks, 2^31 of them, would need 80 GiB of it).
 constexpr std::uint64_t kMaxChunkCount = 1ull << 24;
 
-//! PoolOptions::chunk_size 0: at least 256 chunks, each 4 KiB .. 1 MiB, and larger chunks
-//! where 1 MiB would give more than kMaxChunkCount (pools over 16 TiB).
-std::uint32_t auto_chunk_size(std::uint64_t size) {
-  const std::uint64_t c = std::bit_floor(std::max<std::uint64_t>(size / 256, 1));
-  std::uint64_t chunk = std::clamp<std::uint64_t>(c, pm::kMinChunkSize, 1u << 20);
-  while (chunk < pm::kMaxChunkSize && (size + chunk - 1) / chunk > kMaxChunkCount) chunk <<= 1;
-  return static_cast<std::uint32_t>(chunk);
-}
 
 //! Puts the chunk area of `g` (chunk_count known) where PoolOptions::chunk_area_offset
 //! asks, or right after the chunk table, and sets the pool size.
@@ -102,7 +95,7 @@ Result<void> place_chunk_area(const PoolOptions& o, pm::PoolGeometry& g) {
 
 //! Checks the options and derives the file geometry (fills in an automatic chunk size).
 Result<pm::PoolGeometry> plan_geometry(PoolOptions& o) {
-  if (o.chunk_size == 0) o.chunk_size = auto_chunk_size(o.size);
+  if (o.chunk_size == 0) o.chunk_size = pm::auto_chunk_size(o.size);
   if (!std::has_single_bit(o.chunk_size) || o.chunk_size < pm::kMinChunkSize ||
       o.chunk_size > pm::kMaxChunkSize)
     return Error{Status::invalid_argument,
@@ -610,3 +603,14 @@ const PoolHeader& Pool::header() const noexcept {
 }
 
 }  // namespace wort
+
+namespace wort::pm {
+
+std::uint32_t auto_chunk_size(std::uint64_t size) {
+  const std::uint64_t c = std::bit_floor(std::max<std::uint64_t>(size / 256, 1));
+  std::uint64_t chunk = std::clamp<std::uint64_t>(c, kMinChunkSize, 1u << 20);
+  while (chunk < kMaxChunkSize && (size + chunk - 1) / chunk > kMaxChunkCount) chunk <<= 1;
+  return static_cast<std::uint32_t>(chunk);
+}
+
+}  // namespace wort::pm

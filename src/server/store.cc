@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "index/registry.h"
+#include "pm/chunk_size.h"
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
 #include "server/item_write.h"
@@ -163,12 +164,9 @@ std::uint64_t index_room_16ths(std::string_view kind) {
 
 std::uint64_t pool_bytes_for(std::string_view kind, std::uint64_t item_limit) {
   const std::uint64_t base = item_limit + item_limit / 16 * index_room_16ths(kind);
-  // The chunk size Pool::create will choose for about this size (at least 256 chunks, 4 KiB
-  // to 1 MiB): 16 of them for the ballast (4) and the partly used chunks of the classes.
-  const std::uint64_t chunk =
-      std::clamp<std::uint64_t>(std::bit_floor(std::max<std::uint64_t>(base / 256, 1)),
-                                4096, 1u << 20);
-  return base + item_limit / 32 + 16 * chunk;
+  // 16 chunks of the size Pool::create chooses for about this size: the ballast (4) and
+  // the partly used chunks of the classes.
+  return base + item_limit / 32 + 16 * std::uint64_t{pm::auto_chunk_size(base)};
 }
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& opts) {
