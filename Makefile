@@ -70,7 +70,7 @@ soak: build
 	@cd $(BUILD) && WORT_FUZZ_TRIALS=300 ./store_store_damaged_pool_test
 
 mutate: deps
-	@python3 tools/mutate.py --jobs $(JOBS) $(MUTATE_ARGS)
+	@python3 tools/mutate.py --jobs $(JOBS) --json results/mutate.json $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -9,7 +9,9 @@ Reads RESULTS_DIR/bench.json (the default benchmark), and if present rounds.json
 varkeys.json (variable-size keys), store_compare.json (tools/store_compare: wort::Store
 against LMDB and RocksDB, a separate command), compare.json (tools/compare/run.sh: each
 index against its authors' code, a separate command) and serve_full_pool.json (`MODE=full-pool
-tools/serve-load.sh`: wort serve against memcached in a full pool, a separate command); copies the plots next to the document (docs/results/).
+tools/serve-load.sh`: wort serve against memcached in a full pool, a separate command) and
+mutate.json (`make mutate`: the crash tests' mutation score, a separate command); copies the
+plots next to the document (docs/results/).
 The page opens with a contents list and a headline table (each figure with its metric,
 revision and command), then lists the dated records of docs/experiments/ (measurements
 `make run` does not make: against the authors' code, threads, memcached, ...), then the
@@ -452,6 +454,39 @@ def serve_full_pool_text(doc):
     ]
 
 
+def mutation_text(doc):
+    """make mutate's JSON (tools/mutate.py --json): the crash tests' score per catalogue."""
+    cats = doc["catalogues"]
+    tot = {k: sum(c[k] for c in cats.values()) for k in next(iter(cats.values()))}
+    def row(name, c):
+        meaningful = c["mutations"] - c["na"] - c["harmless"]
+        return [name, str(c["mutations"]), f"{c['killed']} / {meaningful}", str(c["harmless"]),
+                str(c["survived"]), str(c["timeout"]), str(c["na"])]
+    partial = doc["command_line"] != "make mutate"
+    out = ["## Mutation score of the crash tests (`make mutate`)", "",
+           "tools/mutate.py injects persistence bugs into the real code (a dropped write-back or",
+           "fence, a commit left unflushed, unfenced, split into two 4-byte stores or moved before",
+           "its data, a free hoisted above its unlink), one mutant at a time, and runs the crash",
+           "tests that cover the mutated file. A mutant is killed when a test fails. One declared",
+           "harmless in its catalogue line (tools/mutations/*.txt, with why) and surviving is not",
+           "counted against the score; none is harmless because a test's pool is small (the crash",
+           "tests also place blocks above 4 GiB).",
+           "",
+           f"`{doc['command_line']}` at {doc['git_revision'][:12]} on {doc['date']}, {doc['mode']}, "
+           f"{doc['seconds']} s (load {doc['load_end']:.1f} at the end)"
+           + (" — a partial run (`--only`)." if partial else "."), "",
+           table(["catalogue", "mutations", "meaningful killed", "declared harmless",
+                  "survived", "timed out", "not applicable"],
+                 [row(n, c) for n, c in sorted(cats.items())] + [row("**all**", tot)]), ""]
+    for name in doc["survivors"]:
+        out.append(f"- survivor (not declared harmless): `{name}`")
+    for name in doc["timeouts"]:
+        out.append(f"- timed out (not counted as killed): `{name}`")
+    if doc["survivors"] or doc["timeouts"]:
+        out.append("")
+    return out
+
+
 def latency_section(doc):
     rows = []
     for c in doc["cases"]:
@@ -661,6 +696,7 @@ def main():
     store_cmp = load(os.path.join(args.results, "store_compare.json"))
     authors_cmp = load(os.path.join(args.results, "compare.json"))
     serve_fp = load(os.path.join(args.results, "serve_full_pool.json"))
+    mutate = load(os.path.join(args.results, "mutate.json"))
     doc_dir = os.path.dirname(os.path.abspath(args.doc))
     img_dir = os.path.join(doc_dir, "results")
     os.makedirs(img_dir, exist_ok=True)
@@ -700,6 +736,8 @@ def main():
         out.append(store_cmp["command_line"] + "   # a separate command, not in make run")
     if serve_fp:
         out.append(serve_fp["command_line"] + "   # a separate command, not in make run")
+    if mutate:
+        out.append(mutate["command_line"] + "   # writes results/mutate.json; not in make run")
     out += ["tools/results_doc.py results", "```", ""]
     out += ["## Table 1 (the WORT paper's layout)", "",
             "(a) LLC misses per insert, (b) cache lines written back per insert (flushed lines plus 8-byte non-temporal stores: ROART and the concurrent ART engine commit with movnti), (c) LLC misses per search,",
@@ -802,6 +840,8 @@ def main():
         out += compare_text(authors_cmp)
     if serve_fp:
         out += serve_full_pool_text(serve_fp)
+    if mutate:
+        out += mutation_text(mutate)
     if imgs:
         out += ["## Plots", ""]
         for name in imgs:

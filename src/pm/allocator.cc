@@ -218,6 +218,7 @@ struct Allocator::Impl {
   void push_chunk_blocks(std::uint64_t c);
   std::uint64_t reclaim_free_chunks();
   std::uint64_t coalesce_free_spans();
+  void drain_cache(ThreadCache* tc);
   void drain_my_cache();
   Status refill(std::size_t cls, std::vector<std::uint64_t>& out);
   Status allocate_small_locked(std::size_t cls, std::uint64_t* off);
@@ -400,9 +401,8 @@ std::uint64_t Allocator::Impl::coalesce_free_spans() {
   return merges;
 }
 
-//! Returns every block in this thread's cache to the global lists. Needs mu.
-void Allocator::Impl::drain_my_cache() {
-  ThreadCache* tc = my_cache();
+//! Returns every block in `tc` to the global lists. Needs mu, and `tc`'s thread out of it.
+void Allocator::Impl::drain_cache(ThreadCache* tc) {
   if (!tc) return;
   for (std::size_t cls = 0; cls < tc->free.size(); ++cls) {
     auto& stack = tc->free[cls];
@@ -412,6 +412,9 @@ void Allocator::Impl::drain_my_cache() {
     ++returns;
   }
 }
+
+//! Returns every block in this thread's cache to the global lists. Needs mu.
+void Allocator::Impl::drain_my_cache() { drain_cache(my_cache()); }
 
 Status Allocator::Impl::refill(std::size_t cls, std::vector<std::uint64_t>& out) {
   std::lock_guard lock(mu);
@@ -610,6 +613,12 @@ void Allocator::Impl::decide_frozen(Live live) {
 
 Allocator::Allocator(Pool& pool, bool fresh) : impl_(std::make_unique<Impl>(pool, fresh)) {}
 Allocator::~Allocator() = default;
+
+void Allocator::drain_all_caches() noexcept {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  for (const std::unique_ptr<ThreadCache>& tc : m.caches) m.drain_cache(tc.get());
+}
 
 void Allocator::fail_nth_allocation(std::uint64_t nth) noexcept {
   impl_->fail_countdown.store(nth, std::memory_order_relaxed);

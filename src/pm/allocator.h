@@ -91,6 +91,13 @@ class Allocator {
     other,       //!< ordinary small blocks, or awaiting a trace
   };
   ChunkUse chunk_use(std::uint64_t c, std::uint64_t* span, std::uint32_t* live) const noexcept;
+  //! Returns the free blocks every thread's cache holds to the global lists, where any
+  //! thread's allocation finds them (a thread's cache is otherwise seen only by that
+  //! thread: near exhaustion, another thread's out_of_space may be blocks cached there).
+  //! The caller guarantees that no other thread allocates or frees an ordinary block of
+  //! this allocator meanwhile (e.g. every such call of theirs holds a lock the caller
+  //! holds exclusively). Apart blocks are never cached. No flush (the caches are DRAM).
+  void drain_all_caches() noexcept;
   //! Failure injection (tests; rax's fail-the-Nth-allocation): the `nth` allocate() from now
   //! on (1 = the next) fails with out_of_space and changes nothing; 0 turns it off. One shot.
   void fail_nth_allocation(std::uint64_t nth) noexcept;

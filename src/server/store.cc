@@ -521,8 +521,14 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
                              std::uint64_t* off, bool locked, std::uint16_t iflags) {
   const std::size_t n = item_bytes(key.size(), v1.size() + v2.size());
   if (!fits(key.size(), v1.size() + v2.size())) return StoreResult::too_large;
-  if (!budget_room(n, locked)) return StoreResult::no_memory;
-  if (allocate_item(n, off, locked) != Status::ok) return StoreResult::no_memory;
+  if (!budget_room(n, locked)) {
+    ++counters_.refused_budget;
+    return StoreResult::no_memory;
+  }
+  if (allocate_item(n, off, locked) != Status::ok) {
+    ++counters_.refused_alloc;
+    return StoreResult::no_memory;
+  }
   note_block(*off, +1);
   write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
   // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
@@ -616,6 +622,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated for this insert
   int chunk_calls = 0;
   int i = 0;
+  if (s == Status::out_of_space && gather_cached_blocks()) s = index_->upsert(key_of(key), off);
   for (; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
     // The index needs a node to take this key: first the keys that follow it (they sit in
     // the node that is full, so the key fits without a new node: a trie's node that would
@@ -635,6 +642,7 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
     s = index_->upsert(key_of(key), off);
   }
   if (s != Status::ok) {
+    ++counters_.refused_index;
     free_unpublished(off);
     return StoreResult::no_memory;
   }
@@ -662,6 +670,7 @@ bool Store::unlink(std::string_view key, std::uint64_t off) {
 
 Status Store::remove_key(std::string_view key) {
   Status st = index_->remove(key_of(key));
+  if (st == Status::out_of_space && gather_cached_blocks()) st = index_->remove(key_of(key));
   while (st == Status::out_of_space) {
     // ART+CoW's remove copies a node: in a full pool it needs a block before it can free
     // one. Give a ballast chunk back and try again (another thread may take the chunk
@@ -678,6 +687,14 @@ Status Store::remove_key(std::string_view key) {
     st = index_->remove(key_of(key));
   }
   return st;
+}
+
+bool Store::gather_cached_blocks() noexcept {
+  // Global-lock path only: the exclusive lock is held, so no other worker is inside the
+  // allocator's thread-cached paths (every index call of theirs takes the lock).
+  if (concurrent_) return false;
+  pool_->allocator().drain_all_caches();
+  return true;
 }
 
 void Store::take_ballast() noexcept {

@@ -160,6 +160,9 @@ enum class DeltaResult : std::uint8_t { ok, not_found, non_numeric, exists, no_m
 struct StoreCounters {
   std::atomic<std::uint64_t> curr_items{0}, total_items{0}, bytes{0}, evictions{0},
       expired_unfetched{0}, reclaimed{0}, cmd_touch{0}, touch_hits{0}, touch_misses{0};
+  //! Sets refused with no_memory, by where: the item budget (-m) could not be met, the
+  //! allocator found no block, the index found no node for the key.
+  std::atomic<std::uint64_t> refused_budget{0}, refused_alloc{0}, refused_index{0};
 };
 
 //! A stripe's lock (DRAM): a futex word, 0 free, 1 held, 2 held and a thread may sleep on
@@ -314,6 +317,10 @@ class Store {
   //! about as many bytes as it lacks (at least a batch). False if the budget still has no
   //! room (-M, or nothing left to evict).
   bool budget_room(std::size_t n, bool locked);
+  //! Global-lock path (the exclusive lock held): the free blocks the other workers'
+  //! allocator caches hold go back to the global lists, so that an index insert or remove
+  //! that needs a node finds them. False (nothing done) on the concurrent path.
+  bool gather_cached_blocks() noexcept;
   //! Counts an item block in (+1) or out (-1) of the budget.
   void note_block(std::uint64_t off, int sign) noexcept;
   //! Frees a block of ours no index names and no reader saw (a set that failed).

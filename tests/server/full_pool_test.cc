@@ -74,7 +74,14 @@ TEST_P(FullPool, StoresEveryNewSizeAndRefusesNothing) {
   const int fill_failed = run_split(threads, fill, [&](int i) {
     return s->store(StoreMode::set, key32('f', i), 0, 0, small) == StoreResult::stored;
   });
-  EXPECT_EQ(fill_failed, 0) << "sets of 100 B refused while the pool holds 100 B items";
+  // Where the refused sets were refused (cumulative).
+  const auto refusals = [&c] {
+    return " (by the budget " + std::to_string(c.refused_budget.load()) + ", the allocator " +
+           std::to_string(c.refused_alloc.load()) + ", the index " +
+           std::to_string(c.refused_index.load()) + ")";
+  };
+  EXPECT_EQ(fill_failed, 0) << "sets of 100 B refused while the pool holds 100 B items"
+                            << refusals();
   ASSERT_GT(c.evictions.load(), 0u) << "the pool never filled: the test proves nothing";
   const std::uint64_t held = c.curr_items.load();
 
@@ -97,7 +104,7 @@ TEST_P(FullPool, StoresEveryNewSizeAndRefusesNothing) {
     // What the new items need, in 100 B items: their bytes over a 100 B item's.
     const std::uint64_t need =
         kNew * server::item_bytes(32, size) / server::item_bytes(32, small.size()) + 1;
-    EXPECT_EQ(failed, 0) << size << " B sets refused";
+    EXPECT_EQ(failed, 0) << size << " B sets refused" << refusals();
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_LE(evicted, 2 * need) << size << " B: evictions against " << need << " needed";
     std::printf("%s -t %d: %d sets of 100 B (%d refused, %llu held), %d sets of %zu B: %d refused, "

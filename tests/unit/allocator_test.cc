@@ -461,6 +461,27 @@ TEST(AllocatorTest, BlocksFreedByAnotherThreadAreReusable) {
   EXPECT_TRUE(rep.ok()) << rep.describe();
 }
 
+// A block another thread freed sits in that thread's cache, which only it reads: in a full
+// pool this thread's allocation fails until drain_all_caches() (the caller's guarantee: no
+// other thread inside the allocator) puts the cached blocks on the global lists.
+TEST(AllocatorTest, DrainAllCachesHandsOtherThreadsCachedBlocksOut) {
+  auto pool = make_pool();
+  Allocator& a = pool->allocator();
+  std::vector<std::uint64_t> got;
+  std::uint64_t o;
+  while (a.allocate(1000, &o) == Status::ok) got.push_back(o);
+  // Another thread frees a few: fewer than its cache keeps, so none reaches the global list.
+  constexpr std::size_t kFreed = 3;
+  std::thread([&] {
+    for (std::size_t i = 0; i < kFreed; ++i) a.free(got[i]);
+  }).join();
+  EXPECT_EQ(a.allocate(1000, &o), Status::out_of_space) << "the blocks are in its cache";
+  a.drain_all_caches();
+  std::set<std::uint64_t> again;
+  while (a.allocate(1000, &o) == Status::ok) again.insert(o);
+  EXPECT_EQ(again, std::set<std::uint64_t>(got.begin(), got.begin() + kFreed));
+}
+
 TEST(AllocatorTest, RecoverOnAFreshPoolOnlyChecksTheWalk) {
   auto pool = make_pool();
   Allocator& a = pool->allocator();
