@@ -12,6 +12,10 @@
 #   AUTHORS_DIR/WORT        github.com/SeKwonLee/WORT: tools/compare/authors_wort.cc, patched
 #                           by variants/wort*.sed, twice: their nodes from their posix_memalign,
 #                           and from a bump arena in /dev/shm (README "WORT")
+#   AUTHORS_DIR/ROART       github.com/madsys-dev/ROART: tools/compare/authors_roart.cc, patched
+#                           by variants/roart_*.sed (README "ROART"; needs libnuma, TBB, PMDK)
+#   AUTHORS_DIR/RECIPE      github.com/utsaslab/RECIPE: tools/compare/authors_part.cc, their
+#                           P-ART patched by variants/part*.sed, against our woart and roart
 #
 # KEYS (default 1000000) per timed round; CG_KEYS (default 100000) for the callgrind
 # instruction counts (valgrind needed). Our side is linked from BUILD (default build:
@@ -52,8 +56,11 @@ measure() {
     for side in ours theirs; do
       env ${CG_ENV:-} valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \
         --callgrind-out-file="$W/cg-$tag-$d-$side" "$gb" $d "$CG" cg-$side "$@" > /dev/null 2>&1
-      echo "$d $side insert $(cg_total "$W/cg-$tag-$d-$side.1") lookup $(cg_total "$W/cg-$tag-$d-$side.2")" \
-        >> "$W/$tag-cg.txt"
+      local ins look
+      ins=$(cg_total "$W/cg-$tag-$d-$side.1" 2>/dev/null || true)
+      look=$(cg_total "$W/cg-$tag-$d-$side.2" 2>/dev/null || true)
+      [ -n "$ins" ] && [ -n "$look" ] || { echo "callgrind run failed: $tag $d $side" >&2; exit 1; }
+      echo "$d $side insert $ins lookup $look" >> "$W/$tag-cg.txt"
     done
   done
 }
@@ -109,6 +116,54 @@ if [ -f "$A/WORT/src/wort/wort.c" ]; then
   measure wortbump "$W/aw_bump" "$W/aw_bumpcount" "$W/aw_bumpcg" wort
   entries+=("wortbump wort SeKwonLee/WORT $(commit_of "$A/WORT") nodes~from~a~bump~arena~in~/dev/shm")
 fi
+if [ -f "$A/ROART/ART/Tree.cpp" ]; then
+  # Three copies of their ART/, nvm_mgr/, benchmark/ (timed, callgrind, count), each patched
+  # by variants/roart_*.sed and built at -O3 with the definitions of their CMakeLists.txt
+  # (their -O0 -g -march=native left out: -O3 and no -march, as our Release build).
+  rdef=(-DCLWB -DVARIABLE_LENGTH -DUSE_PMDK -DACMA -DFF_GC -DRECLAIM_MEMORY -DKEY_INLINE
+        -DINSTANT_RESTART -DLEAF_ARRAY -DFIND_FIRST -DTRANSACTIONAL)
+  for v in timed cg count; do
+    r=$W/roart/$v
+    mkdir -p "$r/obj"
+    cp -r "$A/ROART/ART" "$A/ROART/nvm_mgr" "$A/ROART/benchmark" "$r/"
+    sed -i -f $V/roart_util.sed "$r/nvm_mgr/util.h"
+    [ $v != cg ] || sed -i -f $V/roart_cg.sed "$r/nvm_mgr/util.h" "$r/nvm_mgr/nvm_mgr.h"
+    [ $v != count ] || sed -i -f $V/roart_count.sed "$r/nvm_mgr/util.h"
+    sed -i -f $V/roart_config.sed "$r/benchmark/config.h"
+    sed -i -f $V/roart_n.sed "$r/ART/N.cpp"
+    for f in "$r"/ART/*.cpp "$r"/nvm_mgr/*.cpp; do
+      g++ -O3 -std=c++17 -w "${rdef[@]}" -I"$r/ART" -I"$r/nvm_mgr" -I"$r/benchmark" \
+        -c "$f" -o "$r/obj/$(basename "$f" .cpp).o" &
+      [ "$(jobs -r | wc -l)" -lt 2 ] || wait -n
+    done
+    wait
+    link tools/compare/authors_roart.cc "$r/ART" "$W/ar_$v" "${rdef[@]}" -I"$r/nvm_mgr" \
+      -I"$r/benchmark" $([ $v = count ] && echo -DAUTHORS_COUNT) \
+      --libs "$r"/obj/*.o -lpmemobj -lnuma -ltbb
+  done
+  measure roart "$W/ar_timed" "$W/ar_count" "$W/ar_cg"
+  entries+=("roart roart madsys-dev/ROART $(commit_of "$A/ROART") their~NVM~file~in~/dev/shm")
+fi
+if [ -f "$A/RECIPE/P-ART/Tree.cpp" ]; then
+  # A patched copy of P-ART/ (with RECIPE's Key.h beside it, as N.h includes ../Key.h) per
+  # build; their flush instruction is their compile flag (-DCLWB timed and counted, -DCLFLUSH
+  # under callgrind). Their -march=native left out, as in our Release build.
+  for v in clwb cg count; do
+    r=$W/part/$v
+    mkdir -p "$r/P-ART"
+    cp "$A/RECIPE/P-ART/"*.cpp "$A/RECIPE/P-ART/"*.h "$r/P-ART/"
+    cp "$A/RECIPE/Key.h" "$r/"
+    sed -i -f $V/part.sed "$r/P-ART/N.cpp"
+    [ $v != count ] || sed -i -f $V/part_count.sed "$r/P-ART/N.cpp"
+    link tools/compare/authors_part.cc "$r/P-ART" "$W/ap_$v" -DNDEBUG -faligned-new=64 -mcx16 \
+      $([ $v = cg ] && echo -DCLFLUSH || echo -DCLWB) $([ $v = count ] && echo -DAUTHORS_COUNT) \
+      --libs -ltbb
+  done
+  for kind in woart roart; do
+    measure part-$kind "$W/ap_clwb" "$W/ap_count" "$W/ap_cg" $kind
+    entries+=("part-$kind $kind utsaslab/RECIPE~(P-ART) $(commit_of "$A/RECIPE") their~nodes~from~new,~leaves~from~posix_memalign")
+  done
+fi
 [ ${#entries[@]} -gt 0 ] || { echo "no authors' repository found in $A" >&2; exit 2; }
 
 mkdir -p results
@@ -120,7 +175,7 @@ out = {"command_line": "tools/compare/run.sh " + args, "git_revision": rev,
        "keys": int(n), "cg_keys": int(cg), "indexes": []}
 for e in sys.argv[6:]:
     tag, kind, repo, commit, setup = e.split(" ")
-    ent = {"index": kind, "authors": repo, "authors_commit": commit,
+    ent = {"index": kind, "authors": repo.replace("~", " "), "authors_commit": commit,
            "setup": setup.replace("~", " "), "dists": {}}
     cgs = {}
     for line in open(f"{w}/{tag}-cg.txt"):
