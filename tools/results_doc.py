@@ -356,7 +356,8 @@ def store_compare_text(doc):
 
 
 def compare_text(doc):
-    """tools/compare/run.sh's JSON: each index against its authors' code, per key set."""
+    """tools/compare/run.sh's JSON: each index against its authors' code, per key set: one
+    table, a row per (entry, key set)."""
     rows = []
     for e in doc["indexes"]:
         for d in ("sparse", "dense"):
@@ -365,7 +366,8 @@ def compare_text(doc):
                 continue
             t, c, i = x["time"], x["per_insert"], x["instructions"]
             rng = lambda p: f"{p['ratio']:.2f} ({p['ratio_min']:.2f}–{p['ratio_max']:.2f})"
-            rows.append([f"{e['index']} / {d}", rng(t["insert"]), rng(t["lookup"]),
+            rows.append([e["index"], f"{e['authors']} `{e['authors_commit'][:7]}`",
+                         e.get("setup", ""), d, rng(t["insert"]), rng(t["lookup"]),
                          f"{t['insert']['ours_ns']:.0f} / {t['insert']['theirs_ns']:.0f}",
                          f"{t['lookup']['ours_ns']:.0f} / {t['lookup']['theirs_ns']:.0f}",
                          f"{c['ours_lines']:.2f} + {c['ours_nt']:.2f} nt / {c['theirs_lines']:.2f}",
@@ -373,25 +375,27 @@ def compare_text(doc):
                          f"{i['ours']['insert']:.0f} / {i['theirs']['insert']:.0f}",
                          f"{i['ours']['lookup']:.0f} / {i['theirs']['lookup']:.0f}",
                          f"{t['wrong_ours']} / {t['wrong_theirs']}"])
-    authors = "; ".join(f"{e['index']}: {e['authors']} at `{e['authors_commit']}`" for e in doc["indexes"])
     return [
         "## Against the authors' code (`tools/compare/run.sh`)", "",
-        "Each index against the code its paper's authors published, in one process, on the same",
+        "Each index against the code its paper's authors published (or, for FPTree and P-ART,",
+        "the public implementation named), in one process, on the same",
         f"{doc['keys']:,} 8-byte keys (Sparse: uniform 64-bit; Dense: 1..N), inserted in one shuffled",
-        "order and looked up in another; both sides' nodes in /dev/shm, write-backs `clwb` +",
-        "`sfence` on both sides, the authors' code patched only as tools/compare/README.md lists",
-        "(each sed line explained). Time: thread-CPU ns per operation over 7 rounds, each a fresh",
-        "tree of each side with the first side alternating; the ratio ours/theirs is the median of",
-        "the per-round ratios, with its range (below 1: ours is faster). Lines written back and",
-        "fences per insert from one round of a counting build; instructions per operation from",
-        f"callgrind at {doc['cg_keys']:,} keys (the driver's loop and answer check included on both",
-        "sides). Every lookup answer is checked on both sides.", "",
-        f"- authors' code: {authors}",
+        "order and looked up in another; our nodes in a pool file in /dev/shm, theirs where the",
+        "column \"their side\" says; write-backs `clwb` + `sfence` on both sides, the authors' code",
+        "patched only as tools/compare/README.md lists (each sed line explained). Time: thread-CPU",
+        "ns per operation over 7 rounds, each a fresh tree of each side with the first side",
+        "alternating; the ratio ours/theirs is the median of the per-round ratios, with its range",
+        "(below 1: ours is faster). Lines written back and fences per insert from one round of a",
+        "counting build (FPTree's theirs include PMDK's own; P-ART's theirs count each",
+        "non-temporal store as a line); instructions per operation from callgrind at",
+        f"{doc['cg_keys']:,} keys (the driver's loop and answer check included on both sides).",
+        "Every lookup answer is checked on both sides (wrong answers: ours / theirs).", "",
         f"- command: `{doc['command_line']}`",
         f"- revision: `{doc['git_revision'][:12]}`; date: {doc['date']}; load average at the end {doc['load_end']:.1f}", "",
-        table(["index / keys", "insert ratio", "lookup ratio", "insert ns ours / theirs",
-               "lookup ns ours / theirs", "lines written back / insert", "fences / insert",
-               "instructions / insert", "instructions / lookup", "wrong answers"], rows), "",
+        table(["ours", "authors' code", "their side", "keys", "insert ratio", "lookup ratio",
+               "insert ns ours / theirs", "lookup ns ours / theirs", "lines written back / insert",
+               "fences / insert", "instructions / insert", "instructions / lookup",
+               "wrong answers"], rows), "",
     ]
 
 

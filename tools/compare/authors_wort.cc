@@ -1,104 +1,135 @@
 // tools/compare/authors_wort.cc — our `wort` index (public API, libwort) against the WORT
-// paper's authors' own code (SeKwonLee/WORT, src/wort/wort.c: malloc + flush) on the same keys
-// in the same process. Not built by the project: the authors' code is not ours to ship; see
-// tools/compare/README.md for where to put it and the build command.
+// paper's authors' own code (SeKwonLee/WORT, src/wort/wort.c) on the same keys in the same
+// process. Not built by the project: the authors' code is not ours to ship; see
+// tools/compare/README.md ("WORT") for the patches and the build command; run.sh builds and
+// runs it.
 //
-// usage: authors_wort DIST N MODE [KIND]
-//   MODE time       insert and lookup rounds, ours and theirs interleaved; medians and ratios
+// usage: authors_wort DIST N MODE [KIND [JSON]]
+//   MODE time       7 interleaved rounds (rounds.h): ours in a fresh pool file in /dev/shm,
+//                   theirs a fresh tree (nodes from their posix_memalign, or from the
+//                   driver's /dev/shm arena in the bump build, variants/wort_bump.sed);
+//                   every answer checked on both sides
 //   MODE time-nopm  the same with our write-backs and fences off (pm mode none); link it
 //                   against their code built with theirs off too (README: "Without the
 //                   write-backs"), so the ratio is that of the work besides them
-//   MODE cg-ours    callgrind client requests around our inserts and lookups (run under
-//   MODE cg-theirs  valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no)
-//   DIST            dense | sparse | clustered (bench::integer_keys, seed 42); KIND: wort, or
+//   MODE count      lines written back and fences per insert of each side (link against the
+//                   count build of their code, variants/wort_count.sed)
+//   MODE cg-ours    one side under callgrind (two dumps, insert and lookup)
+//   MODE cg-theirs
+//   DIST            dense | sparse (bench::integer_keys, seed 42); KIND: wort (default), or
 //                   woart when linked against their woart.c (README: "WOART")
-#include <valgrind/callgrind.h>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <cstring>
-#include <algorithm>
-#include <string>
-#include <vector>
-#include "bench/keygen.h"
-#include "wort/index.h"
-#include "wort/persist.h"
-#include "wort/pool.h"
+#include "rounds.h"
 extern "C" {
-#include "wort/wort.h"
+#include "wort/wort.h"  // theirs (wort.h or woart.h): -I to a directory holding wort/wort.h
 }
-using namespace wort;
-static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-int main(int argc, char** argv) {
-  bench::KeyDist d; bench::parse(argv[1], d);
-  const std::size_t n = std::strtoull(argv[2], nullptr, 10);
-  const std::string mode = argv[3];
-  if (mode == "time-nopm") {
-    pm::Config none;
-    none.mode = pm::Mode::none;
-    if (!pm::configure(none)) { std::puts("pm configure failed"); return 1; }
+
+#ifdef AUTHORS_COUNT
+extern "C" {
+unsigned long authors_line_cnt = 0, authors_fence_cnt = 0;  // counted by wort_count.sed
+}
+#endif
+
+namespace {
+
+using rounds::Keys;
+
+// The bump build's arena: a file in /dev/shm, mapped shared, 64-byte aligned bump allocation
+// (what our pool's allocator is compared with in the issue's second WORT row).
+struct Arena {
+  char* base = nullptr;
+  std::size_t size = 0, used = 0;
+  void open(std::size_t bytes) {
+    close();
+    std::string path = "/dev/shm/cmp-wort-" + std::to_string(getpid());
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, off_t(bytes)) != 0) std::perror("arena"), std::exit(2);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    unlink(path.c_str());
+    if (p == MAP_FAILED) std::perror("arena mmap"), std::exit(2);
+    base = static_cast<char*>(p), size = bytes, used = 0;
   }
-  const char* kind = argc > 4 ? argv[4] : "wort";
-  auto keys = bench::integer_keys(d, n, 42);
-  std::vector<std::array<std::byte, 8>> bk(n);
-  for (std::size_t i = 0; i < n; ++i) bk[i] = u64_key(keys[i]);
-  bool ours = mode != "cg-theirs", theirs = mode != "cg-ours";
-  std::unique_ptr<Pool> pool; std::unique_ptr<Index> idx;
-  art_tree t; art_tree_init(&t);
-  double ti_o = 0, ti_t = 0;
-  if (ours) {
-    PoolOptions o; o.size = (n * 120 + (64 << 20)); o.kind = kind;
-    std::string path = "/dev/shm/drv-" + std::to_string(getpid());
-    { auto r = Pool::create(path, o); if (!r) { std::puts("pool create failed"); return 1; } pool = std::move(*r); } unlink(path.c_str());
-    { auto r = Index::create(*pool, kind); if (!r) { std::puts("index create failed"); return 1; } idx = std::move(*r); }
+  void close() {
+    if (base) munmap(base, size);
+    base = nullptr;
   }
-  const bool cg = mode.rfind("cg", 0) == 0;
-  if (cg) CALLGRIND_START_INSTRUMENTATION;
-  if (ours) { double s = now(); if (cg) CALLGRIND_TOGGLE_COLLECT;
-    for (std::size_t i = 0; i < n; ++i) (void)idx->insert(Key(bk[i].data(), 8), keys[i] + 1);
-    if (cg) CALLGRIND_TOGGLE_COLLECT; ti_o = now() - s; }
-  if (theirs) { double s = now(); if (cg) CALLGRIND_TOGGLE_COLLECT;
-    for (std::size_t i = 0; i < n; ++i) art_insert(&t, keys[i], 8, (void*)(keys[i] + 1));
-    if (cg) CALLGRIND_TOGGLE_COLLECT; ti_t = now() - s; }
-  if (cg) {
-    CALLGRIND_DUMP_STATS_AT("insert");
-    std::uint64_t sum = 0;
-    CALLGRIND_TOGGLE_COLLECT;
-    if (ours) for (std::size_t i = 0; i < n; ++i) sum += *idx->lookup(Key(bk[i].data(), 8));
-    else for (std::size_t i = 0; i < n; ++i) sum += (std::uint64_t)art_search(&t, keys[i], 8);
-    CALLGRIND_TOGGLE_COLLECT;
-    CALLGRIND_DUMP_STATS_AT("lookup");
-    std::printf("sum %llu\n", (unsigned long long)sum);
-    return 0;
-  }
-  // inserts: interleaved rounds, each a fresh tree of each (ours in a fresh pool)
-  std::vector<double> io{ti_o * 1e9 / n}, it{ti_t * 1e9 / n}, iratio{ti_o / ti_t};
-  for (int r = 0; r < 4; ++r) {
-    idx.reset(); pool.reset();
-    PoolOptions o; o.size = (n * 120 + (64 << 20)); o.kind = kind;
-    std::string path = "/dev/shm/drv-" + std::to_string(getpid());
-    { auto rr = Pool::create(path, o); pool = std::move(*rr); } unlink(path.c_str());
-    { auto rr = Index::create(*pool, kind); idx = std::move(*rr); }
-    double a = now();
-    for (std::size_t i = 0; i < n; ++i) (void)idx->insert(Key(bk[i].data(), 8), keys[i] + 1);
-    double b = now();
+};
+Arena g_arena;
+
+// Their tree. With their posix_memalign the nodes of a closed round are not freed (their
+// code has no destroy); the bump build's arena goes with the round.
+struct Theirs {
+  art_tree t;
+  void fresh(std::size_t n) {
+    g_arena.open(n * 200 + (64 << 20));
     art_tree_init(&t);
-    for (std::size_t i = 0; i < n; ++i) art_insert(&t, keys[i], 8, (void*)(keys[i] + 1));
-    double c = now();
-    io.push_back((b - a) * 1e9 / n); it.push_back((c - b) * 1e9 / n); iratio.push_back((b - a) / (c - b));
   }
-  // lookups: interleaved rounds, each a pass over every key in the insertion order
-  std::vector<double> ro, rt, ratio;
-  for (int r = 0; r < 7; ++r) {
-    std::uint64_t s1 = 0, s2 = 0;
-    double a = now(); for (std::size_t i = 0; i < n; ++i) s1 += *idx->lookup(Key(bk[i].data(), 8)); double b = now();
-    for (std::size_t i = 0; i < n; ++i) s2 += (std::uint64_t)art_search(&t, keys[i], 8); double c = now();
-    if (s1 != s2) { std::printf("MISMATCH %llu %llu\n", (unsigned long long)s1, (unsigned long long)s2); return 1; }
-    ro.push_back((b - a) * 1e9 / n); rt.push_back((c - b) * 1e9 / n); ratio.push_back((b - a) / (c - b));
+  std::size_t insert_all(const Keys& k) {
+    for (auto x : k.ins) art_insert(&t, x, 8, reinterpret_cast<void*>(rounds::value_of(x)));
+    return 0;  // their insert answers nothing useful; the lookups check every key
   }
-  auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
-  std::printf("insert ns/op (median of 5 interleaved rounds): ours %.1f theirs %.1f ratio ours/theirs %.2f (min %.2f max %.2f)\n",
-              med(io), med(it), med(iratio), *std::min_element(iratio.begin(), iratio.end()), *std::max_element(iratio.begin(), iratio.end()));
-  std::printf("lookup ns/op (median of 7 interleaved rounds): ours %.1f theirs %.1f ratio ours/theirs %.2f (min %.2f max %.2f)\n",
-              med(ro), med(rt), med(ratio), *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
+  std::size_t lookup_all(const Keys& k) {
+    std::size_t wrong = 0;
+    for (auto x : k.look)
+      wrong += reinterpret_cast<std::uint64_t>(art_search(&t, x, 8)) != rounds::value_of(x);
+    return wrong;
+  }
+  void close() { g_arena.close(); }
+};
+
+#ifdef AUTHORS_COUNT
+int count_mode(const char* kind, const Keys& k) {
+  const double n = double(k.ins.size());
+  std::size_t wrong = 0;
+  auto c = rounds::count_ours(kind, k, wrong);
+  Theirs t;
+  t.fresh(k.ins.size());
+  authors_line_cnt = 0, authors_fence_cnt = 0;
+  t.insert_all(k);
+  const double lines = double(authors_line_cnt), fences = double(authors_fence_cnt);
+  wrong += t.lookup_all(k);
+  t.close();
+  std::printf("per insert: ours %.2f lines written back + %.2f non-temporal stores, %.2f fences; "
+              "theirs %.2f lines written back, %.2f fences\n",
+              double(c.lines_flushed) / n, double(c.nt_stores) / n, double(c.fences) / n,
+              lines / n, fences / n);
+  std::printf("wrong answers: %zu\n", wrong);
+  return wrong ? 1 : 0;
+}
+#endif
+
+}  // namespace
+
+extern "C" void* authors_pm_alloc(std::size_t size) {
+  std::size_t at = (g_arena.used + 63) & ~std::size_t(63);
+  if (!g_arena.base || at + size > g_arena.size) std::puts("arena full"), std::exit(2);
+  g_arena.used = at + size;
+  return g_arena.base + at;
+}
+
+int main(int argc, char** argv) {
+  wort::bench::KeyDist d;
+  if (argc < 4 || !wort::bench::parse(argv[1], d) || !wort::bench::is_integer(d)) {
+    std::puts("usage: authors_wort dense|sparse N time|time-nopm|count|cg-ours|cg-theirs [KIND [JSON]]");
+    return 2;
+  }
+  const Keys k = rounds::make_keys(d, std::strtoull(argv[2], nullptr, 10));
+  const std::string mode = argv[3];
+  const char* kind = argc > 4 ? argv[4] : "wort";
+  const char* json = argc > 5 ? argv[5] : nullptr;
+  if (mode == "time-nopm") {
+    wort::pm::Config none;
+    none.mode = wort::pm::Mode::none;
+    if (!wort::pm::configure(none)) return std::puts("pm configure failed"), 2;
+  }
+  if (mode == "time" || mode == "time-nopm") return rounds::time_mode<Theirs>(kind, k, argv[1], json);
+#ifdef AUTHORS_COUNT
+  if (mode == "count") return count_mode(kind, k);
+#endif
+  if (mode == "cg-ours" || mode == "cg-theirs") return rounds::cg_mode<Theirs>(kind, k, mode == "cg-ours");
+  std::puts("unknown mode (count needs the count build)");
+  return 2;
 }
