@@ -135,6 +135,13 @@ class Index {
   //! Waits for a recovery still running in the background (OpenOptions::instant_restart)
   //! and returns its result; at once, with success, when there is none.
   virtual Result<void> wait_recovery() { return {}; }
+  //! Frees every block this index's writes have unlinked and not yet freed (a concurrent
+  //! kind frees them once no reader can hold them: in batches, per writer thread), waiting
+  //! for the readers pinned at the call to finish. For a caller short of space, e.g. before
+  //! it retries an insert or a remove that answered out_of_space. Other threads' operations
+  //! may run meanwhile; the caller must not be inside one of this index's operations (a
+  //! scan's visitor). Nothing for a kind that frees at once.
+  virtual void reclaim_retired() {}
 
  private:
   friend struct IndexClaim;  // create() and open(): the one-handle-per-Pool rule
@@ -198,6 +205,9 @@ class IndexAdapter final : public Index {
       return impl_->wait_trace();
     else
       return {};
+  }
+  void reclaim_retired() override {
+    if constexpr (requires(T& t) { t.reclaim_retired(); }) impl_->reclaim_retired();
   }
 
  private:

@@ -622,7 +622,10 @@ StoreResult Store::commit(std::string_view key, std::uint64_t off, std::uint64_t
   std::vector<std::uint64_t> tried;  // windows evict_chunk evacuated for this insert
   int chunk_calls = 0;
   int i = 0;
-  if (s == Status::out_of_space && gather_cached_blocks()) s = index_->upsert(key_of(key), off);
+  if (s == Status::out_of_space && !opts_.no_evict) {
+    gather_free_blocks();
+    s = index_->upsert(key_of(key), off);
+  }
   for (; s == Status::out_of_space && !opts_.no_evict && i < kEvictTries; ++i) {
     // The index needs a node to take this key: first the keys that follow it (they sit in
     // the node that is full, so the key fits without a new node: a trie's node that would
@@ -670,7 +673,10 @@ bool Store::unlink(std::string_view key, std::uint64_t off) {
 
 Status Store::remove_key(std::string_view key) {
   Status st = index_->remove(key_of(key));
-  if (st == Status::out_of_space && gather_cached_blocks()) st = index_->remove(key_of(key));
+  if (st == Status::out_of_space) {
+    gather_free_blocks();
+    st = index_->remove(key_of(key));
+  }
   while (st == Status::out_of_space) {
     // ART+CoW's remove copies a node: in a full pool it needs a block before it can free
     // one. Give a ballast chunk back and try again (another thread may take the chunk
@@ -689,12 +695,11 @@ Status Store::remove_key(std::string_view key) {
   return st;
 }
 
-bool Store::gather_cached_blocks() noexcept {
+void Store::gather_free_blocks() {
+  index_->reclaim_retired();
   // Global-lock path only: the exclusive lock is held, so no other worker is inside the
   // allocator's thread-cached paths (every index call of theirs takes the lock).
-  if (concurrent_) return false;
-  pool_->allocator().drain_all_caches();
-  return true;
+  if (!concurrent_) pool_->allocator().drain_all_caches();
 }
 
 void Store::take_ballast() noexcept {

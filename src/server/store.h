@@ -317,10 +317,11 @@ class Store {
   //! about as many bytes as it lacks (at least a batch). False if the budget still has no
   //! room (-M, or nothing left to evict).
   bool budget_room(std::size_t n, bool locked);
-  //! Global-lock path (the exclusive lock held): the free blocks the other workers'
-  //! allocator caches hold go back to the global lists, so that an index insert or remove
-  //! that needs a node finds them. False (nothing done) on the concurrent path.
-  bool gather_cached_blocks() noexcept;
+  //! An index insert or remove found the pool full: the blocks the index's writes retired
+  //! and has not freed yet (Index::reclaim_retired), and on the global-lock path (the
+  //! exclusive lock held) the free blocks other workers' allocator caches hold, go back to
+  //! where this thread's retry finds them. Not from inside an index operation.
+  void gather_free_blocks();
   //! Counts an item block in (+1) or out (-1) of the budget.
   void note_block(std::uint64_t off, int sign) noexcept;
   //! Frees a block of ours no index names and no reader saw (a set that failed).

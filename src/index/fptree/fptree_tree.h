@@ -74,6 +74,12 @@ class FPTree {
   const OpenTimes& open_times() const noexcept { return open_times_; }
   //! Unlinked blocks and inner nodes waiting for readers to unpin (tests).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+  //! Frees every block retired so far, once the readers pinned now have unpinned
+  //! (Index::reclaim_retired). Not from inside an operation of this tree.
+  void reclaim_retired() {
+    epochs_.synchronize();
+    epochs_.reclaim_all();
+  }
 #if WORT_FAULTS  // test builds only (pm/faults.h)
   //! Tests only: the broken variant whose readers do not validate what they read from a
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the

@@ -135,6 +135,12 @@ class Roart {
   std::uint64_t repairs() const noexcept { return repairs_.load(std::memory_order_relaxed); }
   //! Unlinked blocks waiting for their epoch (freed once no reader can hold them).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+  //! Frees every block retired so far, once the readers pinned now have unpinned
+  //! (Index::reclaim_retired). Not from inside an operation of this tree.
+  void reclaim_retired() {
+    epochs_.synchronize();
+    epochs_.reclaim_all();
+  }
 
   ~Roart();
   Roart(const Roart&) = delete;

@@ -118,6 +118,12 @@ class WortTree {
   }
   //! Unlinked blocks waiting for readers to unpin (tests).
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
+  //! Frees every block retired so far, once the readers pinned now have unpinned
+  //! (Index::reclaim_retired). Not from inside an operation of this tree.
+  void reclaim_retired() {
+    epochs_.synchronize();
+    epochs_.reclaim_all();
+  }
 
  private:
   enum class PutMode { insert, upsert, update };
