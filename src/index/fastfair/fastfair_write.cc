@@ -102,7 +102,7 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
 // (stores before the caller's commit; no commit of its own).
 bool FastFairTree::compact(NodeRef nr) {
   if (faults::active & faults::skip_dead_repair) [[unlikely]] {
-    even_dead_.store(true, std::memory_order_relaxed);  // as above
+    even_dead_.store(true, std::memory_order_relaxed);  // a later insert may make it even
     return false;
   }
   if (!repair_dead(nr)) return false;
@@ -113,7 +113,7 @@ bool FastFairTree::compact(NodeRef nr) {
 bool FastFairTree::compact(NodeRef nr, const NodeRef::Scan& sc) {
   if (sc.dead < 0) return false;  // the common case: nothing to repair, nothing read again
   if (faults::active & faults::skip_dead_repair) [[unlikely]] {
-    even_dead_.store(true, std::memory_order_relaxed);  // the next insert may make it even
+    even_dead_.store(true, std::memory_order_relaxed);  // a later insert may make it even
     return false;
   }
   repair_dead(nr, sc.end, sc.dead);
