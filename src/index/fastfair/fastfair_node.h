@@ -231,6 +231,27 @@ struct NodeRef {
     sc.end = i;
     return sc;
   }
+  //! scan() of a node that holds no dead slot (the caller knows: dead is -1): the keys below
+  //! s are passed two per step with one test each, the rest only to find the end.
+  Scan scan_clean(const SearchKey& s, const KeyReader& kr) const noexcept {
+    const Record* const first = n->rec;
+    const Record* const e = first + slots;
+    const Record* r = first;
+    auto none = [] {};
+    std::uint64_t k;
+    int c = 1;
+    for (;; ++r) {  // keys below s
+      r = pass_below(r, e, s.lt, &k, none);
+      if (k == kEmpty || (c = kr.compare(s, k)) <= 0) break;
+    }
+    Scan sc{0, -1, -2, static_cast<unsigned>(r - first)};
+    if (k != kEmpty) {
+      sc.at = c == 0 ? static_cast<int>(sc.pos) : -1;
+      for (++r; r < e && r->key != kEmpty;) ++r;  // the rest: the end only
+    }
+    sc.end = static_cast<unsigned>(r - first);
+    return sc;
+  }
 
   //! Inner: the child for `s` (last live record with key <= s, else leftmost). *beyond is
   //! set if s is at or past the last key (then it may belong to the sibling). One atomic

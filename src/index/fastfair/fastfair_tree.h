@@ -230,6 +230,14 @@ class FastFairTree {
     bool dead;
   };
   std::vector<Held> held_;
+  //! Set (never cleared) once a leaf may hold a dead slot under an even switch counter: a
+  //! checked walk met one (only a crash leaves one: an insert's shift cut short), or the
+  //! skip_dead_repair fault may have kept one. Until then a leaf-path writer that finds its
+  //! leaf's counter even reads the leaf without looking for a dead slot
+  //! (NodeRef::scan_clean): every writer in this run leaves a leaf with a dead slot odd (a
+  //! delete) or with none (an insert, a split, a merge or borrow on compacted leaves).
+  //! README "Where a dead slot can be".
+  mutable std::atomic<bool> even_dead_{false};
   //! Structure sequence: odd while an SMO runs, +2 per SMO. A leaf-path writer reads it
   //! before its descent and again once its leaf is locked and read (own cache line: every
   //! writer reads it, only SMOs write it).

@@ -44,6 +44,9 @@ struct FastFairTree::LevelWalk {
       // A dead slot's pointer is no child: after a merge it names the freed node.
       if (level > 0 && !nr.dead(i, end)) below.push_back(n->rec[i].ptr);
     }
+    // A crash's dead slot under an even counter: leaf-path writers must look for it.
+    if (level == 0 && (n->h.switch_counter & 1u) == 0 && nr.find_dead(end) >= 0)
+      t.even_dead_.store(true, std::memory_order_relaxed);
     if (level > 0) {
       if (end == 0 && n->h.leftmost == 0)  // route() would have no child to return
         w.fail("inner node at " + kit::CheckedWalk::hex(off) + " has no child");

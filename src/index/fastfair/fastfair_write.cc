@@ -101,7 +101,10 @@ std::uint64_t FastFairTree::fresh_node(std::uint64_t off, std::uint8_t level,
 // A dead slot (a FAST delete's, or a crashed insert's): squeezed out by the left shift
 // (stores before the caller's commit; no commit of its own).
 bool FastFairTree::compact(NodeRef nr) {
-  if (faults::active & faults::skip_dead_repair) [[unlikely]] return false;
+  if (faults::active & faults::skip_dead_repair) [[unlikely]] {
+    even_dead_.store(true, std::memory_order_relaxed);  // a later insert may make it even
+    return false;
+  }
   if (!repair_dead(nr)) return false;
   __atomic_fetch_add(&repairs_.dead_slots, 1, __ATOMIC_RELAXED);  // leaf-path writers too
   return true;
@@ -109,7 +112,10 @@ bool FastFairTree::compact(NodeRef nr) {
 
 bool FastFairTree::compact(NodeRef nr, const NodeRef::Scan& sc) {
   if (sc.dead < 0) return false;  // the common case: nothing to repair, nothing read again
-  if (faults::active & faults::skip_dead_repair) [[unlikely]] return false;
+  if (faults::active & faults::skip_dead_repair) [[unlikely]] {
+    even_dead_.store(true, std::memory_order_relaxed);  // a later insert may make it even
+    return false;
+  }
   repair_dead(nr, sc.end, sc.dead);
   __atomic_fetch_add(&repairs_.dead_slots, 1, __ATOMIC_RELAXED);
   return true;
@@ -447,7 +453,11 @@ bool FastFairTree::lock_leaf(const SearchKey& s, Locked* lk) {
     }
     if (!kit::gen_lock(&node(off)->h.spare, gen_) && validate) continue;  // unlinked: again
     const NodeRef leaf = ref(off);
-    const NodeRef::Scan sc = leaf.scan(s, kr_);  // the leaf's one read before the write
+    // The leaf's one read before the write; a dead slot is looked for only where one may be
+    // (an odd counter: a delete's; even_dead_: a crash's).
+    const bool clean = (leaf.n->h.switch_counter & 1u) == 0 &&
+                       !even_dead_.load(std::memory_order_relaxed);
+    const NodeRef::Scan sc = clean ? leaf.scan_clean(s, kr_) : leaf.scan(s, kr_);
     const bool uncut_split = uncut(leaf, sc.end);
     const bool right = sc.at == -2 && sibling_to_follow(leaf, s) != 0;
     if (validate && smo_seq_.load(std::memory_order_acquire) != seq) [[unlikely]] {
