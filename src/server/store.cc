@@ -14,6 +14,7 @@
 #include "pm/chunk_size.h"
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
+#include "store/block_pool.h"
 #include "store/value_block.h"
 
 namespace wort::server {
@@ -235,29 +236,12 @@ Result<void> Store::open_index(bool fresh, bool* init) {
     return Error{Status::invalid_argument,
                  "pool '" + opts_.pool_path + "' was not created by wort serve "
                  "(its index values are not item blocks)"};
-  // A server pool whose first start was killed before its index root was set (nothing was
-  // ever acknowledged): finish its initialisation. Nothing in it is reachable, so the trace
-  // frees every block the killed start allocated.
-  if (!fresh && pool_->root() == 0) {
-    if (auto r = pool_->allocator().recover(
-            [](pm::BlockVisitor) -> Result<void> { return {}; });
-        !r)
-      return r.error();
-    *init = true;
-  }
-  auto ix = *init ? Index::create(*pool_, pool_->kind()) : Index::open(*pool_);
+  // A server pool whose first start was killed before it was done (nothing was ever
+  // acknowledged): finished, not refused (store/block_pool.h). Any other pool without a
+  // meta block is refused (init_meta).
+  auto ix = store::open_block_index(*pool_, kMetaKey, init);
   if (!ix) return ix.error();
   index_ = std::move(ix).value();
-  // Killed after the index was created but before the meta block was inserted: an empty
-  // index and no meta block. Any other pool without a meta block is refused (init_meta).
-  if (!*init && !index_->lookup(key_of(kMetaKey))) {
-    bool empty = true;
-    index_->scan(Key{}, 1, [&](Key, Value) {
-      empty = false;
-      return false;
-    });
-    *init = empty;
-  }
   return {};
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pm/persist.h"
+#include "store/block_pool.h"
 #include "store/crc32c.h"
 #include "store/store_impl.h"
 #include "store/value_block.h"
@@ -207,30 +208,17 @@ Result<std::unique_ptr<Store>> Store::Impl::attach(std::unique_ptr<Pool> p, bool
   if (!pool.values_are_blocks())
     return Error{Status::not_a_pool, "pool '" + name + "' holds a bare '" + kind +
                                          "' index, not a wort::Store (its values are not blocks)"};
-  // A first open killed before the index root was set: nothing was ever acknowledged, and
-  // nothing is reachable (the trace frees every block the killed open allocated).
+  // A first open killed before it was done is finished (store/block_pool.h).
   bool init = fresh;
-  if (!fresh && pool.root() == 0) {
-    if (auto r = pool.allocator().recover([](pm::BlockVisitor) -> Result<void> { return {}; }); !r)
-      return r.error();
-    init = true;
-  }
-  auto ix = init ? Index::create(pool, kind) : Index::open(pool);
+  auto ix = open_block_index(pool, kMetaKey, &init);
   if (!ix) return ix.error();
   impl->index = std::move(ix).value();
   Index& index = *impl->index;
   std::optional<Value> meta = init ? std::nullopt : index.lookup(as_key(kMetaKey));
-  if (!init && !meta) {
-    // Killed after the index was created, before the meta block was inserted: an empty
-    // index. Anything else without a meta block is not a Store's.
-    bool empty = true;
-    index.scan(Key{}, 1, [&](Key, Value) { return empty = false; });
-    if (!empty)
-      return Error{Status::not_a_pool,
-                   "pool '" + name + "' is not a wort::Store pool (no store meta block; a "
-                   "`wort serve` pool?)"};
-    init = true;
-  }
+  if (!init && !meta)
+    return Error{Status::not_a_pool, "pool '" + name +
+                                         "' is not a wort::Store pool (no store meta block; a "
+                                         "`wort serve` pool?)"};
   if (init) {
     std::uint64_t off = 0;
     if (pool.allocator().allocate(sizeof(MetaBlock), &off) != Status::ok)
