@@ -9,15 +9,15 @@
 // cas, exptime, flags and iflags. Written once, never modified in place except `exptime`
 // by touch:
 //
-//   0       2         3        4       8          16       24       28          32         32+key_len
-//   +-------+---------+--------+-------+----------+--------+--------+-----------+----------+-----------+
-//   | magic | key_len | iflags | crc   | exptime  | cas    | flags  | value_len | key      | value     |
-//   | u16   | u8      | u8     | u32   | i64 abs. | u64    | u32    | u32       | key_len  | value_len |
-//   +-------+---------+--------+-------+----------+--------+--------+-----------+----------+-----------+
-//   |<- checked ------------>|<- not checked ->|<- checked: [16, 32 + key_len + value_len) ------------->|
+//   0          8       12      14        15       16       24       28          32        32+key_len
+//   +----------+-------+-------+---------+--------+--------+--------+-----------+---------+-----------+
+//   | exptime  | crc   | magic | key_len | iflags | cas    | flags  | value_len | key     | value     |
+//   | i64 abs. | u32   | u16   | u8      | u8     | u64    | u32    | u32       | key_len | value_len |
+//   +----------+-------+-------+---------+--------+--------+--------+-----------+---------+-----------+
+//   |<- not checked -->|<- checked: [12, 32 + key_len + value_len), one run --------------------------->|
 //
-//   crc:     CRC-32C over bytes [0, 4) and [16, 32 + key_len + value_len): everything but
-//            the crc word and exptime. A read checks it (store::check_block): a damaged
+//   crc:     CRC-32C over bytes [12, 32 + key_len + value_len): everything but exptime and
+//            the crc word, in one run. A read checks it (store::check_block): a damaged
 //            item is a miss (stats `items_corrupt`), never wrong bytes; the open's walk
 //            refuses a pool holding one.
 //   exptime: absolute unix seconds, 0 = never expires (memcached's relative times are
@@ -77,27 +77,27 @@ inline constexpr std::string_view kMetaKey{"\0wort-serve-meta", 16};
 
 struct ItemHeader {
   static constexpr std::uint16_t kMagic = kItemMagic;
-  static constexpr std::size_t kSkipFrom = 4;  // outside the checksum: crc and exptime
-  static constexpr std::size_t kSkipTo = 16;
+  static constexpr std::size_t kSkipFrom = 0;  // outside the checksum: exptime and crc
+  static constexpr std::size_t kSkipTo = 12;
+  std::int64_t exptime;
+  std::uint32_t crc;
   std::uint16_t magic;
   std::uint8_t key_len;  // <= kMaxKeyLength
   std::uint8_t iflags;   // kItemStale | kItemKeyBinary
-  std::uint32_t crc;
-  std::int64_t exptime;
   std::uint64_t cas;
   std::uint32_t flags;
   std::uint32_t value_len;
 };
 
 static_assert(sizeof(ItemHeader) == 32);
-static_assert(offsetof(ItemHeader, magic) == 0);
-static_assert(offsetof(ItemHeader, key_len) == 2);
-static_assert(offsetof(ItemHeader, iflags) == 3);
-static_assert(offsetof(ItemHeader, crc) == 4 && ItemHeader::kSkipFrom == 4);
-static_assert(offsetof(ItemHeader, exptime) == 8 && offsetof(ItemHeader, exptime) % 8 == 0,
+static_assert(offsetof(ItemHeader, exptime) == 0 && offsetof(ItemHeader, exptime) % 8 == 0,
               "touch commits exptime with one failure-atomic 8-byte store");
-static_assert(offsetof(ItemHeader, exptime) + 8 == ItemHeader::kSkipTo,
+static_assert(ItemHeader::kSkipFrom == 0 && offsetof(ItemHeader, exptime) + 8 <= ItemHeader::kSkipTo,
               "exptime lies outside the checksum");
+static_assert(offsetof(ItemHeader, crc) == 8 && ItemHeader::kSkipTo == 12);
+static_assert(offsetof(ItemHeader, magic) == 12);
+static_assert(offsetof(ItemHeader, key_len) == 14);
+static_assert(offsetof(ItemHeader, iflags) == 15);
 static_assert(offsetof(ItemHeader, cas) == 16);
 static_assert(offsetof(ItemHeader, flags) == 24);
 static_assert(offsetof(ItemHeader, value_len) == 28);

@@ -1084,7 +1084,8 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   if (!g) g.emplace(*this, key);
   std::uint64_t old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;
-  const ItemHeader* o = old ? checked_item(key, old) : nullptr;
+  // (A set stores whatever the old item holds: it reads nothing of it, nor checks it.)
+  const ItemHeader* o = old && mode != StoreMode::set ? checked_item(key, old) : nullptr;
   const bool hit = o && live(o, now());
   bool mark_stale = false;
   const StoreResult fail = store_condition(mode, hit ? o : nullptr, cas_in, stale_ok, &mark_stale);

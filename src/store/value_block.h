@@ -18,8 +18,8 @@
 //   value — one run of bytes from kSkipTo on, as the block lays them out.
 //
 // The layer's three steps, the same for both callers:
-//   write_block   pm::copy of header, key and value, then pm::flush of the whole block; no
-//                 fence: the index's commit in a values_are_blocks pool fences first, which
+//   write_block   pm::copy of header, key and value, the crc computed over the copied bytes
+//                 and pm::store'd, then pm::flush of the whole block; no fence: the index's commit in a values_are_blocks pool fences first, which
 //                 orders the write-back before the index names the block.
 //   check_block   before a block's bytes are used: alignment and bounds in the pool, magic,
 //                 lengths, the key, the checksum. A damaged block is refused, never read as
@@ -71,43 +71,35 @@ std::string_view block_value(const H* h) noexcept {
   return {block_key(h) + h->key_len, static_cast<std::size_t>(h->value_len)};
 }
 
-//! The checksum of header `h` (its crc field and skipped words ignored) followed by `key`
-//! and the value v1 v2 (two pieces: an append writes old and new value without a copy).
+//! The checksum of the block at `h` as it lies in the pool (its bounds checked): header bytes
+//! [0, kSkipFrom), then [kSkipTo, the block's end) — two runs of the block.
 template <BlockHeader H>
-std::uint32_t block_crc(const H& h, std::string_view key, std::string_view v1,
-                        std::string_view v2 = {}) noexcept {
-  const char* b = reinterpret_cast<const char*>(&h);
-  std::uint32_t c = crc32c(0, b, H::kSkipFrom);
-  c = crc32c(c, b + H::kSkipTo, sizeof(H) - H::kSkipTo);
-  c = crc32c(c, key.data(), key.size());
-  c = crc32c(c, v1.data(), v1.size());
-  return crc32c(c, v2.data(), v2.size());
+std::uint32_t stored_crc(const H* h) noexcept {
+  const char* b = reinterpret_cast<const char*>(h);
+  const std::size_t n = sizeof(H) + h->key_len + h->value_len;
+  std::uint32_t c = 0;
+  if constexpr (H::kSkipFrom > 0) c = crc32c(0, b, H::kSkipFrom);
+  return crc32c(c, b + H::kSkipTo, n - H::kSkipTo);
 }
 
 //! Only the crash tests' deliberately broken variants omit the write-back.
 enum class WriteBack : std::uint8_t { flush, omit_for_crash_test };
 
 //! Fills the unreachable block `p` (at least block_bytes<H>(key, v1 + v2) bytes) with header
-//! `h` (its magic, lengths and own fields set by the caller; the crc set here), key and
-//! value v1 v2: pm::copy each, then pm::flush the whole block. No fence (see above).
+//! `h` (its magic, lengths and own fields set by the caller), key and value v1 v2 (two
+//! pieces: an append writes old and new value without a copy): pm::copy each, the crc
+//! computed over the copied bytes and stored, then pm::flush of the whole block. No fence.
 template <BlockHeader H>
 void write_block(char* p, H h, std::string_view key, std::string_view v1, std::string_view v2 = {},
                  WriteBack wb = WriteBack::flush) noexcept {
-  h.crc = block_crc(h, key, v1, v2);
   pm::copy(p, &h, sizeof h);
   // An empty piece may have a null data(): memcpy must not see it (UB even for 0 bytes).
   if (!key.empty()) pm::copy(p + sizeof h, key.data(), key.size());
   if (!v1.empty()) pm::copy(p + sizeof h + key.size(), v1.data(), v1.size());
   if (!v2.empty()) pm::copy(p + sizeof h + key.size() + v1.size(), v2.data(), v2.size());
+  H* b = reinterpret_cast<H*>(p);
+  pm::store(&b->crc, stored_crc(b));  // over the bytes just copied: two runs, cache-hot
   if (wb == WriteBack::flush) pm::flush(p, block_bytes<H>(key.size(), v1.size() + v2.size()));
-}
-
-//! The checksum of the block at `h` as it lies in the pool (its bounds checked).
-template <BlockHeader H>
-std::uint32_t stored_crc(const H* h) noexcept {
-  const char* b = reinterpret_cast<const char*>(h);
-  const std::size_t n = sizeof(H) + h->key_len + h->value_len;
-  return crc32c(crc32c(0, b, H::kSkipFrom), b + H::kSkipTo, n - H::kSkipTo);
 }
 
 //! What check_block found.
@@ -134,8 +126,9 @@ BlockCheck check_block(const Pool& pool, std::uint64_t off, std::string_view key
   if (off % 16 != 0 || !pool.contains(off, sizeof(H))) return BlockCheck::not_a_block;
   const H* h = pool.at<H>(off);
   if (h->magic != H::kMagic) return BlockCheck::bad_magic;
+  // (off < pool.size(): contains() above; the block's end is checked without a call.)
   if (h->key_len != key.size() || h->value_len > max_value ||
-      !pool.contains(off, block_bytes<H>(h->key_len, h->value_len)))
+      block_bytes<H>(h->key_len, h->value_len) > pool.size() - off)
     return BlockCheck::bad_length;
   if (!key.empty() && std::memcmp(block_key(h), key.data(), key.size()) != 0)
     return BlockCheck::other_key;
