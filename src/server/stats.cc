@@ -104,6 +104,7 @@ void Session::stats_counters(std::string& out) {
   stat(out, "expired_unfetched", sc.expired_unfetched);
   stat(out, "evictions", sc.evictions);
   stat(out, "reclaimed", sc.reclaimed);
+  stat(out, "wort_items_corrupt", sc.items_corrupt);
   stat(out, "wort_index", store_.kind());
   stat(out, "wort_recovered", store_.recovered() ? 1 : 0);
 }

@@ -14,7 +14,8 @@
 #include "pm/chunk_size.h"
 #include "pm/persist.h"
 #include "pm/pool_layout.h"
-#include "server/item_write.h"
+#include "store/block_pool.h"
+#include "store/value_block.h"
 
 namespace wort::server {
 namespace {
@@ -235,29 +236,12 @@ Result<void> Store::open_index(bool fresh, bool* init) {
     return Error{Status::invalid_argument,
                  "pool '" + opts_.pool_path + "' was not created by wort serve "
                  "(its index values are not item blocks)"};
-  // A server pool whose first start was killed before its index root was set (nothing was
-  // ever acknowledged): finish its initialisation. Nothing in it is reachable, so the trace
-  // frees every block the killed start allocated.
-  if (!fresh && pool_->root() == 0) {
-    if (auto r = pool_->allocator().recover(
-            [](pm::BlockVisitor) -> Result<void> { return {}; });
-        !r)
-      return r.error();
-    *init = true;
-  }
-  auto ix = *init ? Index::create(*pool_, pool_->kind()) : Index::open(*pool_);
+  // A server pool whose first start was killed before it was done (nothing was ever
+  // acknowledged): finished, not refused (store/block_pool.h). Any other pool without a
+  // meta block is refused (init_meta).
+  auto ix = store::open_block_index(*pool_, kMetaKey, init);
   if (!ix) return ix.error();
   index_ = std::move(ix).value();
-  // Killed after the index was created but before the meta block was inserted: an empty
-  // index and no meta block. Any other pool without a meta block is refused (init_meta).
-  if (!*init && !index_->lookup(key_of(kMetaKey))) {
-    bool empty = true;
-    index_->scan(Key{}, 1, [&](Key, Value) {
-      empty = false;
-      return false;
-    });
-    *init = empty;
-  }
   return {};
 }
 
@@ -289,6 +273,7 @@ Result<void> Store::init_meta(bool fresh, std::uint64_t item_limit) {
     m.magic = kMetaMagic;
     m.cas_hwm = 1;
     m.item_limit = item_limit;
+    m.version = kServerVersion;
     pm::copy(pool_->at<MetaBlock>(off), &m, sizeof m);
     pm::flush(pool_->at<MetaBlock>(off), sizeof m);  // ordered by the insert's pm::publish
     if (Status st = index_->insert(key_of(kMetaKey), off); st != Status::ok)
@@ -301,6 +286,7 @@ Result<void> Store::init_meta(bool fresh, std::uint64_t item_limit) {
         pool_->at<MetaBlock>(off)->magic != kMetaMagic)
       return Error{Status::corrupt, "server meta block at offset " + std::to_string(off) +
                                         " is damaged"};
+    if (auto r = check_version(pool_->at<MetaBlock>(off)->version); !r) return r;
   }
   meta_ = pool_->at<MetaBlock>(off);
   // (A budget larger than the pool is no budget a pool was ever created with.)
@@ -316,6 +302,19 @@ Result<void> Store::init_meta(bool fresh, std::uint64_t item_limit) {
   flush_cas_ = meta_->flush_cas;
   flush_at_ = meta_->flush_at;
   return {};
+}
+
+Result<void> Store::check_version(std::uint64_t v) const {
+  if (v == kServerVersion) return {};
+  if (v > kServerVersion)
+    return Error{Status::newer_version, "pool '" + opts_.pool_path + "' holds items of format " +
+                                            std::to_string(v) + "; this build reads format " +
+                                            std::to_string(kServerVersion)};
+  // Format 1 (the word was reserved, zero): items without a checksum. Never read.
+  return Error{Status::not_a_pool,
+               "pool '" + opts_.pool_path + "' holds items of an older format (1, without "
+               "checksums); this build reads format " + std::to_string(kServerVersion) +
+               " only: start with a new pool (move this one aside; the cache refills)"};
 }
 
 std::uint64_t Store::take_cas() {
@@ -413,16 +412,14 @@ Result<void> Store::rebuild(bool at_open) {
   std::uint64_t items = 0, bytes = 0, max_cas = 0;
   index_->scan(Key{}, SIZE_MAX, [&](Key k, Value off) {
     if (as_string(k) == kMetaKey) return true;
-    if (off % 16 != 0 || !pool_->contains(off, sizeof(ItemHeader))) {
-      bad = "item offset " + std::to_string(off) + " lies outside the pool";
-      return false;
-    }
-    const ItemHeader* h = item_at(off);
-    const std::size_t n = item_bytes(h->key_len, h->value_len);
-    if (h->magic != kItemMagic || h->key_len != k.size() || !pool_->contains(off, n) ||
-        pool_->allocator().block_size(off) < n ||
-        std::memcmp(item_key(h), k.data(), k.size()) != 0) {
-      bad = "item at offset " + std::to_string(off) + " is damaged or does not hold its key";
+    // Every item checked whole (store/value_block.h), its checksum too: a damaged one
+    // refuses the pool, as a bad magic does.
+    const ItemHeader* h = nullptr;
+    const store::BlockCheck c = store::check_block(*pool_, off, as_string(k), pool_->size(), &h);
+    const std::size_t n = h ? item_bytes(h->key_len, h->value_len) : 0;
+    if (c != store::BlockCheck::ok || pool_->allocator().block_size(off) < n) {
+      bad = "item at offset " + std::to_string(off) + " is damaged (" +
+            (c == store::BlockCheck::ok ? "larger than its block" : store::to_string(c)) + ")";
       return false;
     }
     ++items;
@@ -475,11 +472,19 @@ void Store::flush_all(std::int64_t at) {
   flush_at_ = 0;
 }
 
+const ItemHeader* Store::checked_item(std::string_view key, std::uint64_t off) noexcept {
+  const ItemHeader* h = nullptr;
+  if (store::check_block(*pool_, off, key, pool_->size(), &h) == store::BlockCheck::ok)
+    return h;
+  ++counters_.items_corrupt;  // a miss: its bytes are never answered nor copied
+  return nullptr;
+}
+
 const ItemHeader* Store::find_live(std::string_view key, std::uint64_t* off) {
   const auto v = index_->lookup(key_of(key));
   if (!v) return nullptr;
-  const ItemHeader* h = item_at(*v);
-  if (!live(h, now())) return nullptr;
+  const ItemHeader* h = checked_item(key, *v);
+  if (!h || !live(h, now())) return nullptr;
   *off = *v;
   return h;
 }
@@ -530,8 +535,10 @@ StoreResult Store::make_item(std::string_view key, std::uint32_t flags, std::int
     return StoreResult::no_memory;
   }
   note_block(*off, +1);
-  write_item(*pool_, *off, ItemFields{cas, exptime, flags, iflags}, key, v1, v2);
-  // (flushed, not fenced: the index's commit orders it; see item_write.h and commit())
+  const ItemFields f{cas, exptime, flags, iflags};
+  store::write_block(pool_->at<char>(*off), item_header(f, key.size(), v1.size() + v2.size()),
+                     key, v1, v2);
+  // (flushed, not fenced: the index's commit orders it; see store/value_block.h, commit())
   init_access(*off, false);  // DRAM only: a reused block starts unfetched, no token sent
   return StoreResult::stored;
 }
@@ -909,14 +916,10 @@ std::size_t Store::evict_chunk(std::size_t want, std::vector<std::uint64_t>* tri
 
 void Store::release_block(std::uint64_t off) noexcept {
   note_block(off, -1);  // out of the budget once the index no longer names it
-  if (!concurrent_ || broken_free_) {
-    // Global-lock path: the exclusive lock is held, no reader is copying the block.
-    pool_->allocator().free(off);
-    return;
-  }
-  // A reader pinned before this may still be copying it.
-  items_->retire(off);
-  items_->reclaim();
+  // Global-lock path: the exclusive lock is held, no reader is copying the block: freed at
+  // once. Concurrent path: a reader pinned before this may still be copying it.
+  store::free_unlinked(pool_->allocator(), concurrent_ && !broken_free_ ? items_.get() : nullptr,
+                       off);
 }
 
 void Store::drain_retired() {
@@ -1103,7 +1106,8 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
   if (!g) g.emplace(*this, key);
   std::uint64_t old = 0;
   if (const auto v = index_->lookup(key_of(key))) old = *v;
-  const ItemHeader* o = old ? item_at(old) : nullptr;
+  // (A set stores whatever the old item holds: it reads nothing of it, nor checks it.)
+  const ItemHeader* o = old && mode != StoreMode::set ? checked_item(key, old) : nullptr;
   const bool hit = o && live(o, now());
   bool mark_stale = false;
   const StoreResult fail = store_condition(mode, hit ? o : nullptr, cas_in, stale_ok, &mark_stale);
@@ -1118,7 +1122,8 @@ StoreResult Store::store(StoreMode mode, std::string_view key, std::uint32_t fla
     // token. The item is not yet published: rewrite its header fields before the commit.
     auto* h = pool_->at<ItemHeader>(off);
     pm::store(&h->exptime, o->exptime);
-    pm::store(&h->iflags, static_cast<std::uint16_t>(h->iflags | kItemStale));
+    pm::store(&h->iflags, static_cast<std::uint8_t>(h->iflags | kItemStale));
+    pm::store(&h->crc, store::stored_crc(h));  // the checksum covers iflags
     pm::flush(h, sizeof *h);
     keep_token = token_sent(old);
   }
@@ -1144,7 +1149,8 @@ StoreResult Store::remove(std::string_view key, std::uint64_t cas_in) {
   WriteLock g(*this, key);
   const auto v = index_->lookup(key_of(key));
   if (!v) return StoreResult::not_found;
-  const ItemHeader* h = item_at(*v);
+  const ItemHeader* h = checked_item(key, *v);
+  if (!h) return StoreResult::not_found;  // damaged: a miss
   if (!live(h, now())) {
     if (unlink(key, *v)) ++counters_.reclaimed;  // lazily reclaim the expired item
     return StoreResult::not_found;
@@ -1236,8 +1242,8 @@ DeltaResult Store::delta(std::string_view key, bool incr, std::uint64_t d, Delta
   const ItemHeader* o = nullptr;
   if (const auto v = index_->lookup(key_of(key))) {
     old = *v;
-    o = item_at(old);
-    if (!live(o, now())) o = nullptr;
+    o = checked_item(key, old);
+    if (o && !live(o, now())) o = nullptr;
   }
   std::uint64_t x = 0;
   std::string text;

@@ -159,7 +159,8 @@ enum class DeltaResult : std::uint8_t { ok, not_found, non_numeric, exists, no_m
 
 struct StoreCounters {
   std::atomic<std::uint64_t> curr_items{0}, total_items{0}, bytes{0}, evictions{0},
-      expired_unfetched{0}, reclaimed{0}, cmd_touch{0}, touch_hits{0}, touch_misses{0};
+      expired_unfetched{0}, reclaimed{0}, cmd_touch{0}, touch_hits{0}, touch_misses{0},
+      items_corrupt{0};  // reads that found a damaged item (a miss, never its bytes)
   //! Sets refused with no_memory, by where: the item budget (-m) could not be met, the
   //! allocator found no block, the index found no node for the key.
   std::atomic<std::uint64_t> refused_budget{0}, refused_alloc{0}, refused_index{0};
@@ -284,6 +285,8 @@ class Store {
   Store() = default;
   //! The meta block: written (`fresh`, with the item budget) or checked and read.
   Result<void> init_meta(bool fresh, std::uint64_t item_limit);
+  //! The meta block's item format `v` is this build's (kServerVersion); an error otherwise.
+  Result<void> check_version(std::uint64_t v) const;
   //! Open's steps: the pool (created if missing; `fresh`), then the index (created if the
   //! pool's first start did not finish: `init`), then the DRAM state.
   Result<void> open_pool(bool* fresh);
@@ -295,6 +298,9 @@ class Store {
   std::uint64_t take_cas();
   const ItemHeader* item_at(std::uint64_t off) const noexcept;
   bool live(const ItemHeader* h, std::int64_t t) const noexcept;
+  //! The item at `off` if its block checks whole for `key` (store::check_block: bounds,
+  //! magic, lengths, key, checksum); else nullptr, counted in items_corrupt (a miss).
+  const ItemHeader* checked_item(std::string_view key, std::uint64_t off) noexcept;
   const ItemHeader* find_live(std::string_view key, std::uint64_t* off);
   //! Allocates and fills a new item (flushed, not fenced). Evicts when full (global-lock
   //! path: the caller holds the exclusive lock iff `locked`; concurrent path: the caller

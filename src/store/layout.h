@@ -7,14 +7,16 @@
 //   "\0meta" -> the meta block (identifies a Store pool)
 //   "\0log"  -> a committed batch's redo log (present only while a batch applies)
 //
-// A value blob (one block, written once, never changed in place):
+// A value blob (a value block of store/value_block.h with header BlobHeader: one block,
+// written once, never changed in place):
 //
 //   0        4        8          12          16          16+key_len
 //   +--------+--------+----------+-----------+-----------+-------------+
 //   | magic  | crc    | key_len  | value_len | key bytes | value bytes |
 //   | u32    | u32    | u32      | u32       |           |             |
 //   +--------+--------+----------+-----------+-----------+-------------+
-//   crc: CRC-32C over bytes [8, 16 + key_len + value_len) (the lengths, key and value).
+//   crc: CRC-32C over bytes [8, 16 + key_len + value_len) (the lengths, key and value):
+//   the header's skipped run is [0, 8), its magic and crc; nothing is changed in place.
 //
 // The meta block (64 bytes): magic u64 kMetaMagic, version u64 kStoreVersion, reserved.
 //
@@ -45,12 +47,17 @@ inline constexpr std::uint64_t kMetaMagic = 0x524f545354524f57ull;  // "WORTSTOR
 inline constexpr std::uint64_t kStoreVersion = 1;
 
 struct BlobHeader {
+  static constexpr std::uint32_t kMagic = kBlobMagic;
+  static constexpr std::size_t kSkipFrom = 0;  // outside the checksum: magic and crc
+  static constexpr std::size_t kSkipTo = 8;
   std::uint32_t magic;
   std::uint32_t crc;
   std::uint32_t key_len;
   std::uint32_t value_len;
 };
 static_assert(sizeof(BlobHeader) == 16);
+static_assert(offsetof(BlobHeader, crc) == 4 && offsetof(BlobHeader, key_len) == 8 &&
+              offsetof(BlobHeader, value_len) == 12);
 
 inline std::size_t blob_bytes(std::size_t key_len, std::size_t value_len) noexcept {
   return sizeof(BlobHeader) + key_len + value_len;

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "pm/persist.h"
+#include "store/block_pool.h"
 #include "store/crc32c.h"
 #include "store/store_impl.h"
+#include "store/value_block.h"
 
 namespace wort {
 using namespace store;  // layout.h and crc32c.h
@@ -17,14 +19,6 @@ namespace {
 constexpr std::size_t kCursorBatch = 64;  // keys a cursor copies per index scan
 
 std::string_view key_view(Key k) noexcept { return as_string(k); }
-
-std::uint32_t blob_crc(std::uint32_t key_len, std::uint32_t value_len, std::string_view key,
-                       std::string_view value) noexcept {
-  std::uint32_t lens[2] = {key_len, value_len};
-  std::uint32_t c = store::crc32c(0, lens, sizeof lens);
-  c = store::crc32c(c, key.data(), key.size());
-  return store::crc32c(c, value.data(), value.size());
-}
 
 }  // namespace
 
@@ -76,42 +70,27 @@ std::mutex& Store::Impl::stripe(std::string_view key) noexcept {
 
 Status Store::Impl::make_blob(std::string_view key, std::string_view value,
                               std::uint64_t* off) noexcept {
-  const std::size_t n = blob_bytes(key.size(), value.size());
-  if (Status s = pool->allocator().allocate(n, off); s != Status::ok) return s;
+  if (Status s = pool->allocator().allocate(blob_bytes(key.size(), value.size()), off);
+      s != Status::ok)
+    return s;
   BlobHeader h{};
   h.magic = kBlobMagic;
   h.key_len = static_cast<std::uint32_t>(key.size());
   h.value_len = static_cast<std::uint32_t>(value.size());
-  h.crc = blob_crc(h.key_len, h.value_len, key, value);
-  char* p = pool->at<char>(*off);
-  pm::copy(p, &h, sizeof h);
-  // An empty piece may have a null data(): memcpy must not see it (UB even for 0 bytes).
-  if (!key.empty()) pm::copy(p + sizeof h, key.data(), key.size());
-  if (!value.empty()) pm::copy(p + sizeof h + key.size(), value.data(), value.size());
-  if (broken != StoreBroken::blob_not_written_back) pm::flush(p, n);
+  write_block(pool->at<char>(*off), h, key, value, {},
+              broken == StoreBroken::blob_not_written_back ? WriteBack::omit_for_crash_test
+                                                           : WriteBack::flush);
   return Status::ok;
 }
 
 Result<std::string_view> Store::Impl::read_blob(std::uint64_t off, std::string_view key) const {
-  auto bad = [&](const char* what) {
+  const BlobHeader* h = nullptr;
+  const BlockCheck c = check_block(*pool, off, key, kMaxValueSize, &h);
+  if (c != BlockCheck::ok)
     return Error{Status::corrupt, "value of a " + std::to_string(key.size()) +
                                       "-byte key at pool offset " + std::to_string(off) + ": " +
-                                      what};
-  };
-  if (off % 16 != 0 || !pool->contains(off, sizeof(BlobHeader))) return bad("not a block");
-  BlobHeader h;
-  std::memcpy(&h, pool->at<BlobHeader>(off), sizeof h);
-  if (h.magic != kBlobMagic) return bad("bad magic");
-  if (h.key_len != key.size() || h.value_len > kMaxValueSize ||
-      !pool->contains(off, blob_bytes(h.key_len, h.value_len)))
-    return bad("bad length");
-  const char* p = pool->at<char>(off) + sizeof h;
-  if (std::memcmp(p, key.data(), key.size()) != 0) return bad("another key's value");
-  // The checksum's bytes lie together in the blob: the lengths, the key, the value.
-  if (store::crc32c(0, p - 8, 8 + std::size_t{h.key_len} + h.value_len) != h.crc)
-    return bad("checksum mismatch");
-  const std::string_view value(p + h.key_len, h.value_len);
-  return value;
+                                      to_string(c)};
+  return block_value(h);
 }
 
 Status Store::Impl::upsert_key(std::string_view ikey, Value v) {
@@ -122,8 +101,7 @@ Status Store::Impl::remove_key(std::string_view ikey) { return index->remove(as_
 
 void Store::Impl::release(std::optional<Value> blob) {
   if (!blob) return;
-  retired->retire(*blob);
-  retired->reclaim();
+  free_unlinked(pool->allocator(), retired.get(), *blob);
 }
 
 void Store::Impl::free_block(std::uint64_t off) noexcept { pool->allocator().free(off); }
@@ -230,30 +208,17 @@ Result<std::unique_ptr<Store>> Store::Impl::attach(std::unique_ptr<Pool> p, bool
   if (!pool.values_are_blocks())
     return Error{Status::not_a_pool, "pool '" + name + "' holds a bare '" + kind +
                                          "' index, not a wort::Store (its values are not blocks)"};
-  // A first open killed before the index root was set: nothing was ever acknowledged, and
-  // nothing is reachable (the trace frees every block the killed open allocated).
+  // A first open killed before it was done is finished (store/block_pool.h).
   bool init = fresh;
-  if (!fresh && pool.root() == 0) {
-    if (auto r = pool.allocator().recover([](pm::BlockVisitor) -> Result<void> { return {}; }); !r)
-      return r.error();
-    init = true;
-  }
-  auto ix = init ? Index::create(pool, kind) : Index::open(pool);
+  auto ix = open_block_index(pool, kMetaKey, &init);
   if (!ix) return ix.error();
   impl->index = std::move(ix).value();
   Index& index = *impl->index;
   std::optional<Value> meta = init ? std::nullopt : index.lookup(as_key(kMetaKey));
-  if (!init && !meta) {
-    // Killed after the index was created, before the meta block was inserted: an empty
-    // index. Anything else without a meta block is not a Store's.
-    bool empty = true;
-    index.scan(Key{}, 1, [&](Key, Value) { return empty = false; });
-    if (!empty)
-      return Error{Status::not_a_pool,
-                   "pool '" + name + "' is not a wort::Store pool (no store meta block; a "
-                   "`wort serve` pool?)"};
-    init = true;
-  }
+  if (!init && !meta)
+    return Error{Status::not_a_pool, "pool '" + name +
+                                         "' is not a wort::Store pool (no store meta block; a "
+                                         "`wort serve` pool?)"};
   if (init) {
     std::uint64_t off = 0;
     if (pool.allocator().allocate(sizeof(MetaBlock), &off) != Status::ok)

@@ -1,10 +1,10 @@
 // tests/server/item_crash_test.cc — the crash simulator (src/crashsim) on the server's item
 // commit path, in process: a set of a new key and an overwrite of a present one, with the
-// item written by server::write_item (the function Store::make_item uses: pm::copy +
+// item written by store::write_block (the value-block layer Store::make_item uses: pm::copy +
 // pm::flush, no fence), committed by the index's upsert in a values_are_blocks pool (which
 // fences first) and the replaced block freed after the commit returned — as Store::commit
 // does. Every crash image must show the old item or the new one, whole; zero findings and
-// zero lints; also with the pool's blocks above 2^32. The broken variant (write_item
+// zero lints; also with the pool's blocks above 2^32. The broken variant (write_block
 // without its pm::flush) must be caught.
 #include <gtest/gtest.h>
 
@@ -23,7 +23,8 @@
 #include "index/woart/woart.h"
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
-#include "server/item_write.h"
+#include "server/item_layout.h"
+#include "store/value_block.h"
 #include "support/crash_ops.h"
 
 namespace wort::test {
@@ -45,8 +46,8 @@ std::string item_value_of(Value v) {
 
 //! An index whose values are server items: the test value v is stored as the item
 //! key -> item_value_of(v); lookup reads the item back and answers kTorn unless it is
-//! whole (magic, key, length and every value byte).
-template <class Inner, server::ItemWriteBack WB>
+//! whole (store::check_block: magic, length, key, checksum; and every value byte).
+template <class Inner, store::WriteBack WB>
 class ItemIndex {
  public:
   static constexpr std::string_view kKind = Inner::kKind;
@@ -119,7 +120,9 @@ class ItemIndex {
     if (Status s = pool_.allocator().allocate(server::item_bytes(key.size(), value.size()), &off);
         s != Status::ok)
       return s;
-    server::write_item(pool_, off, server::ItemFields{v, 0, 7, 0}, key, value, {}, WB);
+    store::write_block(pool_.at<char>(off),
+                       server::item_header(server::ItemFields{v, 0, 7, 0}, key.size(), value.size()),
+                       key, value, {}, WB);
     const auto old = inner_->lookup(k);
     const Status s = inner_->upsert(k, off);
     if (s != Status::ok) {
@@ -130,11 +133,9 @@ class ItemIndex {
     return Status::ok;
   }
   Value decode(Key k, std::uint64_t off) const {
-    if (off % 16 != 0 || !pool_.contains(off, sizeof(ItemHeader))) return kTorn;
-    const auto* h = pool_.at<ItemHeader>(off);
-    if (h->magic != server::kItemMagic || h->key_len != k.size() ||
-        h->value_len != kValueBytes || !pool_.contains(off, server::item_bytes(k.size(), kValueBytes)) ||
-        std::memcmp(server::item_key(h), k.data(), k.size()) != 0)
+    const ItemHeader* h = nullptr;
+    if (store::check_block(pool_, off, as_string(k), kValueBytes, &h) != store::BlockCheck::ok ||
+        h->value_len != kValueBytes)
       return kTorn;
     Value v = 0;
     std::memcpy(&v, server::item_value(h), sizeof v);
@@ -148,7 +149,7 @@ class ItemIndex {
   std::unique_ptr<Inner> inner_;
 };
 
-template <class Inner, server::ItemWriteBack WB = server::ItemWriteBack::flush>
+template <class Inner, store::WriteBack WB = store::WriteBack::flush>
 crashsim::Report run_items(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops) {
   crashsim::Options o;
   o.values_are_blocks = true;
@@ -181,7 +182,7 @@ template <class Inner>
 void expect_items_clean_above_4gib() {
   crashsim::Options o;
   o.values_are_blocks = true;
-  expect_clean_above_4gib(crashsim::factory_of<ItemIndex<Inner, server::ItemWriteBack::flush>>(),
+  expect_clean_above_4gib(crashsim::factory_of<ItemIndex<Inner, store::WriteBack::flush>>(),
                           kSetup, kOps, o);
 }
 
@@ -199,7 +200,7 @@ TEST(ServeItemCrash, SetNewKeyAndOverwriteAboveFourGiB) {
 // The test can fail: without the item's pm::flush the index's fence orders nothing, the
 // item lines are still dirty at the acknowledgement, and a crash loses the item.
 TEST(ServeItemCrash, MissingItemFlushIsCaught) {
-  const auto r = run_items<WortTree, server::ItemWriteBack::omit_for_crash_test>(kSetup, kOps);
+  const auto r = run_items<WortTree, store::WriteBack::omit_for_crash_test>(kSetup, kOps);
   EXPECT_FALSE(r.correct());
   EXPECT_TRUE(r.has("MISSING_FLUSH")) << r.summary();
   EXPECT_TRUE(r.has("LOST_ACK")) << r.summary();

@@ -128,8 +128,9 @@ namespace {
 
 // For callgrind (deterministic instruction counts, no timing): 10,000 keys preloaded, then
 // WORT_SERVE_LOCK_SETS sets and WORT_SERVE_LOCK_GETS gets on one thread, on wort with the
-// global lock (WORT_SERVE_LOCK_GLOBAL=1) or without it. Run it with 0 and with N operations
-// and divide the difference by N:
+// global lock (WORT_SERVE_LOCK_GLOBAL=1) or without it, values of WORT_SERVE_LOCK_VALUE
+// bytes (32 unless given). Run it with 0 and with N operations and divide the difference
+// by N:
 //   WORT_SERVE_LOCK_SETS=20000 WORT_SERVE_LOCK_GLOBAL=1 valgrind --tool=callgrind
 //     build/server_lock_cost_test --gtest_filter='*Counted*'   (one command line)
 TEST(ServeLockCost, CountedOpsForCallgrind) {
@@ -151,7 +152,8 @@ TEST(ServeLockCost, CountedOpsForCallgrind) {
   ASSERT_TRUE(st) << st.error().message;
   server::Store& s = **st;
   ASSERT_EQ(s.concurrent(), !global);
-  const std::string value(32, 'v');
+  const char* value_env = std::getenv("WORT_SERVE_LOCK_VALUE");
+  const std::string value(value_env ? static_cast<std::size_t>(std::atol(value_env)) : 32, 'v');
   constexpr int kPreload = 10'000;
   for (int i = 0; i < kPreload; ++i)
     ASSERT_EQ(s.store(server::StoreMode::set, key_of(i), 0, 0, value), server::StoreResult::stored);
@@ -161,7 +163,7 @@ TEST(ServeLockCost, CountedOpsForCallgrind) {
   std::uint64_t sink = 0;
   for (long i = 0; i < gets; ++i)
     s.get(key_of(rng() % kPreload), [&](const server::ItemView& v) { sink += v.value.size(); });
-  EXPECT_EQ(sink, static_cast<std::uint64_t>(gets) * 32);
+  EXPECT_EQ(sink, static_cast<std::uint64_t>(gets) * value.size());
   st->reset();
   std::filesystem::remove(path);
 }
