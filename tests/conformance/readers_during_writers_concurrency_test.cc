@@ -7,7 +7,7 @@
 // collapse). Every value is a function of its key, so a reader can check whatever it sees;
 // afterwards the index is compared with the reference, verified, and the allocator audited
 // (nothing leaked or freed twice once the epochs drain). What is unique to one kind's
-// protocol stays in its own tests (tests/unit/<kind>_*concurrency_test.cc).
+// protocol stays in its own tests (tests/index/<kind>/).
 // Built with WORT_TSAN=ON (a *_concurrency_test.cc) this is also the data-race check.
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
-#include "unit/conc_fixture.h"
+#include "support/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -49,7 +49,7 @@ std::size_t retired_pending_of(const Index& ix) {
 }
 
 //! An in-memory pool and the kind's index on one shape; check(): the whole index against a
-//! reference (unit/conc_fixture.h, conc_check).
+//! reference (support/conc_fixture.h, conc_check).
 struct Fixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Index> tree;

@@ -186,7 +186,7 @@ void expect_clean_sampled_mixes(const crashsim::Factory& tree, std::size_t keys,
 //! The checks of a run with crashsim::Options::trace_create (a crash point at every fence of
 //! Index::create, and the COMMIT_COUNT table's create row): correct, creation traced, and no
 //! finding but the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc; see
-//! tests/crash/pool_crash_test.cc).
+//! tests/pm/pool_crash_test.cc).
 inline void expect_clean_creation(const crashsim::Report& r) {
   EXPECT_TRUE(r.correct()) << r.summary();
   for (const auto& f : r.findings)
