@@ -83,6 +83,16 @@ Report toy_run(const Threads& w, std::uint64_t seed, Options o = {},
                                   s);
 }
 
+//! A broken variant that only two writers can show: clean as a single-threaded history
+//! (run_kv) and as one writer in the concurrent simulator.
+template <LogBug B>
+void expect_clean_with_one_writer() {
+  const Threads w = toy_writers(2, 4);
+  EXPECT_CLEAN(run_and_print(crashsim::factory_of<ToyLog<B>>(), {ins(u64_str(1000))}, concat(w),
+                             {}));
+  EXPECT_CLEAN(toy_run<B>({concat(w)}, 1));
+}
+
 constexpr std::uint64_t kToySchedules = 12;
 
 TEST(ConcurrentCrash, CorrectLogIsCleanWithTwoAndThreeWriters) {
@@ -126,10 +136,7 @@ TEST(ConcurrentCrash, ScheduleWithStallsReplays) {
 
 // Broken variant (a): clean with one writer, in both simulators.
 TEST(ConcurrentCrash, CoverOthersIsCleanWithOneWriter) {
-  const Threads w = toy_writers(2, 4);
-  EXPECT_CLEAN(run_and_print(crashsim::factory_of<ToyLog<LogBug::cover_others>>(),
-                             {ins(u64_str(1000))}, concat(w), {}));
-  EXPECT_CLEAN(toy_run<LogBug::cover_others>({concat(w)}, 1));
+  expect_clean_with_one_writer<LogBug::cover_others>();
 }
 
 // ... caught with two: a writer's commit makes the other's record reachable while only its
@@ -160,10 +167,7 @@ TEST(ConcurrentCrash, CoverOthersIsCaughtWithTwoWritersAndReplays) {
 
 // Broken variant (b): clean with one writer.
 TEST(ConcurrentCrash, BorrowedFenceIsCleanWithOneWriter) {
-  const Threads w = toy_writers(2, 4);
-  EXPECT_CLEAN(run_and_print(crashsim::factory_of<ToyLog<LogBug::borrowed_fence>>(),
-                             {ins(u64_str(1000))}, concat(w), {}));
-  EXPECT_CLEAN(toy_run<LogBug::borrowed_fence>({concat(w)}, 1));
+  expect_clean_with_one_writer<LogBug::borrowed_fence>();
 }
 
 // ... caught with two, by the commit lint (its own write-back not fenced at its commit) and,
@@ -251,6 +255,18 @@ std::vector<Subject> subjects() {
           {"roart", crashsim::factory_of<roart::Roart>(), 4u << 20, 10}};
 }
 
+//! The simulator's options for one schedule (`seed`) of the writers on `s`: exhaustive up to
+//! 16 crash images, else 2 sampled, each continued by 4 operations.
+Options subject_options(const Subject& s, std::uint64_t seed) {
+  Options o;
+  o.seed = seed;
+  o.pool_size = s.pool_size;
+  o.exhaustive_cap = 16;
+  o.random_samples = 2;
+  o.continuation_ops = 4;
+  return o;
+}
+
 //! Two writers over `keys`: disjoint (writer t takes keys t, t+2, ...) or overlapping (both
 //! draw from the 8 keys around `hot`, half of them present after the setup, so the two
 //! writers often have operations on one key in flight at once); inserts, upserts and
@@ -302,12 +318,7 @@ void run_real(const Subject& s, bool overlapping, Row* row) {
   std::vector<KvOp> setup;
   for (std::size_t i = 0; i < setup_n; ++i) setup.push_back(ins(keys[i], i));
   for (std::uint64_t seed = 1; seed <= n; ++seed) {
-    Options o;
-    o.seed = seed;
-    o.pool_size = s.pool_size;
-    o.exhaustive_cap = 16;
-    o.random_samples = 2;
-    o.continuation_ops = 4;
+    const Options o = subject_options(s, seed);
     const auto t0 = std::chrono::steady_clock::now();
     const Threads w = real_writers(keys, per_writer, overlapping, seed, setup_n, writers);
     const Report r = run_concurrent_and_print(s.factory, setup, w, sanitizer_sample(o), so);
@@ -369,12 +380,7 @@ TEST(ConcurrentCrash, MovntiVisibleBeforeItsFenceWouldGiveFalseFindings) {
     crashsim::ScheduleOptions visible;
     visible.nt_visible_before_fence = true;
     for (std::uint64_t seed = 1; seed <= n; ++seed) {
-      Options o;
-      o.seed = seed;
-      o.pool_size = s.pool_size;
-      o.exhaustive_cap = 16;
-      o.random_samples = 2;
-      o.continuation_ops = 4;
+      const Options o = subject_options(s, seed);
       const auto w = real_writers(keys, 5, seed % 2 == 0, seed, 10);
       const Report bad = run_concurrent_and_print(s.factory, setup, w, o, visible);
       if (!bad.correct()) {

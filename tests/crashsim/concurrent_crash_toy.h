@@ -43,23 +43,19 @@ namespace wort::test {
 
 enum class LogBug : std::uint8_t { none, cover_others, borrowed_fence };
 
-constexpr std::string_view log_kind(LogBug b) {
-  switch (b) {
-    case LogBug::none: return "toy_log";
-    case LogBug::cover_others: return "toy_log_cover_others";
-    case LogBug::borrowed_fence: return "toy_log_borrowed_fence";
-  }
-  return "toy_log_unknown";
-}
+//! The index kind of each variant, in LogBug's order.
+inline constexpr std::string_view kLogKinds[] = {"toy_log", "toy_log_cover_others",
+                                                 "toy_log_borrowed_fence"};
+constexpr std::string_view log_kind(LogBug b) { return kLogKinds[static_cast<std::size_t>(b)]; }
 
 template <LogBug B>
 class ToyLog {
  public:
   static constexpr std::string_view kKind = log_kind(B);
-  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
-  //! Callers run at once (no lock in the Index handle): the crash simulator interleaves
-  //! writers, and lock-free readers with them, to catch the broken variants.
+  //! No lock in the Index handle: the concurrent simulator interleaves the writers (and its
+  //! lock-free readers) inside their operations, where cover_others and borrowed_fence show.
   static constexpr bool kConcurrent = true;
+  static constexpr std::size_t kMaxKeySize = kMaxKeyLength;
   static constexpr std::uint64_t kMagic = 0x746f796c6f673031ull;
   static constexpr std::uint64_t kSlots = 96;
   static constexpr Value kRemoved = ~Value{0};

@@ -91,6 +91,14 @@ class PoolTest : public ::testing::Test {
     EXPECT_NE(r.error().message.find(words), std::string::npos) << r.error().message;
   }
 
+  //! Writes `value` over the header word at `offset` and expects open to refuse the pool as
+  //! corrupt with a message naming `words`.
+  void expect_word_corrupt(const std::string& p, std::size_t offset, std::uint64_t value,
+                           const std::string& words) {
+    patch<std::uint64_t>(p, offset, value);
+    expect_open_fails(p, Status::corrupt, words);
+  }
+
   fs::path dir_;
 };
 
@@ -199,28 +207,22 @@ TEST_F(PoolTest, FlippedHeaderByteIsCorrupt) {
 TEST_F(PoolTest, BadRootOffsetIsCorrupt) {
   const std::string p = make_pool("root");
   const auto size = peek<std::uint64_t>(p, offsetof(PoolHeader, pool_size));
-  patch<std::uint64_t>(p, offsetof(PoolHeader, root), size + 64);
-  expect_open_fails(p, Status::corrupt, "root offset");
-  patch<std::uint64_t>(p, offsetof(PoolHeader, root), 64);  // inside the header
-  expect_open_fails(p, Status::corrupt, "root offset");
+  expect_word_corrupt(p, offsetof(PoolHeader, root), size + 64, "root offset");
+  expect_word_corrupt(p, offsetof(PoolHeader, root), 64, "root offset");  // inside the header
 }
 
 TEST_F(PoolTest, OutOfRangeMutableWordsAreCorrupt) {
   const std::string p = make_pool("hwm");
   const auto count = peek<std::uint64_t>(p, offsetof(PoolHeader, chunk_count));
-  patch<std::uint64_t>(p, offsetof(PoolHeader, chunk_hwm), count + 1);
-  expect_open_fails(p, Status::corrupt, "high-water mark");
-
-  const std::string q = make_pool("clean");
-  patch<std::uint64_t>(q, offsetof(PoolHeader, clean_shutdown), 7);
-  expect_open_fails(q, Status::corrupt, "clean-shutdown flag");
+  expect_word_corrupt(p, offsetof(PoolHeader, chunk_hwm), count + 1, "high-water mark");
+  expect_word_corrupt(make_pool("clean"), offsetof(PoolHeader, clean_shutdown), 7,
+                      "clean-shutdown flag");
 
   // A generation past 2^40 would wrap in the lock words that carry it (an outside review
   // found writers then racing unlocked: acknowledged inserts lost), and 0 is never written.
   for (std::uint64_t g : {std::uint64_t{0}, pm::kMaxGeneration, ~std::uint64_t{0} >> 1}) {
-    const std::string r = make_pool("gen" + std::to_string(g));
-    patch<std::uint64_t>(r, offsetof(PoolHeader, generation), g);
-    expect_open_fails(r, Status::corrupt, "generation");
+    expect_word_corrupt(make_pool("gen" + std::to_string(g)), offsetof(PoolHeader, generation),
+                        g, "generation");
   }
 }
 

@@ -93,13 +93,7 @@ struct States {
 void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
             const std::vector<bool>& stable, const States& st, unsigned seed,
             std::atomic<std::uint64_t>& errors, std::atomic<std::uint64_t>& ops) {
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  Xorshift next = reader_rng(seed);
   std::set<std::string> stable_keys;
   for (unsigned i = 0; i < universe; ++i)
     if (stable[i]) stable_keys.insert(key_of(i));
@@ -123,21 +117,8 @@ void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
       ADD_FAILURE() << "reader: key " << i << " has a foreign value";
     }
     if (n % 16 == 0) {
-      std::vector<std::string> seen;
-      const std::size_t max = n % 64 == 0 ? 2000 : 100;
-      t.scan(as_key(k), max, [&](Key kk, Value v) {
-        std::string s = str(kk);
-        const bool order = !seen.empty() && s <= seen.back(), below = s < k,
-                   foreign = v != value_of(s);
-        if (order || below || foreign) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan " << (order ? "out of order or repeated " : "")
-                        << (below ? "below its bound " : "") << (foreign ? "foreign value " : "")
-                        << "at its " << seen.size() << "th key (" << s.size() << " bytes)";
-        }
-        seen.push_back(std::move(s));
-        return true;
-      });
+      const std::vector<std::string> seen =
+          checked_scan(t, k, n % 64 == 0 ? 2000 : 100, true, errors);
       if (!seen.empty()) {
         std::size_t missing = 0;
         for (auto it = stable_keys.lower_bound(k); it != stable_keys.end() && *it <= seen.back();
@@ -149,19 +130,8 @@ void reader(FastFairTree& t, const std::atomic<bool>& stop, unsigned universe,
         }
       }
     }
-    if (n % 61 == 0) {  // a bounded range
-      const std::string hi = key_of(static_cast<unsigned>(next() % universe));
-      std::string prev;
-      t.range(as_key(k), as_key(hi), [&](Key kk, Value v) {
-        std::string s = str(kk);
-        if (s < k || s >= hi || (!prev.empty() && s <= prev) || v != value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: range outside its bounds, out of order or foreign value";
-        }
-        prev = std::move(s);
-        return true;
-      });
-    }
+    if (n % 61 == 0)  // a bounded range
+      checked_range(t, k, key_of(static_cast<unsigned>(next() % universe)), errors);
   }
   ops.fetch_add(n);
 }
@@ -188,35 +158,19 @@ TEST(FastFairConcurrency, InsertsDisjointAndOverlappingWhileReadersLookUpAndScan
   const unsigned height_before = f.tree->height();
   States st(universe);
   std::atomic<bool> stop{false};
-  std::atomic<unsigned> ready{0};
-  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
   std::vector<std::thread> th;
   for (unsigned r = 0; r < kReaders; ++r)
     th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), universe, std::cref(stable),
                     std::cref(st), r + 1, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      ready.fetch_add(1);
-      while (ready.load() < kWriters) std::this_thread::yield();
-      for (unsigned j = 0; j < fresh; ++j) {
-        const unsigned owner = j % (kWriters + 1);  // kWriters: every writer tries it
-        if (owner != w && owner != kWriters) continue;
-        const std::string k = key_of(preloaded + j);
-        const Status s = f.tree->insert(as_key(k), value_of(k));
-        if (s == Status::ok) st.v[preloaded + j].store(1, std::memory_order_release);
-        if (owner == w && s != Status::ok) errors.fetch_add(1);
-        if (owner == kWriters) {
-          if (s == Status::ok) shared_ok.fetch_add(1);
-          else if (s != Status::exists) errors.fetch_add(1);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  const OwnedAndShared ins = insert_owned_and_shared(
+      *f.tree, kWriters, preloaded, fresh, key_of, value_of,
+      [&](unsigned i) { st.v[i].store(1, std::memory_order_release); });
   stop = true;
   for (auto& t : th) t.join();
-  EXPECT_EQ(errors.load(), 0u);
-  EXPECT_EQ(shared_ok.load(), (fresh + kWriters) / (kWriters + 1));
+  EXPECT_EQ(errors.load(), 0u);  // the readers
+  EXPECT_EQ(ins.errors, 0u);
+  EXPECT_EQ(ins.shared_ok, (fresh + kWriters) / (kWriters + 1));
   EXPECT_GT(f.tree->height(), height_before);  // the root split under the readers
   for (unsigned j = 0; j < fresh; ++j) ref.emplace(key_of(preloaded + j), value_of(key_of(preloaded + j)));
   check_against(f, ref);
@@ -244,31 +198,23 @@ TEST(FastFairConcurrency, RemovesMergesAndInsertsWhileReadersLookUpAndScan) {
   for (unsigned r = 0; r < 2; ++r)
     th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), 2 * n, std::cref(stable),
                     std::cref(st), 7u + r, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned i = w; i < 2 * n; i += kWriters) {
-        const std::string k = key_of(i);
-        Status s;
-        if (i >= n) {
-          if (i % 2 == 0) continue;  // fewer inserts than removes: the tree shrinks
-          s = f.tree->insert(as_key(k), value_of(k));
-          if (s == Status::ok) st.v[i].store(1, std::memory_order_release);
-        } else if (i % 8 < 6) {
-          s = f.tree->remove(as_key(k));
-          if (s == Status::ok) st.v[i].store(2, std::memory_order_release);
-        } else if (i % 8 == 6) {
-          s = f.tree->upsert(as_key(k), value_of(k));
-        } else {
-          s = f.tree->update(as_key(k), value_of(k));
-        }
-        if (s != Status::ok) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  run_striped_writers(kWriters, 2 * n, errors, [&](unsigned i) {
+    const std::string k = key_of(i);
+    Status s = Status::ok;
+    if (i >= n) {
+      if (i % 2 == 0) return s;  // fewer inserts than removes: the tree shrinks
+      s = f.tree->insert(as_key(k), value_of(k));
+      if (s == Status::ok) st.v[i].store(1, std::memory_order_release);
+    } else if (i % 8 < 6) {
+      s = f.tree->remove(as_key(k));
+      if (s == Status::ok) st.v[i].store(2, std::memory_order_release);
+    } else if (i % 8 == 6) {
+      s = f.tree->upsert(as_key(k), value_of(k));
+    } else {
+      s = f.tree->update(as_key(k), value_of(k));
+    }
+    return s;
+  });
   stop = true;
   for (auto& t : th) t.join();
   EXPECT_EQ(errors.load(), 0u);
@@ -413,13 +359,7 @@ TEST(FastFairConcurrency, WritersOnTheSameLeavesInsertUpdateRemoveWithSplitsAndM
   std::vector<std::thread> writers;
   for (unsigned w = 0; w < kWriters; ++w)
     writers.emplace_back([&, w] {
-      std::uint64_t x = 0x2545F4914F6CDD1Dull * (w + 1);
-      auto next = [&] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x;
-      };
+      Xorshift next{0x2545F4914F6CDD1Dull * (w + 1)};
       auto& mine = own[w];
       auto bad = [&](unsigned j, const char* op, Status got) {
         errors.fetch_add(1);
@@ -687,6 +627,21 @@ class StoreGate final : public pm::Tracer {
   std::atomic<bool> free_{false};
 };
 
+//! How many stores op(f) makes (a StoreGate left open, on a thread of its own, as the
+//! interleavings below run it): the bursts they try.
+template <class Op>
+unsigned stores_of(FastFairFixture& f, Op op) {
+  StoreGate g;
+  g.open();
+  std::thread w([&] {
+    pm::set_tracer(&g);
+    op(f);
+    pm::set_tracer(nullptr);
+  });
+  w.join();
+  return g.made();
+}
+
 //! Runs `op` on a writer thread gated by a StoreGate while `read(probe)` runs here: the
 //! probe lets `burst` writer stores happen just before the reader's load number `at`.
 template <class Op, class Read>
@@ -726,15 +681,7 @@ TEST(FastFairConcurrency, SwitchCounterRetryIsNeededAndSuffices) {
   {
     FastFairFixture f(256, 2u << 20);
     setup(f);
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
   }
   ASSERT_GT(stores, 20u);
   const std::vector<std::uint64_t> probe_keys = {30, 50, 80, 110};
@@ -843,15 +790,7 @@ TEST(FastFairConcurrency, InnerSearchNeverPairsAKeyWithAnotherRecordsChild) {
       if (odd) {
         ASSERT_EQ(f.tree->node_at(f.tree->root())->h.switch_counter & 1u, 1u);
       }
-      StoreGate g;
-      g.open();
-      std::thread w([&] {
-        pm::set_tracer(&g);
-        op(f);
-        pm::set_tracer(nullptr);
-      });
-      w.join();
-      stores = g.made();
+      stores = stores_of(f, op);
     }
     ASSERT_GT(stores, 10u);
     std::uint64_t runs = 0, wrong = 0;
@@ -904,15 +843,7 @@ TEST(FastFairConcurrency, MergeUnderAReaderIsFollowedThroughTheSiblingReadBefore
     FastFairFixture f(256, 2u << 20);
     setup(f);
     const std::uint64_t merges = f.tree->rebalances().merges;
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
   }
   ASSERT_GT(stores, 10u);
@@ -995,15 +926,7 @@ TEST(FastFairConcurrency, AppendUnderARightToLeftReaderMakesItReadAgain) {
     const std::uint64_t l = f.tree->node_at(f.tree->root())->h.leftmost;
     ASSERT_EQ(f.tree->node_at(l)->h.switch_counter & 1u, 1u);
     const std::uint64_t merges = f.tree->rebalances().merges;
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
     ASSERT_EQ(f.tree->root(), l);  // the merged L is the root
     f.expect_verified();
@@ -1087,15 +1010,7 @@ TEST(FastFairConcurrency, SplitThenMergeUnderAReaderIsNotSkipped) {
     ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), f.tree->slots());
     ASSERT_EQ(l->h.switch_counter & 1u, 0u);
     const std::uint64_t merges = f.tree->rebalances().merges;
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     ASSERT_EQ(f.tree->rebalances().merges, merges + 1);
     ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);  // B merged into L
     f.expect_verified();
@@ -1220,15 +1135,7 @@ TEST(FastFairConcurrency, CutUnderARightToLeftReaderMakesItReadAgain) {
     ASSERT_EQ(l->h.switch_counter & 1u, 1u);
     ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 13u);
     const std::uint64_t borrows = f.tree->rebalances().borrows;
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     ASSERT_EQ(f.tree->rebalances().borrows, borrows + 1);
     ASSERT_EQ(f.tree->node_at(f.tree->root())->h.leftmost, loff);
     ASSERT_EQ((fastfair::NodeRef{const_cast<Node*>(l), f.tree->slots()}.end()), 9u);  // cut
@@ -1346,15 +1253,7 @@ TEST(FastFairConcurrency, DeadCopyMetLateByARightToLeftReaderIsSkipped) {
   {
     FastFairFixture f(256, 2u << 20);
     setup(f);
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     f.expect_verified();
   }
   ASSERT_GT(stores, 5u);
@@ -1423,15 +1322,7 @@ TEST(FastFairConcurrency, DeadCopyUnderALeftToRightReaderIsSeen) {
   {
     FastFairFixture f(256, 2u << 20);
     setup(f);
-    StoreGate g;
-    g.open();
-    std::thread w([&] {
-      pm::set_tracer(&g);
-      op(f);
-      pm::set_tracer(nullptr);
-    });
-    w.join();
-    stores = g.made();
+    stores = stores_of(f, op);
     f.expect_verified();
   }
   ASSERT_GT(stores, 10u);

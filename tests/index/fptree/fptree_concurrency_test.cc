@@ -189,13 +189,10 @@ std::uint64_t readers_during_splits(bool skip_validation, std::chrono::milliseco
   std::atomic<std::uint64_t> errors{0}, lookups{0};
   unsigned rounds = 0;
   std::thread rd([&] {
-    std::uint64_t x = 88172645463325252ull;
+    Xorshift next{88172645463325252ull};
     while (!stop.load(std::memory_order_relaxed)) {
       lookups.fetch_add(1, std::memory_order_relaxed);
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      const unsigned i = static_cast<unsigned>(x % (n / 8)) * 8;
+      const unsigned i = static_cast<unsigned>(next() % (n / 8)) * 8;
       const std::string k = key_of(i);
       const auto got = f.tree->lookup(as_key(k));
       if (!got || *got != value_of(k)) errors.fetch_add(1);

@@ -42,6 +42,13 @@ crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& op
 std::string k8(std::uint64_t i) { return u64_str(i); }  // inline key
 std::string ks(std::uint64_t i) { return "key-" + std::to_string(i); }  // key block
 
+//! A full leaf of the paper's size (56 slots): keys 0, 3, 6, ...
+std::vector<KvOp> paper_leaf_setup() {
+  std::vector<KvOp> setup;
+  for (int i = 0; i < 56; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i) * 3)));
+  return setup;
+}
+
 TEST(FPTreeCrash, FirstInsertPublishesHead) {
   EXPECT_CLEAN(run({}, {ins(k8(5), 50)}));
   EXPECT_CLEAN(run({}, {ins(ks(5), 50)}));
@@ -108,11 +115,8 @@ TEST(FPTreeCrash, ForcedFingerprintCollisions) {
 
 // The paper's leaf (56 slots): a split copies a 992-byte leaf.
 TEST(FPTreeCrash, PaperLeafSplit) {
-  std::vector<KvOp> setup;
-  for (int i = 0; i < 56; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i) * 3)));
-  crashsim::Options o;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  const std::vector<KvOp> setup = paper_leaf_setup();
+  const crashsim::Options o = capped_options();
   EXPECT_CLEAN(run_and_print(fptree_with(0, 0), setup, {ins(k8(100), 1), ins(k8(1), 2)}, o));
 }
 
@@ -121,9 +125,7 @@ TEST(FPTreeCrash, PaperLeafSplit) {
 // slot >= 2 (outside that line) whose inline bit flips (a key block where an 8-byte key
 // was) writes it back by itself; (b) a 64-slot leaf keeps fingerprints 56..63 in line 1.
 TEST(FPTreeCrash, InlineWordAndFingerprintOutsideTheBitmapLine) {
-  crashsim::Options o;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  const crashsim::Options o = capped_options();
   const std::vector<KvOp> three{ins(k8(1)), ins(k8(2)), ins(k8(3))};
   EXPECT_CLEAN(run_and_print(fptree_with(56, 0), three, {rem(k8(3)), ins(ks(4), 4)}, o));
   std::vector<KvOp> setup;
@@ -137,9 +139,7 @@ TEST(FPTreeCrash, InlineWordAndFingerprintOutsideTheBitmapLine) {
 TEST(FPTreeCrash, UpdateAcrossTheBitmapHalves) {
   std::vector<KvOp> setup;
   for (int i = 0; i < 40; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i))));
-  crashsim::Options o;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  const crashsim::Options o = capped_options();
   EXPECT_CLEAN(run_and_print(fptree_with(56, 0), setup, {upd(k8(0), 7), ups(k8(1), 8)}, o));
 }
 
@@ -216,19 +216,14 @@ TEST(FPTreeGroupsCrash, EmptyAndRefill) {
   std::vector<KvOp> ops;
   for (int i = 1; i <= 12; ++i) ops.push_back(rem(k8(static_cast<std::uint64_t>(i) * 10)));
   for (int i = 1; i <= 6; ++i) ops.push_back(ins(ks(static_cast<std::uint64_t>(i)), i));
-  crashsim::Options o;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  const crashsim::Options o = capped_options();
   EXPECT_CLEAN(run_groups(setup, ops, o));
 }
 
 // The paper's leaf (56 slots) in groups of 16.
 TEST(FPTreeGroupsCrash, PaperLeafInGroups) {
-  std::vector<KvOp> setup;
-  for (int i = 0; i < 56; ++i) setup.push_back(ins(k8(static_cast<std::uint64_t>(i) * 3)));
-  crashsim::Options o;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
+  const std::vector<KvOp> setup = paper_leaf_setup();
+  const crashsim::Options o = capped_options();
   EXPECT_CLEAN(run_and_print(fptree_groups(0, 0, 16), setup, {ins(k8(100), 1), ins(k8(1), 2)}, o));
 }
 

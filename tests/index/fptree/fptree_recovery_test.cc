@@ -290,12 +290,6 @@ TEST_F(FPTreeRecovery, BadAnchorOptionsAreCorrupt) {
   expect_corrupt("leaf capacity");
 }
 
-}  // namespace
-}  // namespace wort::test
-
-namespace wort::test {
-namespace {
-
 // Open time against key count, by phase (checked walk + allocator trace, log replay, inner
 // rebuild), beside the time to build a DRAM std::map of the same keys from scratch (the
 // paper's "rebuild a transient B+-tree" baseline). Skipped unless WORT_FPTREE_RECOVERY_KEYS
@@ -351,12 +345,6 @@ TEST(FPTreeRecoveryTime, OpenTimeByPhase) {
     p2.reset();
   }
 }
-
-}  // namespace
-}  // namespace wort::test
-
-namespace wort::test {
-namespace {
 
 // Regression (found when main added values_are_blocks pools): the recovery trace of such a
 // pool walks every value through scan(), and the FPTree's scan routes through the DRAM inner
@@ -415,12 +403,6 @@ TEST(FPTreeValuesAreBlocks, RecoveryTraceKeepsValueBlocks) {
   p2.reset();
   }
 }
-
-}  // namespace
-}  // namespace wort::test
-
-namespace wort::test {
-namespace {
 
 // Damaged pools: random bytes of reachable blocks (anchor, leaves, key blocks) overwritten,
 // then open; a pool that opens must verify (or report corrupt) and answer lookups, scans,

@@ -17,12 +17,10 @@
 namespace wort::test {
 namespace {
 
-std::uint64_t fptree_pool(std::size_t n) { return (64ull << 20) + 48ull * n; }
-
-class FPTreeTable1 : public ::testing::TestWithParam<Dist> {};
+using FPTreeTable1 = PaperSetTest;
 
 TEST_P(FPTreeTable1, FlushesFencesPerInsertAndBytesPerKey) {
-  const Table1Tree t{crashsim::factory_of<FPTree>(), fptree_pool, {"leaf", "inner"}};
+  const Table1Tree t{crashsim::factory_of<FPTree>(), pool_of<48>, {"leaf", "inner"}};
   Table1Row row;
   ASSERT_NO_FATAL_FAILURE(row = measure_print_record_table1(t, GetParam()));
   const double n = static_cast<double>(row.n);

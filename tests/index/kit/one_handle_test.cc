@@ -6,6 +6,10 @@
 // refused in a file pool.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+#include <string>
+
 #include "index/kit/kit_support.h"
 
 namespace wort {
@@ -22,30 +26,40 @@ class OneHandle : public ::testing::TestWithParam<std::string> {
     o.kind = GetParam();
     return o;
   }
+  //! A file pool of the test's kind (kind_), at path_ (a file named after `name`).
+  void create_file_pool(const std::string& name) {
+    kind_ = GetParam();
+    path_.emplace(kind_ + "-" + name);
+    auto pool = Pool::create(path_->str(), options());
+    ASSERT_TRUE(pool) << pool.error().message;
+    pool_ = std::move(*pool);
+  }
+
+  std::string kind_;
+  std::optional<kittest::TempPath> path_;
+  std::unique_ptr<Pool> pool_;
 };
 
 TEST_P(OneHandle, ASecondOpenOfTheSamePoolIsRefusedUntilTheFirstHandleIsGone) {
-  const std::string kind = GetParam();
-  kittest::TempPath path(kind + "-onehandle");
-  auto pool = Pool::create(path.str(), options());
-  ASSERT_TRUE(pool) << pool.error().message;
+  ASSERT_NO_FATAL_FAILURE(create_file_pool("onehandle"));
+  Pool& pool = *pool_;
   {
-    auto a = Index::create(**pool, kind);
+    auto a = Index::create(pool, kind_);
     ASSERT_TRUE(a) << a.error().message;
     ASSERT_EQ((*a)->insert(key_of("k1"), 1), Status::ok);
-    auto b = Index::open(**pool);
+    auto b = Index::open(pool);
     ASSERT_FALSE(b) << "a second handle opened beside the first";
     EXPECT_EQ(b.error().code, Status::invalid_argument) << b.error().message;
     // The first handle is unharmed and still the only one.
     ASSERT_EQ((*a)->insert(key_of("k2"), 2), Status::ok);
     EXPECT_EQ((*a)->lookup(key_of("k1")), std::optional<Value>(1));
-    EXPECT_FALSE(Index::open(**pool));
+    EXPECT_FALSE(Index::open(pool));
   }
   for (int round = 0; round < 2; ++round) {  // the handle gone: open works, once at a time
-    auto c = Index::open(**pool);
+    auto c = Index::open(pool);
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ((*c)->lookup(key_of("k2")), std::optional<Value>(2));
-    EXPECT_FALSE(Index::open(**pool));
+    EXPECT_FALSE(Index::open(pool));
   }
   // Another Pool object is another claim (a second pool file, or the same file reopened
   // after this one closes): only one handle per Pool object is enforced here; the file
@@ -56,20 +70,17 @@ TEST_P(OneHandle, ASecondOpenOfTheSamePoolIsRefusedUntilTheFirstHandleIsGone) {
 // next operation died of SIGSEGV). Now the handle keeps the pool open: it goes on working,
 // and the pool closes (clean shutdown, lock released) when the handle goes.
 TEST_P(OneHandle, TheHandleKeepsItsPoolOpenWhenThePoolIsDeletedFirst) {
-  const std::string kind = GetParam();
-  kittest::TempPath path(kind + "-outlive");
-  auto pool = Pool::create(path.str(), options());
-  ASSERT_TRUE(pool) << pool.error().message;
-  auto index = Index::create(**pool, kind);
+  ASSERT_NO_FATAL_FAILURE(create_file_pool("outlive"));
+  auto index = Index::create(*pool_, kind_);
   ASSERT_TRUE(index) << index.error().message;
   ASSERT_EQ((*index)->insert(key_of("before"), 1), Status::ok);
-  pool->reset();  // the owner lets go first
+  pool_.reset();  // the owner lets go first
   ASSERT_EQ((*index)->insert(key_of("after"), 2), Status::ok);
   EXPECT_EQ((*index)->lookup(key_of("before")), std::optional<Value>(1));
   EXPECT_TRUE((*index)->verify()) << (*index)->verify().error().message;
-  EXPECT_EQ(Pool::open(path.str()).status(), Status::in_use) << "closed while the handle lives";
+  EXPECT_EQ(Pool::open(path_->str()).status(), Status::in_use) << "closed while the handle lives";
   index->reset();  // now the pool closes
-  auto again = Pool::open(path.str(), kind);
+  auto again = Pool::open(path_->str(), kind_);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_TRUE((*again)->was_clean_shutdown());
   auto reopened = Index::open(**again);

@@ -21,25 +21,13 @@ namespace {
 
 using crashsim::KvOp;
 
-//! 4-entry leaves, 2-leaf PLNs, inner fan-out 2.
-IndexOptions small_node_options() {
-  IndexOptions o;
-  o.words[0] = 4;
-  o.words[1] = 2;
-  o.words[2] = 2;
-  return o;
-}
-crashsim::Factory small_nodes() { return factory_with<NvTree>(small_node_options()); }
-
-crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
-                     crashsim::Options o = {}) {
-  return run_and_print(small_nodes(), setup, ops, o);
-}
+const SmallNodes<NvTree> small({4, 2, 2});  // 4-entry leaves, 2-leaf PLNs, inner fan-out 2
 
 TEST(NvTreeCrash, FirstLeafAndAppends) {
-  EXPECT_CLEAN(run({}, {ins(u64_str(5), 50)}));
-  EXPECT_CLEAN(run(inserts(10, 1), {ins(u64_str(11), 3), ups(u64_str(10), 4), rem(u64_str(11))}));
-  EXPECT_CLEAN(run({ins("abc"), ins("ab")}, {ins("", 8), rem("ab"), ins("ab", 9)}));
+  EXPECT_CLEAN(small.run({}, {ins(u64_str(5), 50)}));
+  EXPECT_CLEAN(small.run(inserts(10, 1),
+                         {ins(u64_str(11), 3), ups(u64_str(10), 4), rem(u64_str(11))}));
+  EXPECT_CLEAN(small.run({ins("abc"), ins("ab")}, {ins("", 8), rem("ab"), ins("ab", 9)}));
 }
 
 // Index::create traced (crashsim::Options::trace_create): a crash point at every fence of
@@ -48,22 +36,24 @@ TEST(NvTreeCrash, FirstLeafAndAppends) {
 TEST(NvTreeCrash, CreateIsTraced) {
   crashsim::Options o;
   o.trace_create = true;
-  expect_clean_creation(run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o));
+  expect_clean_creation(small.run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o));
 }
 
 // A full first leaf splits (the anchor's head is the link), then a later leaf (a
 // predecessor's next); with 2-leaf PLNs the second split overflows a PLN (rebuild).
 TEST(NvTreeCrash, SplitsAtTheHeadAndAfterAPredecessor) {
-  EXPECT_CLEAN(run(inserts(10, 4), {ins(u64_str(12) + "x", 1)}));
-  EXPECT_CLEAN(run(inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(98), 2), ins(u64_str(97), 3),
-                                    ins(u64_str(96), 4), ins(u64_str(1), 5)}));
+  EXPECT_CLEAN(small.run(inserts(10, 4), {ins(u64_str(12) + "x", 1)}));
+  EXPECT_CLEAN(small.run(inserts(10, 4),
+                         {ins(u64_str(99), 1), ins(u64_str(98), 2), ins(u64_str(97), 3),
+                          ins(u64_str(96), 4), ins(u64_str(1), 5)}));
 }
 
 // A remove in a full leaf compacts it without the key into one new leaf (its commit is the
 // link store), so that a remove needs one block at most (the spare, in a full pool).
 TEST(NvTreeCrash, RemoveInAFullLeafCompactsWithoutTheKey) {
-  EXPECT_CLEAN(run(inserts(10, 4), {rem(u64_str(11)), rem(u64_str(10)), ins(u64_str(11), 2)}));
-  EXPECT_CLEAN(run(inserts(10, 8), {rem(u64_str(16)), rem(u64_str(12))}));
+  EXPECT_CLEAN(small.run(inserts(10, 4),
+                         {rem(u64_str(11)), rem(u64_str(10)), ins(u64_str(11), 2)}));
+  EXPECT_CLEAN(small.run(inserts(10, 8), {rem(u64_str(16)), rem(u64_str(12))}));
 }
 
 // Removing a leaf's last live key unlinks the leaf (its commit: the predecessor's next, or
@@ -71,33 +61,29 @@ TEST(NvTreeCrash, RemoveInAFullLeafCompactsWithoutTheKey) {
 TEST(NvTreeCrash, RemoveOfALeafsLastKeyUnlinksTheLeaf) {
   crashsim::Options drain;
   drain.drain = true;
-  EXPECT_CLEAN(run(inserts(10, 6), {rem(u64_str(13)), rem(u64_str(14)), rem(u64_str(15)),
-                                    rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12))}, drain));
+  EXPECT_CLEAN(small.run(inserts(10, 6),
+                         {rem(u64_str(13)), rem(u64_str(14)), rem(u64_str(15)), rem(u64_str(10)),
+                          rem(u64_str(11)), rem(u64_str(12))},
+                         drain));
 }
 
 // Updates fill a leaf with dead entries: the split finds at most half live and compacts.
 TEST(NvTreeCrash, CompactionIntoOneLeaf) {
-  EXPECT_CLEAN(run(inserts(10, 2), {ups(u64_str(10), 1), ups(u64_str(10), 2), ups(u64_str(11), 3),
-                                    rem(u64_str(11)), rem(u64_str(10))}));
+  EXPECT_CLEAN(small.run(inserts(10, 2),
+                         {ups(u64_str(10), 1), ups(u64_str(10), 2), ups(u64_str(11), 3),
+                          rem(u64_str(11)), rem(u64_str(10))}));
 }
 
 TEST(NvTreeCrash, LongKeysSharedAndFreedKeyBlocks) {
-  auto keys = make_keys(Gen::long_keys, 12, 13);
-  std::vector<KvOp> setup, ops;
-  for (std::size_t i = 0; i < 5; ++i) setup.push_back(ins(keys[i], i));
-  for (std::size_t i = 5; i < 9; ++i) ops.push_back(ins(keys[i], i));
-  ops.push_back(rem(keys[1]));
-  ops.push_back(ups(keys[7], 70));
-  ops.push_back(ins(keys[1], 11));
-  crashsim::Options o;
+  MixedBatch b = long_key_batch(5);
+  b.ops.push_back(ins(b.setup[1].key, 11));  // the removed key again
+  crashsim::Options o = capped_options();
   o.pool_size = 4u << 20;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
-  EXPECT_CLEAN(run(setup, ops, o));
+  EXPECT_CLEAN(small.run(b.setup, b.ops, o));
 }
 
 TEST(NvTreeCrash, SampledMixedOperations) {
-  expect_clean_sampled_mixes(small_nodes(), 160, 120, 24);
+  expect_clean_sampled_mixes(small.factory(), 160, 120, 24);
 }
 
 // A full pool: the split that finds only one free block takes the anchor's spare leaf as
@@ -119,7 +105,7 @@ TEST(NvTreeCrash, FullPoolTakesAndReReservesTheSpareLeaf) {
   const std::vector<KvOp> all = inserts(1, 2000);
   auto fits = [&](std::size_t n) {
     const std::vector<KvOp> prefix(all.begin(), all.begin() + static_cast<long>(n));
-    return crashsim::run_kv(small_nodes(), prefix, {}, probe).correct();
+    return crashsim::run_kv(small.factory(), prefix, {}, probe).correct();
   };
   std::size_t lo = 1, hi = all.size();  // fits(lo), and hi is past the last that fits
   ASSERT_TRUE(fits(lo));
@@ -133,17 +119,15 @@ TEST(NvTreeCrash, FullPoolTakesAndReReservesTheSpareLeaf) {
   const std::vector<KvOp> setup(all.begin(), all.begin() + static_cast<long>(lo - traced));
   std::vector<KvOp> ops(all.begin() + static_cast<long>(lo - traced), all.begin() + static_cast<long>(lo));
   for (std::uint64_t k = lo; k > lo - 3; --k) ops.push_back(rem(u64_str(k)));
-  EXPECT_CLEAN(run(setup, ops, o));
+  EXPECT_CLEAN(small.run(setup, ops, o));
 }
 
 #if WORT_FAULTS
 // The deliberately broken variant (no fence between the new leaves' write-back and the
 // store that links them): the simulator must report it, so these tests can fail.
 TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
-  const crashsim::Factory broken = factory_with<NvTree>(
-      small_node_options(), [](NvTree& t) { t.omit_split_fence_for_testing(); });
-  const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
-  EXPECT_FALSE(r.correct()) << r.summary();
+  small.expect_caught([](NvTree& t) { t.omit_split_fence_for_testing(); }, inserts(10, 4),
+                      {ins(u64_str(99), 1)});
 }
 #endif  // WORT_FAULTS
 
@@ -152,7 +136,7 @@ TEST(NvTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
 // a commit word split into two 4-byte stores shows torn: the first leaf, splits at the
 // head and after a predecessor, a full leaf compacted, leaves unlinked down to the empty tree.
 TEST(NvTreeCrash, CommitStoresAboveFourGiB) {
-  const crashsim::Factory f = small_nodes();
+  const crashsim::Factory f = small.factory();
   expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)});
   expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(12) + "x", 1)});
   expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(98), 2),

@@ -24,14 +24,7 @@ namespace {
 struct Fixture : TreeFixture<NvTree> {
   explicit Fixture(std::uint64_t leaf = 4, std::uint64_t pln = 4, std::uint64_t fan = 2,
                    std::uint64_t pool_size = 16u << 20)
-      : TreeFixture(options(leaf, pln, fan), pool_size) {}
-  static IndexOptions options(std::uint64_t leaf, std::uint64_t pln, std::uint64_t fan) {
-    IndexOptions o;
-    o.words[0] = leaf;
-    o.words[1] = pln;
-    o.words[2] = fan;
-    return o;
-  }
+      : TreeFixture(node_words({leaf, pln, fan}), pool_size) {}
 };
 
 TEST(NvTreeNodes, LeafFullThenSplitIntoTwoNewLeaves) {
@@ -122,20 +115,16 @@ TEST(NvTreeNodes, RecoveryTimeAgainstKeyCount) {
   }
 }
 
-// A damaged pool gives corrupt with a message at open, never a crash: a leaf's count past
-// its capacity, a next pointer into the middle of a block, a cycle in the list.
+// Damaged pools refused at open (expect_each_damage_refused): a leaf's count past its
+// capacity, a next pointer into the middle of a block, a cycle in the leaf list.
 TEST(NvTreeNodes, DamagedPoolIsCorruptNotACrash) {
-  for (int damage = 0; damage < 3; ++damage) {
-    SCOPED_TRACE("damage " + std::to_string(damage));
-    Fixture f;
-    ASSERT_NO_FATAL_FAILURE(f.fill_and_dump(40, "leaf"));
+  expect_each_damage_refused<Fixture>(3, "leaf", [](Fixture& f, int damage) {
     const std::uint64_t head = f.pool->at<nvtree::Anchor>(f.pool->root())->head;
     auto* first = f.pool->at<nvtree::Leaf>(head);
     if (damage == 0) first->count = 5;
     if (damage == 1) first->next += 64;
     if (damage == 2) f.pool->at<nvtree::Leaf>(first->next)->next = head;
-    f.expect_open_refused_as_corrupt();
-  }
+  });
 }
 
 }  // namespace

@@ -13,12 +13,10 @@
 namespace wort::test {
 namespace {
 
-std::uint64_t pool_for(std::size_t n) { return (64ull << 20) + 128ull * n; }
-
-class NvTreeTable1 : public ::testing::TestWithParam<Dist> {};
+using NvTreeTable1 = PaperSetTest;
 
 TEST_P(NvTreeTable1, FlushesFencesAndLeafDepthPerInsert) {
-  const Table1Tree t{crashsim::factory_of<NvTree>(), pool_for, {"leaf", "pln", "in", "rebuilds"}};
+  const Table1Tree t{crashsim::factory_of<NvTree>(), pool_of<128>, {"leaf", "pln", "in", "rebuilds"}};
   ASSERT_NO_FATAL_FAILURE(measure_print_record_table1(t, GetParam()));
 }
 

@@ -77,13 +77,7 @@ struct Fixture {
 //! keys that may be, and scans whose keys must ascend with the right values.
 void reader(Roart& t, const std::atomic<bool>& stop, unsigned preloaded, unsigned universe,
             unsigned seed, std::atomic<std::uint64_t>& errors, std::atomic<std::uint64_t>& ops) {
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  Xorshift next = reader_rng(seed);
   std::uint64_t n = 0;
   while (!stop.load(std::memory_order_relaxed) || n < 200) {
     ++n;
@@ -98,20 +92,7 @@ void reader(Roart& t, const std::atomic<bool>& stop, unsigned preloaded, unsigne
       errors.fetch_add(1);
       ADD_FAILURE() << "reader: key " << i << " has a foreign value";
     }
-    if (n % 16 == 0) {
-      std::string prev;
-      bool first = true;
-      t.scan(as_key(k), 100, [&](Key kk, Value v) {
-        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-        if ((!first && s <= prev) || v != value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan out of order or foreign value";
-        }
-        prev = std::move(s);
-        first = false;
-        return true;
-      });
-    }
+    if (n % 16 == 0) checked_scan(t, k, 100, false, errors);
   }
   ops.fetch_add(n);
 }
@@ -129,35 +110,19 @@ TEST(RoartConcurrency, InsertsDisjointAndOverlappingWhileReadersScan) {
     ref.emplace(key_of(i), value_of(key_of(i)));
   }
   std::atomic<bool> stop{false};
-  std::atomic<unsigned> ready{0};
-  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
   std::vector<std::thread> th;
   for (unsigned r = 0; r < kReaders; ++r)
     th.emplace_back(reader, std::ref(*f.tree), std::cref(stop), preloaded, preloaded + fresh,
                     r + 1, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      ready.fetch_add(1);
-      while (ready.load() < kWriters) {
-      }
-      for (unsigned j = 0; j < fresh; ++j) {
-        const unsigned owner = j % (kWriters + 1);
-        if (owner != w && owner != kWriters) continue;
-        const std::string k = key_of(preloaded + j);
-        const Status s = f.tree->insert(as_key(k), value_of(k));
-        if (owner == w && s != Status::ok) errors.fetch_add(1);
-        if (owner == kWriters) {
-          if (s == Status::ok) shared_ok.fetch_add(1);
-          else if (s != Status::exists) errors.fetch_add(1);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  const OwnedAndShared ins = insert_owned_and_shared(
+      *f.tree, kWriters, preloaded, fresh, key_of, value_of,
+      [](unsigned) {});
   stop = true;
   for (auto& t : th) t.join();
-  EXPECT_EQ(errors.load(), 0u);
-  EXPECT_EQ(shared_ok.load(), (fresh + kWriters) / (kWriters + 1));  // one success per key
+  EXPECT_EQ(errors.load(), 0u);  // the readers
+  EXPECT_EQ(ins.errors, 0u);
+  EXPECT_EQ(ins.shared_ok, (fresh + kWriters) / (kWriters + 1));  // one success per key
   for (unsigned j = 0; j < fresh; ++j) ref.emplace(key_of(preloaded + j), value_of(key_of(preloaded + j)));
   const auto st = f.tree->stats();
   EXPECT_GE(st.nodes.count("node48") + st.nodes.count("node256"), 1u);
@@ -178,22 +143,12 @@ TEST(RoartConcurrency, RemovesInsertsAndUpsertsWhileReadersScan) {
   std::atomic<std::uint64_t> errors{0}, reads{0};
   std::thread rd(reader, std::ref(*f.tree), std::cref(stop), 0, 2 * n, 7u, std::ref(errors),
                  std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned i = w; i < 2 * n; i += kWriters) {
-        const std::string k = key_of(i);
-        Status s;
-        if (i >= n) s = f.tree->insert(as_key(k), value_of(k));
-        else if (i % 2 == 0) s = f.tree->remove(as_key(k));
-        else s = f.tree->upsert(as_key(k), value_of(k));
-        if (s != Status::ok) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  run_striped_writers(kWriters, 2 * n, errors, [&](unsigned i) {
+    const std::string k = key_of(i);
+    if (i >= n) return f.tree->insert(as_key(k), value_of(k));
+    if (i % 2 == 0) return f.tree->remove(as_key(k));
+    return f.tree->upsert(as_key(k), value_of(k));
+  });
   stop = true;
   rd.join();
   EXPECT_EQ(errors.load(), 0u);

@@ -36,6 +36,15 @@ using namespace roart_instant;
 using roart::Roart;
 namespace fs = std::filesystem;
 
+//! A child process with a pipe to its parent: fork()'s result (-1 if the pipe or the fork
+//! failed); the child keeps the writing end fds[1], the parent the reading end fds[0].
+pid_t fork_with_pipe(int fds[2]) {
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) close(fds[0]);
+  return pid;
+}
+
 //! The scenario below; returns whether everything checked out (for the broken variant).
 // kill -9 while the background trace runs: a child opens instantly with the trace held,
 // applies upserts/removes (acknowledging each through a pipe, with whether the trace had
@@ -51,11 +60,9 @@ TEST(RoartInstantRestartAfterKill9, Kill9DuringTheBackgroundTraceLosesNothing) {
     return std::pair{k, rng() % 4 == 0};  // (key, remove?)
   };
   int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
+  const pid_t pid = fork_with_pipe(fds);
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    close(fds[0]);
     auto pool = Pool::open(d.pool(), Roart::kKind);
     if (!pool) _exit(2);
     static std::atomic<bool> hold{true};  // never released: killed mid-trace
@@ -137,11 +144,9 @@ TEST(RoartInstantRestartAfterKill9, MeasureTimeToFirstLookup) {
     const std::uint64_t size = std::max<std::uint64_t>(64ull << 20, n * 160);
     // a child builds the tree, keeps upserting, and is killed -9
     int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
+    const pid_t pid = fork_with_pipe(fds);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      close(fds[0]);
       PoolOptions o;
       o.size = size;
       o.kind = std::string(Roart::kKind);

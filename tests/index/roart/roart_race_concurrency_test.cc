@@ -107,12 +107,19 @@ std::optional<Value> lookup_race(bool broken, unsigned* hook_calls) {
   return got;
 }
 
+//! race(false, &calls): the correct variant, whose pause hook must have run once.
+template <class Race>
+auto window_reached(Race race) {
+  unsigned calls = 0;
+  auto result = race(false, &calls);
+  EXPECT_EQ(calls, 1u) << "the window was not reached";
+  return result;
+}
+
 // The lookup matched k before the remove: k's value (its leaf, retired by the remove, is
 // kept by the lookup's pin) — never k2's.
 TEST(RoartRace, LookupReturnsTheLeafItMatchedWhenTheSlotIsReused) {
-  unsigned calls = 0;
-  const auto got = lookup_race(false, &calls);
-  EXPECT_EQ(calls, 1u) << "the window was not reached";
+  const auto got = window_reached(lookup_race);
   EXPECT_EQ(got, value_of(u64_str(0x1000)));
 }
 
@@ -234,9 +241,7 @@ std::vector<std::string> scan_race(bool broken, unsigned* hook_calls) {
 // k was in the tree for the whole scan (removed and inserted again): reported once, in
 // order; x, inserted into a slot already read, is not reported.
 TEST(RoartRace, ScanReportsAKeyMovedBetweenArraySlotsOnce) {
-  unsigned calls = 0;
-  const auto seen = scan_race(false, &calls);
-  EXPECT_EQ(calls, 1u) << "the window was not reached";
+  const auto seen = window_reached(scan_race);
   std::vector<std::string> want;
   for (std::uint64_t y : {0x1000, 0x2000, 0x3000, 0x4000, 0x5000}) want.push_back(u64_str(y));
   EXPECT_EQ(seen, want);

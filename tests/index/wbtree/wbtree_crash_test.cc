@@ -20,39 +20,27 @@ namespace {
 
 using crashsim::KvOp;
 
-//! 4-entry leaves and inner nodes.
-IndexOptions small_node_options() {
-  IndexOptions o;
-  o.words[0] = 4;
-  o.words[1] = 4;
-  return o;
-}
-crashsim::Factory small_nodes() { return factory_with<WbTree>(small_node_options()); }
-
-crashsim::Report run(const std::vector<KvOp>& setup, const std::vector<KvOp>& ops,
-                     crashsim::Options o = {}) {
-  return run_and_print(small_nodes(), setup, ops, o);
-}
+const SmallNodes<WbTree> small({4, 4});  // 4-entry leaves and inner nodes
 
 TEST(WbTreeCrash, InsertIntoEmptyTreeAndIntoALeaf) {
-  EXPECT_CLEAN(run({}, {ins(u64_str(5), 50)}));
-  EXPECT_CLEAN(run(inserts(10, 2), {ins(u64_str(11), 3), ins(u64_str(1), 4)}));
-  EXPECT_CLEAN(run({ins("abc"), ins("ab")}, {ins("a", 7), ins("", 8)}));
+  EXPECT_CLEAN(small.run({}, {ins(u64_str(5), 50)}));
+  EXPECT_CLEAN(small.run(inserts(10, 2), {ins(u64_str(11), 3), ins(u64_str(1), 4)}));
+  EXPECT_CLEAN(small.run({ins("abc"), ins("ab")}, {ins("a", 7), ins("", 8)}));
 }
 
 // A full root leaf: the root grows, then the leaf splits under it (micro-log steps 1-5).
 TEST(WbTreeCrash, LeafSplitWithRootGrowth) {
-  EXPECT_CLEAN(run(inserts(10, 4), {ins(u64_str(12) + "x", 1)}));
-  EXPECT_CLEAN(run(inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(1), 2)}));
+  EXPECT_CLEAN(small.run(inserts(10, 4), {ins(u64_str(12) + "x", 1)}));
+  EXPECT_CLEAN(small.run(inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(1), 2)}));
 }
 
 // A full leaf under a parent with room; then an inner split (the parent full too).
 TEST(WbTreeCrash, LeafAndInnerSplits) {
-  EXPECT_CLEAN(run(inserts(100, 9, 10), {ins(u64_str(105), 1), ins(u64_str(195), 2)}));
+  EXPECT_CLEAN(small.run(inserts(100, 9, 10), {ins(u64_str(105), 1), ins(u64_str(195), 2)}));
   crashsim::Options o;
   o.exhaustive_cap = 16;
   o.random_samples = 4;
-  EXPECT_CLEAN(run(inserts(100, 16, 10), inserts(101, 6, 10), o));
+  EXPECT_CLEAN(small.run(inserts(100, 16, 10), inserts(101, 6, 10), o));
 }
 
 // Index::create traced (crashsim::Options::trace_create): a crash point at every fence of
@@ -61,24 +49,24 @@ TEST(WbTreeCrash, LeafAndInnerSplits) {
 TEST(WbTreeCrash, CreateIsTraced) {
   crashsim::Options o;
   o.trace_create = true;
-  expect_clean_creation(run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o));
+  expect_clean_creation(small.run({}, {ins(u64_str(5), 50), ins(u64_str(6), 60)}, o));
 }
 
 TEST(WbTreeCrash, UpsertAndUpdate) {
   const std::vector<KvOp> setup = inserts(1, 6);
-  EXPECT_CLEAN(run(setup, {ups(u64_str(1), 11), upd(u64_str(2), 22), ups(u64_str(30), 33),
-                           upd(u64_str(40), 44)}));
+  EXPECT_CLEAN(small.run(setup, {ups(u64_str(1), 11), upd(u64_str(2), 22), ups(u64_str(30), 33),
+                                 upd(u64_str(40), 44)}));
 }
 
 TEST(WbTreeCrash, RemoveWithAndWithoutUnlinking) {
   crashsim::Options drain;
   drain.drain = true;
-  EXPECT_CLEAN(run(inserts(10, 3), {rem(u64_str(11)), rem(u64_str(99))}, drain));
-  EXPECT_CLEAN(run({ins(u64_str(7))}, {rem(u64_str(7))}, drain));  // the root leaf
+  EXPECT_CLEAN(small.run(inserts(10, 3), {rem(u64_str(11)), rem(u64_str(99))}, drain));
+  EXPECT_CLEAN(small.run({ins(u64_str(7))}, {rem(u64_str(7))}, drain));  // the root leaf
   // leaves emptied one by one: chains unlinked, the root collapses before the next write
-  EXPECT_CLEAN(run(inserts(10, 10), {rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12)),
-                                     rem(u64_str(13)), ins(u64_str(50)), rem(u64_str(19))},
-                   drain));
+  EXPECT_CLEAN(small.run(inserts(10, 10), {rem(u64_str(10)), rem(u64_str(11)), rem(u64_str(12)),
+                                           rem(u64_str(13)), ins(u64_str(50)), rem(u64_str(19))},
+                         drain));
 }
 
 // A split of a parent's first child whose entry key a remove left stale (at or above the
@@ -94,48 +82,30 @@ TEST(WbTreeCrash, SplitOfAFirstChildWhoseKeyIsStale) {
     crashsim::Options o;
     o.pool_size = 4u << 20;
     o.drain = true;
-    EXPECT_CLEAN(run(setup, {ins(stem + "a0", 1), ins(stem + "a1", 2), ins(stem + "a2", 3),
-                             ins(stem + "a3", 4)},
-                     o));
+    EXPECT_CLEAN(small.run(setup, {ins(stem + "a0", 1), ins(stem + "a1", 2), ins(stem + "a2", 3),
+                                   ins(stem + "a3", 4)},
+                           o));
   }
 }
 
 TEST(WbTreeCrash, LongKeysAndSeparatorCopies) {
-  auto keys = make_keys(Gen::long_keys, 12, 13);
-  std::vector<KvOp> setup, ops;
-  for (std::size_t i = 0; i < 6; ++i) setup.push_back(ins(keys[i], i));
-  for (std::size_t i = 6; i < 10; ++i) ops.push_back(ins(keys[i], i));
-  ops.push_back(rem(keys[1]));
-  ops.push_back(ups(keys[7], 70));
-  crashsim::Options o;
+  const MixedBatch b = long_key_batch(6);
+  crashsim::Options o = capped_options();
   o.pool_size = 4u << 20;
-  o.exhaustive_cap = 16;
-  o.random_samples = 4;
   o.drain = true;
-  EXPECT_CLEAN(run(setup, ops, o));
+  EXPECT_CLEAN(small.run(b.setup, b.ops, o));
 }
 
 TEST(WbTreeCrash, SampledMixedOperations) {
-  expect_clean_sampled_mixes(small_nodes(), 160, 120, 24);
+  expect_clean_sampled_mixes(small.factory(), 160, 120, 24);
 }
-
-#if WORT_FAULTS
-// The deliberately broken variant (no fence between the new sibling' write-back and the
-// store that logs it): the simulator must report it, so these tests can fail.
-TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
-  const crashsim::Factory broken = factory_with<WbTree>(
-      small_node_options(), [](WbTree& t) { t.omit_sibling_fence_for_testing(); });
-  const crashsim::Report r = run_and_print(broken, inserts(10, 4), {ins(u64_str(99), 1)}, {});
-  EXPECT_FALSE(r.correct()) << r.summary();
-}
-#endif  // WORT_FAULTS
 
 // The commit stores at pool offsets above 2^32 (run_above_4gib: every block above, and
 // the two blocks of each commit that swaps one for another on either side of 2^32), where
 // a commit word split into two 4-byte stores shows torn: the first leaf, root growth
 // and splits, unlinked chains and the root's collapse.
 TEST(WbTreeCrash, CommitStoresAboveFourGiB) {
-  const crashsim::Factory f = small_nodes();
+  const crashsim::Factory f = small.factory();
   expect_clean_above_4gib(f, {}, {ins(u64_str(5), 50)});
   expect_clean_above_4gib(f, inserts(10, 4), {ins(u64_str(99), 1), ins(u64_str(1), 2)});
   expect_clean_above_4gib(f, inserts(100, 9, 10), {ins(u64_str(105), 1), ins(u64_str(195), 2)});
@@ -148,6 +118,15 @@ TEST(WbTreeCrash, CommitStoresAboveFourGiB) {
 TEST(WbTreeCrash, ReopenAfterKill9) {
   kill_and_reopen_random_bytes(crashsim::factory_of<WbTree>());
 }
+
+#if WORT_FAULTS
+// The deliberately broken variant (no fence between the new sibling' write-back and the
+// store that logs it): the simulator must report it, so these tests can fail.
+TEST(WbTreeCrash, BrokenVariantWithoutTheSplitFenceIsCaught) {
+  small.expect_caught([](WbTree& t) { t.omit_sibling_fence_for_testing(); }, inserts(10, 4),
+                      {ins(u64_str(99), 1)});
+}
+#endif  // WORT_FAULTS
 
 }  // namespace
 }  // namespace wort::test

@@ -27,13 +27,7 @@ namespace {
 struct Fixture : TreeFixture<WbTree> {
   explicit Fixture(std::uint64_t leaf = 4, std::uint64_t inner = 4,
                    std::uint64_t pool_size = 16u << 20)
-      : TreeFixture(options(leaf, inner), pool_size) {}
-  static IndexOptions options(std::uint64_t leaf, std::uint64_t inner) {
-    IndexOptions o;
-    o.words[0] = leaf;
-    o.words[1] = inner;
-    return o;
-  }
+      : TreeFixture(node_words({leaf, inner}), pool_size) {}
 };
 
 TEST(WbTreeNodes, LeafFullThenSplitWithRootGrowthThenInnerSplit) {
@@ -228,19 +222,15 @@ TEST(WbTreeNodes, RecoveryTimeAgainstKeyCount) {
   }
 }
 
-// A damaged pool gives corrupt with a message at open, never a crash: a node's capacity,
-// a child pointer into the middle of a block, a slot array naming a free position.
+// Damaged pools refused at open (expect_each_damage_refused), in the root: a node's
+// capacity, a child pointer into the middle of a block, a slot array naming a free position.
 TEST(WbTreeNodes, DamagedPoolIsCorruptNotACrash) {
-  for (int damage = 0; damage < 3; ++damage) {
-    SCOPED_TRACE("damage " + std::to_string(damage));
-    Fixture f;
-    ASSERT_NO_FATAL_FAILURE(f.fill_and_dump(40, "inner"));
+  expect_each_damage_refused<Fixture>(3, "inner", [](Fixture& f, int damage) {
     auto* root = f.pool->at<wbtree::Node>(f.pool->at<wbtree::Anchor>(f.pool->root())->root);
     if (damage == 0) root->capacity = 200;
     if (damage == 1) root->entries()[root->slot[1]].value += 64;
     if (damage == 2) root->slot[1] = 62;
-    f.expect_open_refused_as_corrupt();
-  }
+  });
 }
 
 }  // namespace

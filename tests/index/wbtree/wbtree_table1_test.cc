@@ -13,12 +13,10 @@
 namespace wort::test {
 namespace {
 
-std::uint64_t pool_for(std::size_t n) { return (64ull << 20) + 128ull * n; }
-
-class WbTreeTable1 : public ::testing::TestWithParam<Dist> {};
+using WbTreeTable1 = PaperSetTest;
 
 TEST_P(WbTreeTable1, FlushesFencesAndLeafDepthPerInsert) {
-  const Table1Tree t{crashsim::factory_of<WbTree>(), pool_for, {"leaf", "inner"}};
+  const Table1Tree t{crashsim::factory_of<WbTree>(), pool_of<128>, {"leaf", "inner"}};
   ASSERT_NO_FATAL_FAILURE(measure_print_record_table1(t, GetParam()));
 }
 
