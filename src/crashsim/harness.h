@@ -145,7 +145,7 @@ struct ScheduleOptions {
   //! No traced event of any writer for this long: a LIVE finding and the run stops.
   double hang_s = 60;
   //! TESTING THE MODEL ONLY: a fence of any writer makes every writer's write-backs durable
-  //! (the unsound one-global-fence model). tests/crash/concurrent_crash_test.cc shows the
+  //! (the unsound one-global-fence model). tests/crashsim/concurrent_crash_test.cc shows the
   //! toy that relies on another thread's fence passing under it and caught without it.
   bool global_fences = false;
   //! TESTING THE MODEL ONLY: a writer's non-temporal stores are visible to the other

@@ -12,7 +12,7 @@
 //   key, 8-byte keys beginning 0xffff (inline forms must keep byte order and lengths);
 // - the registry, the pool kind, bad create options, the key-size limit, very long keys
 //   and a full pool.
-// What is unique to one index stays in its own tests (tests/diff, tests/unit).
+// What is unique to one index stays in its own tests (tests/index/<kind>/).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -17,7 +17,7 @@
 
 #include "conformance/kinds.h"
 #include "support/keygen.h"
-#include "unit/conc_fixture.h"
+#include "support/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -149,7 +149,7 @@ TEST_P(Linearizability, SingleKeyLookupsAreLinearizable) {
   std::uint64_t checked = 0;
   EXPECT_EQ(unexplained(writes, reads, per_writer, checked), 0u) << "of " << checked << " lookups";
   EXPECT_GT(checked, 1000u);
-  // A write with no reader pinned frees what the writes retired (unit/conc_fixture.h).
+  // A write with no reader pinned frees what the writes retired (support/conc_fixture.h).
   (void)ix.remove(as_key(std::string("no such key")));
   const auto v = ix.verify();
   EXPECT_TRUE(v.ok()) << v.error().message;

@@ -7,7 +7,7 @@
 // collapse). Every value is a function of its key, so a reader can check whatever it sees;
 // afterwards the index is compared with the reference, verified, and the allocator audited
 // (nothing leaked or freed twice once the epochs drain). What is unique to one kind's
-// protocol stays in its own tests (tests/unit/<kind>_*concurrency_test.cc).
+// protocol stays in its own tests (tests/index/<kind>/).
 // Built with WORT_TSAN=ON (a *_concurrency_test.cc) this is also the data-race check.
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@
 #include "index/wort/wort_tree.h"
 #include "pm/allocator.h"
 #include "support/keygen.h"
-#include "unit/conc_fixture.h"
+#include "support/conc_fixture.h"
 #include "wort/pool.h"
 
 namespace wort::test {
@@ -49,7 +49,7 @@ std::size_t retired_pending_of(const Index& ix) {
 }
 
 //! An in-memory pool and the kind's index on one shape; check(): the whole index against a
-//! reference (unit/conc_fixture.h, conc_check).
+//! reference (support/conc_fixture.h, conc_check).
 struct Fixture {
   std::unique_ptr<Pool> pool;
   std::unique_ptr<Index> tree;
@@ -85,13 +85,7 @@ struct Done {
 void conc_reader(Index& t, const std::atomic<bool>& stop, unsigned preloaded, unsigned universe,
                  bool removable, const Done* done, unsigned seed,
                  std::atomic<std::uint64_t>& errors, std::atomic<std::uint64_t>& ops) {
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  Xorshift next = reader_rng(seed);
   std::uint64_t n = 0;
   while (!stop.load(std::memory_order_relaxed) || n < 200) {
     ++n;
@@ -107,37 +101,9 @@ void conc_reader(Index& t, const std::atomic<bool>& stop, unsigned preloaded, un
       errors.fetch_add(1);
       ADD_FAILURE() << "reader: key " << i << " has a foreign value";
     }
-    if (n % 16 == 0) {
-      std::string prev;
-      bool first = true;
-      const std::size_t max = n % 64 == 0 ? 2000 : 100;
-      t.scan(as_key(k), max, [&](Key kk, Value v) {
-        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-        if ((!first && s <= prev) || s < k || v != conc_value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: scan out of order, below its bound, or foreign value";
-        }
-        prev = std::move(s);
-        first = false;
-        return true;
-      });
-    }
-    if (n % 61 == 0) {  // a bounded range
-      const std::string hi = paired_key(static_cast<unsigned>(next() % universe));
-      std::string prev;
-      t.range(as_key(k), as_key(hi), [&](Key kk, Value v) {
-        std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-        if (s < k || s >= hi || (!prev.empty() && s <= prev) || v != conc_value_of(s)) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "reader: range outside its bounds, out of order or foreign value"
-                        << " lo=" << testing::PrintToString(k) << " hi=" << testing::PrintToString(hi)
-                        << " s=" << testing::PrintToString(s) << " prev=" << testing::PrintToString(prev)
-                        << " v=" << v << " want=" << conc_value_of(s);
-        }
-        prev = std::move(s);
-        return true;
-      });
-    }
+    if (n % 16 == 0) checked_scan(t, k, n % 64 == 0 ? 2000 : 100, true, errors);
+    if (n % 61 == 0)  // a bounded range
+      checked_range(t, k, paired_key(static_cast<unsigned>(next() % universe)), errors);
   }
   ops.fetch_add(n);
 }
@@ -183,37 +149,19 @@ TEST_P(ReadersDuringWriters, InsertsDisjointAndOverlappingWhileReadersScan) {
   }
   Done done(universe);
   std::atomic<bool> stop{false};
-  std::atomic<unsigned> ready{0};
-  std::atomic<std::uint64_t> errors{0}, reads{0}, shared_ok{0};
+  std::atomic<std::uint64_t> errors{0}, reads{0};
   std::vector<std::thread> th;
   for (unsigned r = 0; r < kReaders; ++r)
     th.emplace_back(conc_reader, std::ref(*f.tree), std::cref(stop), preloaded,
                     universe, false, &done, r + 1, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      ready.fetch_add(1);
-      while (ready.load() < kWriters) std::this_thread::yield();
-      // key j belongs to writer j % 4 if that is < 3, else to all of them (exactly one
-      // insert may succeed)
-      for (unsigned j = 0; j < fresh; ++j) {
-        const unsigned owner = j % (kWriters + 1);
-        if (owner != w && owner != kWriters) continue;
-        const std::string k = paired_key(preloaded + j);
-        const Status s = f.tree->insert(as_key(k), conc_value_of(k));
-        if (s == Status::ok) done.v[preloaded + j].store(true, std::memory_order_release);
-        if (owner == w && s != Status::ok) errors.fetch_add(1);
-        if (owner == kWriters) {
-          if (s == Status::ok) shared_ok.fetch_add(1);
-          else if (s != Status::exists) errors.fetch_add(1);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  const OwnedAndShared ins = insert_owned_and_shared(
+      *f.tree, kWriters, preloaded, fresh, paired_key, conc_value_of,
+      [&](unsigned i) { done.v[i].store(true, std::memory_order_release); });
   stop = true;
   for (auto& t : th) t.join();
-  EXPECT_EQ(errors.load(), 0u);
-  EXPECT_EQ(shared_ok.load(), fresh / (kWriters + 1));  // one success per shared key
+  EXPECT_EQ(errors.load(), 0u);  // the readers
+  EXPECT_EQ(ins.errors, 0u);
+  EXPECT_EQ(ins.shared_ok, fresh / (kWriters + 1));  // one success per shared key
   for (unsigned j = 0; j < fresh; ++j)
     ref.emplace(paired_key(preloaded + j), conc_value_of(paired_key(preloaded + j)));
   expect_grown(GetParam(), f.tree->stats(), f.work);
@@ -236,23 +184,13 @@ TEST_P(ReadersDuringWriters, RemovesInsertsAndUpsertsWhileReadersScan) {
   for (unsigned r = 0; r < 2; ++r)
     th.emplace_back(conc_reader, std::ref(*f.tree), std::cref(stop), n, 2 * n, true,
                     nullptr, 7u + r, std::ref(errors), std::ref(reads));
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < kWriters; ++w)
-    writers.emplace_back([&, w] {
-      for (unsigned i = w; i < 2 * n; i += kWriters) {
-        const std::string k = paired_key(i);
-        Status s;
-        if (i >= n) s = f.tree->insert(as_key(k), conc_value_of(k));
-        else if (i % 4 != 3) s = f.tree->remove(as_key(k));
-        else if (i % 8 == 3) s = f.tree->upsert(as_key(k), conc_value_of(k));
-        else s = f.tree->update(as_key(k), conc_value_of(k));
-        if (s != Status::ok) {
-          errors.fetch_add(1);
-          ADD_FAILURE() << "writer: op on key " << i << " gave status " << static_cast<int>(s);
-        }
-      }
-    });
-  for (auto& w : writers) w.join();
+  run_striped_writers(kWriters, 2 * n, errors, [&](unsigned i) {
+    const std::string k = paired_key(i);
+    if (i >= n) return f.tree->insert(as_key(k), conc_value_of(k));
+    if (i % 4 != 3) return f.tree->remove(as_key(k));
+    if (i % 8 == 3) return f.tree->upsert(as_key(k), conc_value_of(k));
+    return f.tree->update(as_key(k), conc_value_of(k));
+  });
   stop = true;
   for (auto& t : th) t.join();
   EXPECT_EQ(errors.load(), 0u);
@@ -283,19 +221,7 @@ TEST_P(ReadersDuringWriters, ChurnOfRemovedAndReinsertedKeys) {
         errors.fetch_add(1);
         ADD_FAILURE() << "reader: key " << i << (got ? " foreign value" : " missing");
       }
-      if (n % 8 == 0) {
-        std::string prev;
-        f.tree->scan(as_key(k), 50, [&](Key kk, Value v) {
-          std::string s(reinterpret_cast<const char*>(kk.data()), kk.size());
-          if ((!prev.empty() && s <= prev) || v != conc_value_of(s)) {
-            errors.fetch_add(1);
-            ADD_FAILURE() << "scan from key " << i << ": "
-                          << (v != conc_value_of(s) ? "foreign value" : "out of order");
-          }
-          prev = std::move(s);
-          return true;
-        });
-      }
+      if (n % 8 == 0) checked_scan(*f.tree, k, 50, false, errors);
     }
     reads.fetch_add(n);
   });

@@ -510,7 +510,7 @@ class Run {
         out_.expected.push_back(std::move(f));
       } else if (l == crashsim::Lint::store_after_commit && off < chunks_at) {
         // Chunk-table entries after the operation's last commit, persisted by the
-        // allocator's own protocol (tests/crash/allocator_crash_test.cc) for blocks no one
+        // allocator's own protocol (tests/pm/allocator_crash_test.cc) for blocks no one
         // names: the open's ballast, carved after its cas high-water mark; an evacuated
         // chunk's free span, written by the free of its last item after the commit that
         // unlinked or replaced it (a missing write-back or fence of it is MISSING_FLUSH /

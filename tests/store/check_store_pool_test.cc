@@ -1,7 +1,7 @@
 // `wort check` and `wort dump` on a pool wort::Store wrote: called sound (exit 0) and checked
 // through the store (the index, every value's checksum, the values' blocks in the audit);
 // one flipped byte of a value called damaged (exit 1, corrupt), by check and by dump. (A pool
-// `wort serve` wrote stays checked as the server's: tests/kit/check_cmd_test.cc.)
+// `wort serve` wrote stays checked as the server's: tests/index/kit/check_cmd_test.cc.)
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>

@@ -148,6 +148,16 @@ crashsim::Report run_concurrent_and_print(const crashsim::Factory& tree,
   return r;
 }
 
+MixedBatch long_key_batch(std::size_t setup_n) {
+  const std::vector<std::string> keys = make_keys(Gen::long_keys, 12, 13);
+  MixedBatch b;
+  for (std::size_t i = 0; i < setup_n; ++i) b.setup.push_back(ins(keys[i], i));
+  for (std::size_t i = setup_n; i < setup_n + 4; ++i) b.ops.push_back(ins(keys[i], i));
+  b.ops.push_back(rem(keys[1]));
+  b.ops.push_back(ups(keys[7], 70));
+  return b;
+}
+
 MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
                        std::size_t ops_n) {
   MixedBatch b;

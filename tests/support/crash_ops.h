@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -138,6 +139,10 @@ struct MixedBatch {
   std::vector<crashsim::KvOp> setup;  //!< the first `setup_n` keys inserted (value: index)
   std::vector<crashsim::KvOp> ops;    //!< random keys: 1/4 insert, 1/4 upsert, 1/2 remove
 };
+//! Long keys (200..1100 bytes; make_keys(Gen::long_keys, 12, 13)), for the B+-trees' key
+//! blocks: the first `setup_n` inserted by the setup; the ops insert the next four, remove
+//! the second key and upsert the eighth.
+MixedBatch long_key_batch(std::size_t setup_n);
 //! A deterministic batch (rng seed 5) over `keys`.
 MixedBatch sampled_mix(const std::vector<std::string>& keys, std::size_t setup_n,
                        std::size_t ops_n);
@@ -167,6 +172,43 @@ crashsim::Factory factory_with_word0(std::uint64_t w0) {
   return factory_with<T>(io);
 }
 
+//! Options for a run whose operations reach many crash points: every crash image while
+//! there are at most 16 at a point, else 4 sampled ones.
+inline crashsim::Options capped_options() {
+  crashsim::Options o;
+  o.exhaustive_cap = 16;
+  o.random_samples = 4;
+  return o;
+}
+
+//! One index type on small nodes, for its crash tests: the IndexOptions whose first words
+//! are `words` (words[0], words[1], ...; the rest default), the factory of such trees,
+//! the factory with a test fault switched on (a broken variant), and run_and_print on it.
+template <class T>
+struct SmallNodes {
+  IndexOptions options;
+  explicit SmallNodes(std::initializer_list<std::uint64_t> words) {
+    std::size_t i = 0;
+    for (std::uint64_t w : words) options.words[i++] = w;
+  }
+  crashsim::Factory factory() const { return factory_with<T>(options); }
+  template <class Tweak>
+  crashsim::Factory broken(Tweak tweak) const {
+    return factory_with<T>(options, tweak);
+  }
+  //! Expects the simulator to find the broken variant that `tweak` makes, on setup + ops.
+  template <class Tweak>
+  void expect_caught(Tweak tweak, const std::vector<crashsim::KvOp>& setup,
+                     const std::vector<crashsim::KvOp>& ops) const {
+    const crashsim::Report r = run_and_print(broken(tweak), setup, ops, {});
+    EXPECT_FALSE(r.correct()) << r.summary();
+  }
+  crashsim::Report run(const std::vector<crashsim::KvOp>& setup,
+                       const std::vector<crashsim::KvOp>& ops, crashsim::Options o = {}) const {
+    return run_and_print(factory(), setup, ops, o);
+  }
+};
+
 //! A split and a merge of the ART-style trees' nodes that a crash can interrupt: the setup
 //! (two keys that share a 7-byte prefix) and the operations (a prefix split above them, an
 //! insert below, an upsert, removes that merge back, an insert that splits again).
@@ -186,7 +228,7 @@ void expect_clean_sampled_mixes(const crashsim::Factory& tree, std::size_t keys,
 //! The checks of a run with crashsim::Options::trace_create (a crash point at every fence of
 //! Index::create, and the COMMIT_COUNT table's create row): correct, creation traced, and no
 //! finding but the pool header's once-per-pool REDUNDANT_FLUSH (src/pm/pool.cc; see
-//! tests/crash/pool_crash_test.cc).
+//! tests/pm/pool_crash_test.cc).
 inline void expect_clean_creation(const crashsim::Report& r) {
   EXPECT_TRUE(r.correct()) << r.summary();
   for (const auto& f : r.findings)

@@ -1,4 +1,4 @@
-// tests/support/diff_scripts.h — operation scripts the differential tests (tests/diff/) run
+// tests/support/diff_scripts.h — operation scripts the differential tests (the conformance suite and tests/index/<kind>/) run
 // over any index through a DiffChecker, so art, woart and artcow go through the same steps.
 // Each function uses gtest ASSERTs: call it inside ASSERT_NO_FATAL_FAILURE.
 #pragma once

@@ -1,6 +1,7 @@
 #include "support/keygen.h"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_set>
 
 namespace wort::test {
@@ -20,13 +21,18 @@ std::string paired_key(unsigned j) {
   return k;
 }
 
+namespace {
+//! The name of an enum value by its index in `names` (names in the enum's order).
+template <class E, std::size_t N>
+std::string_view name_of(E e, const std::string_view (&names)[N]) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : "?";
+}
+}  // namespace
+
 std::string_view to_string(Dist d) {
-  switch (d) {
-    case Dist::dense: return "dense";
-    case Dist::sparse: return "sparse";
-    case Dist::clustered: return "clustered";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"dense", "sparse", "clustered"};
+  return name_of(d, kNames);
 }
 
 std::vector<std::uint64_t> paper_keys(Dist d, std::size_t n, std::uint64_t seed) {
@@ -54,16 +60,11 @@ std::vector<std::uint64_t> paper_keys(Dist d, std::size_t n, std::uint64_t seed)
 }
 
 std::string_view to_string(Gen g) {
-  switch (g) {
-    case Gen::sequential: return "sequential";
-    case Gen::reverse: return "reverse";
-    case Gen::random_u64: return "random_u64";
-    case Gen::shared_prefix: return "shared_prefix";
-    case Gen::long_keys: return "long_keys";
-    case Gen::prefix_chains: return "prefix_chains";
-    case Gen::random_bytes: return "random_bytes";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"sequential",    "reverse",     "random_u64",
+                                                "shared_prefix", "long_keys",   "prefix_chains",
+                                                "random_bytes"};
+  static_assert(std::size(kNames) == std::size(kAllGens), "a name for every generator");
+  return name_of(g, kNames);
 }
 
 std::vector<std::string> make_keys(Gen g, std::size_t n, std::uint64_t seed) {

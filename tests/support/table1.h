@@ -6,6 +6,8 @@
 // are only printed.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +51,15 @@ std::string format_table1_row(const Table1Row& row, const std::vector<std::strin
 //! row printed and its lines flushed and
 //! fences per insert recorded as properties of the running test. Returns the row.
 Table1Row measure_print_record_table1(const Table1Tree& t, Dist d);
+
+//! A test over the paper's three key sets (its parameter: the distribution).
+class PaperSetTest : public ::testing::TestWithParam<Dist> {};
+
+//! A pool for n keys: 64 MiB and kBytesPerKey more per key.
+template <std::uint64_t kBytesPerKey>
+std::uint64_t pool_of(std::size_t n) {
+  return (64ull << 20) + kBytesPerKey * n;
+}
 
 //! The paper's three key sets as a test suite's parameters, each named by its distribution.
 #define WORT_TABLE1_PAPER_SETS(Suite)                                                        \

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -57,6 +58,15 @@ void make_memory_tree(std::unique_ptr<Pool>* pool, std::unique_ptr<T>* tree,
 }
 
 //! A T on a pool in memory that the test can reopen from its bytes.
+//! IndexOptions whose first words are `words` (words[0], words[1], ...), the rest default:
+//! an index's node sizes for a test.
+inline IndexOptions node_words(std::initializer_list<std::uint64_t> words) {
+  IndexOptions o;
+  std::size_t i = 0;
+  for (std::uint64_t w : words) o.words[i++] = w;
+  return o;
+}
+
 template <class T>
 struct TreeFixture {
   std::shared_ptr<std::byte> image;  //!< backing memory after reopen(); outlives pool
@@ -117,5 +127,19 @@ struct TreeFixture {
     tree = std::move(*t);
   }
 };
+
+//! For each damage 0..kinds-1: a fresh fixture F filled with 40 keys (dump() naming a node of
+//! `type`), `damage(f, i)` writes damage i into its pool, and open refuses the pool as
+//! corrupt with a message (never a crash).
+template <class F, class Damage>
+void expect_each_damage_refused(int kinds, const char* type, Damage damage) {
+  for (int i = 0; i < kinds; ++i) {
+    SCOPED_TRACE("damage " + std::to_string(i));
+    F f;
+    ASSERT_NO_FATAL_FAILURE(f.fill_and_dump(40, type));
+    damage(f, i);
+    f.expect_open_refused_as_corrupt();
+  }
+}
 
 }  // namespace wort::test

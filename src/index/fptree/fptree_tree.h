@@ -83,7 +83,7 @@ class FPTree {
 #if WORT_FAULTS  // test builds only (pm/faults.h)
   //! Tests only: the broken variant whose readers do not validate what they read from a
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the
-  //! leaf's version). tests/unit/fptree_concurrency_test.cc shows it failing.
+  //! leaf's version). tests/index/fptree/fptree_concurrency_test.cc shows it failing.
   void test_skip_leaf_validation(bool skip) noexcept { skip_leaf_validation_ = skip; }
   //! Tests only: called inside every split after its copy is durable (step 2) and before
   //! the old leaf changes, with the leaf's lock and a split log held and nothing else (no

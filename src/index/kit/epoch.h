@@ -78,11 +78,11 @@ inline void free_to_allocator(void* allocator, std::uint64_t off) {
 class EpochReclaimer {
  public:
 #if WORT_FAULTS  // test builds only (pm/faults.h)
-  //! Tests only — the broken variant tests/unit/epoch_solo_concurrency_test.cc must catch: a
+  //! Tests only — the broken variant tests/index/kit/epoch_solo_concurrency_test.cc must catch: a
   //! thread that takes an id while another holds one does not wait for that thread's solo
   //! write to end.
   static inline std::atomic<bool> g_broken_arrival_skips_wait{false};
-  //! Tests only — the broken variant tests/unit/epoch_reclaim_concurrency_test.cc must
+  //! Tests only — the broken variant tests/index/kit/epoch_reclaim_concurrency_test.cc must
   //! catch: for_each_retired returns without waiting for the reclaims under way.
   static inline std::atomic<bool> g_broken_retired_skips_reclaims_under_way{false};
 #endif

@@ -28,13 +28,13 @@ namespace wort::roart {
 
 class WriteLocks;
 
-//! Test only (tests/unit/roart_instant_test.cc): while it reads true, open_instant's
+//! Test only (tests/index/roart/roart_instant_test.cc): while it reads true, open_instant's
 //! background thread waits before its checked walk, so requests meet the pool while every
 //! one of them still checks what it follows.
 extern std::atomic<bool> g_hold_instant_check;
 
 #if WORT_FAULTS  // test builds only (pm/faults.h)
-//! Test only (tests/unit/roart_instant_test.cc): the background trace does not walk through
+//! Test only (tests/index/roart/roart_instant_test.cc): the background trace does not walk through
 //! blocks made this session, so blocks moved under them are missed — the broken variant
 //! that shows the instant-restart tests can fail.
 extern std::atomic<bool> g_broken_trace_skips_session_blocks;
@@ -43,7 +43,7 @@ extern std::atomic<bool> g_broken_trace_skips_session_blocks;
 //! second one.
 extern std::atomic<bool> g_broken_trace_skips_retired_blocks;
 
-//! Tests only (tests/unit/roart_race_concurrency_test.cc): pause hooks at the windows of the
+//! Tests only (tests/index/roart/roart_race_concurrency_test.cc): pause hooks at the windows of the
 //! three races the churn test found, so that a test forces each race every run. A
 //! hook is called with its context by the operation that reached the window; nullptr (the
 //! default) costs one relaxed load per operation (lookup: per hit in a leaf array; scan:
