@@ -121,17 +121,8 @@ void write_cache(JsonWriter& w, const CacheStats& c) {
   w.end_object();
 }
 
-void write_phase(JsonWriter& w, const PhaseResult& p) {
-  w.begin_object();
-  w.field("name", p.name);
-  w.field("ops", p.ops);
-  w.field("seconds", p.seconds);
-  w.field("throughput_ops_s", p.throughput());
-  w.field("ns_per_op", p.ns_per_op());
-  w.field("cpu_seconds", p.cpu_seconds);
-  w.field("cpu_ns_per_op", p.cpu_ns_per_op());
-  w.field("items", p.items);
-  w.field("misses", p.misses());
+//! The phase's persistence counters: totals, then per operation.
+void write_counters(JsonWriter& w, const PhaseResult& p) {
   w.key("counters");
   w.begin_object();
   w.field("flushes", p.counters.flushes);
@@ -147,6 +138,10 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
   w.field("commits", p.counters.commits);
   w.field("commits_per_op", per_op(static_cast<double>(p.counters.commits), p.ops));
   w.end_object();
+}
+
+//! Sampled latency of each op type the phase ran.
+void write_latencies(JsonWriter& w, const PhaseResult& p) {
   w.key("latency_ns");
   w.begin_object();
   for (std::size_t i = 0; i < kOpTypes; ++i) {
@@ -156,6 +151,10 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
     write_latency(w, s.latency, s.ops == p.ops ? p.ns_per_op() : std::nan(""));
   }
   w.end_object();
+}
+
+//! Counts and persistence work per op type the phase ran.
+void write_per_type(JsonWriter& w, const PhaseResult& p) {
   w.key("per_type");
   w.begin_object();
   for (std::size_t i = 0; i < kOpTypes; ++i) {
@@ -173,8 +172,10 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
     w.end_object();
   }
   w.end_object();
-  w.key("cache");
-  write_cache(w, p.cache);
+}
+
+//! Per worker thread ops and throughput, and the timeline of (seconds, ops) points.
+void write_threads_and_timeline(JsonWriter& w, const PhaseResult& p) {
   w.key("threads");  // per worker thread: its operations over its own wall time
   w.begin_array();
   for (std::size_t t = 0; t < p.thread_ops.size(); ++t) {
@@ -194,6 +195,25 @@ void write_phase(JsonWriter& w, const PhaseResult& p) {
     w.end_array();
   }
   w.end_array();
+}
+
+void write_phase(JsonWriter& w, const PhaseResult& p) {
+  w.begin_object();
+  w.field("name", p.name);
+  w.field("ops", p.ops);
+  w.field("seconds", p.seconds);
+  w.field("throughput_ops_s", p.throughput());
+  w.field("ns_per_op", p.ns_per_op());
+  w.field("cpu_seconds", p.cpu_seconds);
+  w.field("cpu_ns_per_op", p.cpu_ns_per_op());
+  w.field("items", p.items);
+  w.field("misses", p.misses());
+  write_counters(w, p);
+  write_latencies(w, p);
+  write_per_type(w, p);
+  w.key("cache");
+  write_cache(w, p.cache);
+  write_threads_and_timeline(w, p);
   w.end_object();
 }
 

@@ -119,6 +119,38 @@ std::uint64_t sampler_seed(std::uint64_t seed, const std::string& tag, unsigned 
   return Rng::derive(seed, h + 0x5a3b1e5ull * (t + 1));
 }
 
+// Adds each worker thread's figures into the phase result `p`.
+void merge_workers(const std::vector<WorkerStats>& stats, PhaseResult& p) {
+  for (const auto& w : stats) {
+    p.ops += w.ops;
+    p.items += w.items;
+    p.cpu_seconds += w.cpu_seconds;
+    p.counters = p.counters + w.counters;
+    for (std::size_t i = 0; i < kOpTypes; ++i) p.per_type[i].merge(w.per_type[i]);
+    p.thread_ops.push_back(w.ops);
+    p.thread_seconds.push_back(w.wall_seconds);
+  }
+  // A phase of one operation type: its counters are the phase's (a mix counted per type).
+  if (std::count_if(p.per_type.begin(), p.per_type.end(), [](const OpStats& s) { return s.ops > 0; }) == 1)
+    for (auto& s : p.per_type)
+      if (s.ops > 0) s.counters = p.counters;
+}
+
+// --llc=perf: the phase's LLC misses and instructions from the hardware counters, or why
+// they are unavailable.
+void record_perf(const BenchOptions& o, const HwCounter& hw, const std::string& hw_error,
+                 std::uint64_t llc, PhaseResult& p) {
+  if (hw_error.empty()) {
+    p.cache.source = "perf";
+    p.cache.llc_misses = static_cast<double>(llc);
+    p.cache.instructions = static_cast<double>(hw.instructions());
+    p.cache.at_keys = o.keys;
+    p.cache.ops = p.ops;
+  } else {
+    p.cache.source = "unavailable: " + hw_error;
+  }
+}
+
 // Runs body(ctx, thread, stats) on o.threads threads (thread 0 is the caller) and merges
 // their figures. Each thread zeroes its own persistence counters first.
 template <class Body>
@@ -161,31 +193,9 @@ PhaseResult run_phase(const BenchOptions& o, const std::string& name, const std:
   if (o.llc == LlcMode::perf && hw_error.empty()) llc = hw.stop();
   if (o.llc == LlcMode::callgrind_child) callgrind_end(tag);
   p.name = name;
-  for (const auto& w : stats) {
-    p.ops += w.ops;
-    p.items += w.items;
-    p.cpu_seconds += w.cpu_seconds;
-    p.counters = p.counters + w.counters;
-    for (std::size_t i = 0; i < kOpTypes; ++i) p.per_type[i].merge(w.per_type[i]);
-    p.thread_ops.push_back(w.ops);
-    p.thread_seconds.push_back(w.wall_seconds);
-  }
-  // A phase of one operation type: its counters are the phase's (a mix counted per type).
-  if (std::count_if(p.per_type.begin(), p.per_type.end(), [](const OpStats& s) { return s.ops > 0; }) == 1)
-    for (auto& s : p.per_type)
-      if (s.ops > 0) s.counters = p.counters;
+  merge_workers(stats, p);
   p.timeline = std::move(ctx.timeline);
-  if (o.llc == LlcMode::perf) {
-    if (hw_error.empty()) {
-      p.cache.source = "perf";
-      p.cache.llc_misses = static_cast<double>(llc);
-      p.cache.instructions = static_cast<double>(hw.instructions());
-      p.cache.at_keys = o.keys;
-      p.cache.ops = p.ops;
-    } else {
-      p.cache.source = "unavailable: " + hw_error;
-    }
-  }
+  if (o.llc == LlcMode::perf) record_perf(o, hw, hw_error, llc, p);
   if (progress) progress(ctx.label, 1.0);
   return p;
 }
@@ -308,23 +318,100 @@ PhaseResult insert_phase(const BenchOptions& o, const std::string& name, const s
   });
 }
 
+// The tag of phase `ph` of case `c` (its sampler seeds and callgrind dumps).
+std::string case_tag(const CaseResult& c, const std::string& ph) {
+  return phase_tag(c.index, c.dist, c.flush_latency_ns, ph);
+}
+
+// The paper's phases weighted by their operations, for the progress bar: insert, search,
+// the adapter loops (`direct`), each range fraction that is less than all keys.
+std::vector<double> paper_plan(const BenchOptions& o, std::uint64_t n, bool direct,
+                               const ConcreteLookups* concrete) {
+  std::vector<double> plan{static_cast<double>(n), static_cast<double>(n)};
+  if (direct) plan.insert(plan.end(), concrete->chained ? 3 : 2, static_cast<double>(n));
+  for (double frac : o.range_fractions)
+    if (std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5)) < n)
+      plan.push_back(static_cast<double>(o.range_queries));
+  return plan;
+}
+
+// The paper's search phase: every key looked up once, in the random `order`; search_keys[i]
+// is keys[order[i]].
+PhaseResult search_phase(const BenchOptions& o, const std::string& tag, const Index& idx,
+                         const KeySet& search_keys, const std::vector<std::uint32_t>& order,
+                         const ProgressFn& progress, const std::string& label) {
+  const std::uint64_t n = search_keys.size();
+  return run_phase(o, "search", tag, n, progress, label,
+                   [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
+      const std::uint32_t k = order[i];
+      timed(ctx, w, OpType::lookup, [&]() -> long {
+        auto v = idx.lookup(search_keys[i]);
+        return v && *v == k + 1u ? 0 : -1;
+      });
+    });
+  });
+}
+
+// The adapter's cost: the same lookups in the same loop through wort::Index and on the
+// concrete class. Both run after `search`, so both find the caches it left.
+void adapter_phases(const BenchOptions& o, const ConcreteLookups& concrete, const Index& cidx,
+                    const KeySet& search_keys, const std::vector<std::uint32_t>& order,
+                    CaseResult& c, CaseProgress& cp, const std::string& label) {
+  c.phases.push_back(run_lookup_loop(
+      o, "search-virtual", [&](const PackedKeys& p) { return lookup_each(cidx, p); },
+      search_keys, order, case_tag(c, "search-virtual"), cp.next_phase(), label));
+  c.phases.push_back(run_lookup_loop(
+      o, "search-direct", [&](const PackedKeys& p) { return concrete.direct(cidx, p); },
+      search_keys, order, case_tag(c, "search-direct"), cp.next_phase(), label));
+  // One lookup's latency: each lookup waits for the one before (lookup_chained).
+  if (concrete.chained)
+    c.phases.push_back(run_lookup_loop(
+        o, "search-chained", [&](const PackedKeys& p) { return concrete.chained(cidx, p); },
+        search_keys, order, case_tag(c, "search-chained"), cp.next_phase(), label));
+}
+
+// One range phase per requested fraction below all keys: range_queries ranges of `count`
+// keys each, from random starts; `sorted` holds the ranks in key order.
+void range_phases(const BenchOptions& o, const Index& idx, const KeySet& keys,
+                  const std::vector<std::uint32_t>& sorted, CaseResult& c, CaseProgress& cp,
+                  const std::string& label) {
+  const std::uint64_t n = keys.size();
+  for (double frac : o.range_fractions) {
+    const auto count = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5));
+    if (count >= n) continue;
+    char name[48];
+    std::snprintf(name, sizeof name, "range%g%%", frac * 100);
+    const std::uint64_t q = o.range_queries;
+    c.phases.push_back(run_phase(o, name, case_tag(c, name), q, cp.next_phase(), label,
+                                 [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
+      for_my_share(ctx, t, q, w, [&](std::uint64_t i) {
+        Rng r(Rng::derive(o.seed, 1000 + i));
+        const std::uint64_t s = r.below(n - count);
+        timed(ctx, w, OpType::range, [&]() -> long {
+          std::uint64_t seen = 0;
+          idx.range(keys[sorted[s]], keys[sorted[s + count]], [&](Key, Value) {
+            ++seen;
+            return true;
+          });
+          return seen == count ? static_cast<long>(seen) : -1;
+        });
+      });
+    }));
+  }
+}
+
 // The WORT paper's phases: insert all keys, search all keys (another random order), then
 // range queries covering each requested fraction of the keys.
 void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
                const KeySet& keys, CaseResult& c, const ProgressFn& progress_out,
                const std::string& label) {
   const std::uint64_t n = keys.size();
-  auto tag = [&](const std::string& ph) { return phase_tag(c.index, c.dist, c.flush_latency_ns, ph); };
   const ConcreteLookups* concrete = entry != nullptr ? concrete_lookups(entry->name) : nullptr;
   const bool direct = o.search_direct && o.threads <= 1 && concrete != nullptr && concrete->direct;
-  // The phases below, weighted by their operations: insert, search, the adapter loops, ranges.
-  std::vector<double> plan{static_cast<double>(n), static_cast<double>(n)};
-  if (direct) plan.insert(plan.end(), concrete->chained ? 3 : 2, static_cast<double>(n));
-  for (double frac : o.range_fractions)
-    if (std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5)) < n)
-      plan.push_back(static_cast<double>(o.range_queries));
-  CaseProgress cp(progress_out, plan);
-  c.phases.push_back(insert_phase(o, "insert", tag("insert"), idx, keys, n, cp.next_phase(), label));
+  CaseProgress cp(progress_out, paper_plan(o, n, direct, concrete));
+  c.phases.push_back(insert_phase(o, "insert", case_tag(c, "insert"), idx, keys, n,
+                                  cp.next_phase(), label));
   c.stats = idx.stats();
 
   std::vector<std::uint32_t> order(n);
@@ -336,61 +423,17 @@ void run_paper(const BenchOptions& o, const registry::Entry* entry, Index& idx,
   KeySet search_keys;
   search_keys.reserve(n, keys.total_bytes());
   for (std::uint64_t i = 0; i < n; ++i) search_keys.push(as_string(keys[order[i]]));
-  c.phases.push_back(run_phase(o, "search", tag("search"), n, cp.next_phase(), label,
-                               [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-    for_my_share(ctx, t, n, w, [&](std::uint64_t i) {
-      const std::uint32_t k = order[i];
-      timed(ctx, w, OpType::lookup, [&]() -> long {
-        auto v = idx.lookup(search_keys[i]);
-        return v && *v == k + 1u ? 0 : -1;
-      });
-    });
-  }));
-  // The adapter's cost: the same lookups in the same loop through wort::Index and on the
-  // concrete class. Both run after `search`, so both find the caches it left. With threads
-  // sharing the index every lookup takes a lock: no like-for-like loop then.
-  if (direct) {
-    const Index& cidx = idx;
-    c.phases.push_back(run_lookup_loop(
-        o, "search-virtual", [&](const PackedKeys& p) { return lookup_each(cidx, p); },
-        search_keys, order, tag("search-virtual"), cp.next_phase(), label));
-    c.phases.push_back(run_lookup_loop(
-        o, "search-direct", [&](const PackedKeys& p) { return concrete->direct(cidx, p); },
-        search_keys, order, tag("search-direct"), cp.next_phase(), label));
-    // One lookup's latency: each lookup waits for the one before (lookup_chained).
-    if (concrete->chained)
-      c.phases.push_back(run_lookup_loop(
-          o, "search-chained", [&](const PackedKeys& p) { return concrete->chained(cidx, p); },
-          search_keys, order, tag("search-chained"), cp.next_phase(), label));
-  }
+  c.phases.push_back(
+      search_phase(o, case_tag(c, "search"), idx, search_keys, order, cp.next_phase(), label));
+  // With threads sharing the index every lookup takes a lock: no like-for-like adapter loop.
+  if (direct) adapter_phases(o, *concrete, idx, search_keys, order, c, cp, label);
   search_keys = KeySet{};
 
   // Ranks in key order, so that [sorted[s], sorted[s+count]) holds exactly `count` keys.
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
     return compare_keys(keys[a], keys[b]) < 0;
   });
-  for (double frac : o.range_fractions) {
-    const auto count = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(frac * n + 0.5));
-    if (count >= n) continue;
-    char name[48];
-    std::snprintf(name, sizeof name, "range%g%%", frac * 100);
-    const std::uint64_t q = o.range_queries;
-    c.phases.push_back(run_phase(o, name, tag(name), q, cp.next_phase(), label,
-                                 [&](PhaseCtx& ctx, unsigned t, WorkerStats& w) {
-      for_my_share(ctx, t, q, w, [&](std::uint64_t i) {
-        Rng r(Rng::derive(o.seed, 1000 + i));
-        const std::uint64_t s = r.below(n - count);
-        timed(ctx, w, OpType::range, [&]() -> long {
-          std::uint64_t seen = 0;
-          idx.range(keys[order[s]], keys[order[s + count]], [&](Key, Value) {
-            ++seen;
-            return true;
-          });
-          return seen == count ? static_cast<long>(seen) : -1;
-        });
-      });
-    }));
-  }
+  range_phases(o, idx, keys, order, c, cp, label);
 }
 
 // One step of a mix: the operation and its key (an insert's key is a fresh one, `fresh` its

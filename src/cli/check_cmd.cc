@@ -180,6 +180,81 @@ int audit_failed(FILE* out, const pm::AuditReport& a) {
   return kDamaged;
 }
 
+//! A wort::Store pool (ro mapped): opened as Store::open does, checked by Store::verify()
+//! (the index and every value's checksum) and the store's audit.
+int check_kv_store(const std::string& path, ReadOnlyPool& ro, FILE* out,
+                   const std::string& cannot) {
+  auto kv = store::open_image(ro.bytes(), path);
+  if (!kv) return open_failed(out, cannot, "wort::Store open (recovery) failed: ", kv.error());
+  ro.kv = std::move(*kv);
+  if (auto v = ro.kv->verify(); !v) {
+    std::fprintf(out, "DAMAGED: verify: %s [%s]\n", v.error().message.c_str(),
+                 std::string(to_string(v.error().code)).c_str());
+    return kDamaged;
+  }
+  if (const pm::AuditReport a = ro.kv->impl().audit(); !a.ok()) return audit_failed(out, a);
+  return kSound;
+}
+
+//! A `wort serve` pool (ro mapped): opened as the server's Store, checked by its own
+//! verify() and audit().
+int check_server_store(const std::string& path, ReadOnlyPool& ro, FILE* out,
+                       const std::string& cannot) {
+  server::StoreOptions so;
+  so.pool_path = path;
+  so.image = ro.bytes();
+  so.open_only = true;
+  auto st = server::Store::open(so);
+  if (!st) return open_failed(out, cannot, "wort serve pool open (recovery) failed: ", st.error());
+  ro.store = std::move(*st);
+  if (auto v = ro.store->verify(); !v) {
+    std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
+    return kDamaged;
+  }
+  if (const pm::AuditReport a = ro.store->audit(); !a.ok()) return audit_failed(out, a);
+  return kSound;
+}
+
+//! A pool whose values are blocks, attached as `pool`: finds which layer wrote it, releases
+//! `pool`, maps the file again and checks it the way that layer opens it.
+int check_blocks_pool(const std::string& path, ReadOnlyPool& ro, std::unique_ptr<Pool>& pool,
+                      FILE* out, const std::string& cannot) {
+  // Which layer wrote it: a wort::Store names its meta block under store::kMetaKey. Looked
+  // up in this mapping; the layer then opens a fresh one (what this open changed is gone).
+  bool is_kv = false;
+  if (pool->root() != 0) {
+    auto ix = Index::open(*pool);
+    if (!ix) return open_failed(out, cannot, "index open (recovery) failed: ", ix.error());
+    is_kv = (*ix)->lookup(as_key(store::kMetaKey)).has_value();
+  }
+  pool.reset();  // the store attaches the file's own bytes, as its writer opens them
+  if (!ro.remap()) {
+    std::fprintf(out, "%s: cannot map: %s\n", cannot.c_str(), std::strerror(errno));
+    return kCannot;
+  }
+  return is_kv ? check_kv_store(path, ro, out, cannot) : check_server_store(path, ro, out, cannot);
+}
+
+//! A pool of an index alone, attached as `pool`: the index opened (recovery), verify() and
+//! the allocator's audit against the index's blocks.
+int check_index_pool(ReadOnlyPool& ro, std::unique_ptr<Pool> pool, FILE* out,
+                     const std::string& cannot) {
+  ro.pool = std::move(pool);
+  if (ro.pool->root() == 0) return kSound;  // no index: nothing more to check
+  auto index = Index::open(*ro.pool);
+  if (!index) return open_failed(out, cannot, "index open (recovery) failed: ", index.error());
+  ro.index = std::move(*index);
+  const Index& ix = *ro.index;
+  if (auto v = ix.verify(); !v) {
+    std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
+    return kDamaged;
+  }
+  const pm::AuditReport a =
+      ro.pool->allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
+  if (!a.ok()) return audit_failed(out, a);
+  return kSound;
+}
+
 //! What check and dump both run (`verb` names the command in messages): the pool attached
 //! in a private mapping and opened as recovery would, then verify() and the allocator's
 //! audit. A pool whose values are blocks is opened by the layer that wrote it: a wort::Store
@@ -199,60 +274,52 @@ int check_pool(const std::string& path, ReadOnlyPool& ro, bool header, FILE* out
   auto pool = Pool::attach(ro.bytes(), {}, path);  // messages name the file, not the copy
   if (!pool) return open_failed(out, cannot, "", pool.error());
   if (header) print_header(**pool);
-  if ((*pool)->values_are_blocks()) {
-    // Which layer wrote it: a wort::Store names its meta block under store::kMetaKey. Looked
-    // up in this mapping; the layer then opens a fresh one (what this open changed is gone).
-    bool is_kv = false;
-    if ((*pool)->root() != 0) {
-      auto ix = Index::open(**pool);
-      if (!ix) return open_failed(out, cannot, "index open (recovery) failed: ", ix.error());
-      is_kv = (*ix)->lookup(as_key(store::kMetaKey)).has_value();
-    }
-    pool->reset();  // the store attaches the file's own bytes, as its writer opens them
-    if (!ro.remap()) {
-      std::fprintf(out, "%s: cannot map: %s\n", cannot.c_str(), std::strerror(errno));
-      return kCannot;
-    }
-    if (is_kv) {
-      auto kv = store::open_image(ro.bytes(), path);
-      if (!kv) return open_failed(out, cannot, "wort::Store open (recovery) failed: ", kv.error());
-      ro.kv = std::move(*kv);
-      if (auto v = ro.kv->verify(); !v) {
-        std::fprintf(out, "DAMAGED: verify: %s [%s]\n", v.error().message.c_str(),
-                     std::string(to_string(v.error().code)).c_str());
-        return kDamaged;
-      }
-      if (const pm::AuditReport a = ro.kv->impl().audit(); !a.ok()) return audit_failed(out, a);
-      return kSound;
-    }
-    server::StoreOptions so;
-    so.pool_path = path;
-    so.image = ro.bytes();
-    so.open_only = true;
-    auto st = server::Store::open(so);
-    if (!st) return open_failed(out, cannot, "wort serve pool open (recovery) failed: ", st.error());
-    ro.store = std::move(*st);
-    if (auto v = ro.store->verify(); !v) {
-      std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
-      return kDamaged;
-    }
-    if (const pm::AuditReport a = ro.store->audit(); !a.ok()) return audit_failed(out, a);
-    return kSound;
-  }
-  ro.pool = std::move(*pool);
-  if (ro.pool->root() == 0) return kSound;  // no index: nothing more to check
-  auto index = Index::open(*ro.pool);
-  if (!index) return open_failed(out, cannot, "index open (recovery) failed: ", index.error());
-  ro.index = std::move(*index);
-  const Index& ix = *ro.index;
-  if (auto v = ix.verify(); !v) {
-    std::fprintf(out, "DAMAGED: verify: %s\n", v.error().message.c_str());
-    return kDamaged;
-  }
-  const pm::AuditReport a =
-      ro.pool->allocator().audit([&](pm::BlockVisitor bv) { return ix.visit_blocks(bv); });
-  if (!a.ok()) return audit_failed(out, a);
-  return kSound;
+  if ((*pool)->values_are_blocks()) return check_blocks_pool(path, ro, *pool, out, cannot);
+  return check_index_pool(ro, std::move(*pool), out, cannot);
+}
+
+//! `wort check`'s details of a sound pool holding an index (all but --quiet).
+void print_check_details(const Index& ix, const ReadOnlyPool& ro, const IndexStats& s,
+                         const pm::AllocatorStats& as) {
+  std::printf("index             %s, opened (recovery ran in a private copy)\n",
+              std::string(ix.kind()).c_str());
+  std::printf("verify            ok%s\n", ro.kv      ? " (the index and every value's checksum)"
+                                       : ro.store ? " (the index and every item)"
+                                                  : "");
+  std::printf("audit             ok (%llu blocks, %llu bytes in use%s)\n",
+              static_cast<unsigned long long>(as.blocks_allocated),
+              static_cast<unsigned long long>(as.bytes_allocated),
+              ro.kv ? ", the values' blocks among them" : ro.store ? ", the items' blocks among them" : "");
+  std::printf("keys              %llu\n", static_cast<unsigned long long>(s.keys));
+  if (ro.store)
+    std::printf("items             %llu (the other key names the server's meta block)\n",
+                static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
+  if (ro.kv)
+    std::printf("values            %llu (the other key names the store's meta block)\n",
+                static_cast<unsigned long long>(ro.kv->size()));
+  std::printf("leaf depth        %.2f average, %llu max\n", s.avg_leaf_depth,
+              static_cast<unsigned long long>(s.max_leaf_depth));
+  std::printf("pool bytes        %llu in the index's blocks\n", static_cast<unsigned long long>(s.pm_bytes));
+  for (const auto& [type, n] : s.nodes)
+    std::printf("  %-15s %llu\n", type.c_str(), static_cast<unsigned long long>(n));
+}
+
+//! `wort check`'s last line for a sound pool holding an index.
+void print_check_verdict(const Index& ix, const ReadOnlyPool& ro, const IndexStats& s,
+                         const std::string& path) {
+  if (ro.kv)
+    std::printf("OK: %s pool %s, %llu keys (a wort::Store pool: %llu values), sound\n",
+                std::string(ix.kind()).c_str(), path.c_str(),
+                static_cast<unsigned long long>(s.keys),
+                static_cast<unsigned long long>(ro.kv->size()));
+  else if (ro.store)
+    std::printf("OK: %s pool %s, %llu keys (a wort serve pool: %llu items), sound\n",
+                std::string(ix.kind()).c_str(), path.c_str(),
+                static_cast<unsigned long long>(s.keys),
+                static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
+  else
+    std::printf("OK: %s pool %s, %llu keys, sound\n", std::string(ix.kind()).c_str(),
+                path.c_str(), static_cast<unsigned long long>(s.keys));
 }
 
 }  // namespace
@@ -283,42 +350,8 @@ int check_main(const Args& args) {
   }
   const IndexStats s = ix->stats();
   const pm::AllocatorStats as = ro.checked_pool().allocator().stats();
-  if (!quiet) {
-    std::printf("index             %s, opened (recovery ran in a private copy)\n",
-                std::string(ix->kind()).c_str());
-    std::printf("verify            ok%s\n", ro.kv      ? " (the index and every value's checksum)"
-                                         : ro.store ? " (the index and every item)"
-                                                    : "");
-    std::printf("audit             ok (%llu blocks, %llu bytes in use%s)\n",
-                static_cast<unsigned long long>(as.blocks_allocated),
-                static_cast<unsigned long long>(as.bytes_allocated),
-                ro.kv ? ", the values' blocks among them" : ro.store ? ", the items' blocks among them" : "");
-    std::printf("keys              %llu\n", static_cast<unsigned long long>(s.keys));
-    if (ro.store)
-      std::printf("items             %llu (the other key names the server's meta block)\n",
-                  static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
-    if (ro.kv)
-      std::printf("values            %llu (the other key names the store's meta block)\n",
-                  static_cast<unsigned long long>(ro.kv->size()));
-    std::printf("leaf depth        %.2f average, %llu max\n", s.avg_leaf_depth,
-                static_cast<unsigned long long>(s.max_leaf_depth));
-    std::printf("pool bytes        %llu in the index's blocks\n", static_cast<unsigned long long>(s.pm_bytes));
-    for (const auto& [type, n] : s.nodes)
-      std::printf("  %-15s %llu\n", type.c_str(), static_cast<unsigned long long>(n));
-  }
-  if (ro.kv)
-    std::printf("OK: %s pool %s, %llu keys (a wort::Store pool: %llu values), sound\n",
-                std::string(ix->kind()).c_str(), path.c_str(),
-                static_cast<unsigned long long>(s.keys),
-                static_cast<unsigned long long>(ro.kv->size()));
-  else if (ro.store)
-    std::printf("OK: %s pool %s, %llu keys (a wort serve pool: %llu items), sound\n",
-                std::string(ix->kind()).c_str(), path.c_str(),
-                static_cast<unsigned long long>(s.keys),
-                static_cast<unsigned long long>(ro.store->counters().curr_items.load()));
-  else
-    std::printf("OK: %s pool %s, %llu keys, sound\n", std::string(ix->kind()).c_str(),
-                path.c_str(), static_cast<unsigned long long>(s.keys));
+  if (!quiet) print_check_details(*ix, ro, s, as);
+  print_check_verdict(*ix, ro, s, path);
   return kSound;
 }
 

@@ -452,10 +452,22 @@ class Run {
   }
   void check_live();
   void probe_read();
+  //! What probe_read's reader saw: the live lookup, and the durable image's lookup (or why
+  //! the image could not be recovered).
+  struct ProbeRead {
+    std::optional<Value> seen, durable;
+    std::string error;
+  };
+  void read_as_reader(const KvOp& op, ReaderTracer& helper, ProbeRead* r);
+  void report_probe(const KvOp& op, const std::optional<Value>& before, const ProbeRead& r,
+                    const ReaderTracer& helper);
 
   Expect expect() const;
   void on_point(bool at_ack);
   void check_image(std::span<const std::uint32_t> choice);
+  void recover_and_check(std::span<const std::uint32_t> choice, std::uint64_t seed,
+                         std::vector<Problem>* problems);
+  void report_image(const std::string& choice_str, std::vector<Problem>& problems);
   void on_nested_point(bool at_ack);
   void check_second(std::span<const std::uint32_t> choice);
   void on_lint(Lint l, std::uintptr_t site, const std::string& detail);
@@ -803,38 +815,49 @@ void Run::probe_read() {
       it == ref_.end() ? std::nullopt : std::optional<Value>(it->second);
   if (before == after_v_) return;  // the operation changes nothing a reader could see
   if (img_read_.size == 0) img_read_.allocate(pool_->size());
-  std::optional<Value> seen, durable;
-  std::string error;
+  ProbeRead r;
   ReaderTracer helper(pool_->base(), pool_->size());  // the reader's write-backs and fences
-  std::thread reader([&] {
-    pm::set_tracer(&helper);
-    seen = index_->lookup(as_key(op.key));
-    pm::set_tracer(nullptr);
-    if (seen != after_v_) return;
-    const Px86Model& model = sim_.model();
-    const std::vector<std::uint32_t> nothing_extra(model.choice_limits().size(), 0);
-    const std::size_t n = std::max(model.extent(), img_read_.dirty_end);
-    if (!model.build_image(nothing_extra, img_read_.data(), n)) {
-      error = "could not build the durable image";
-      return;
-    }
-    helper.apply_fenced(img_read_.data());  // what the reader itself made durable
-    img_read_.dirty_end = img_read_.size;  // recovery may write anywhere: rebuild it all next time
-    auto p = Pool::attach(img_read_.span(), f_.kind);
-    if (!p) {
-      error = "the durable image does not attach: " + p.error().message;
-      return;
-    }
-    auto ix = f_.open(**p);
-    if (!ix) {
-      error = "the durable image does not open: " + ix.error().message;
-      return;
-    }
-    durable = (*ix)->lookup(as_key(op.key));
-  });
+  std::thread reader([&] { read_as_reader(op, helper, &r); });
   reader.join();
   img_read_.clear_gap(gap_);
   helper.undo();  // the probe's reader is hypothetical: the writer's run goes on without it
+  report_probe(op, before, r, helper);
+}
+
+//! On the reader's thread: the live lookup of `op`'s key, and if it sees the operation's
+//! effect, the same lookup in the recovered image of the durable state plus what the
+//! reader itself made durable.
+void Run::read_as_reader(const KvOp& op, ReaderTracer& helper, ProbeRead* r) {
+  pm::set_tracer(&helper);
+  r->seen = index_->lookup(as_key(op.key));
+  pm::set_tracer(nullptr);
+  if (r->seen != after_v_) return;
+  const Px86Model& model = sim_.model();
+  const std::vector<std::uint32_t> nothing_extra(model.choice_limits().size(), 0);
+  const std::size_t n = std::max(model.extent(), img_read_.dirty_end);
+  if (!model.build_image(nothing_extra, img_read_.data(), n)) {
+    r->error = "could not build the durable image";
+    return;
+  }
+  helper.apply_fenced(img_read_.data());  // what the reader itself made durable
+  img_read_.dirty_end = img_read_.size;  // recovery may write anywhere: rebuild it all next time
+  auto p = Pool::attach(img_read_.span(), f_.kind);
+  if (!p) {
+    r->error = "the durable image does not attach: " + p.error().message;
+    return;
+  }
+  auto ix = f_.open(**p);
+  if (!ix) {
+    r->error = "the durable image does not open: " + ix.error().message;
+    return;
+  }
+  r->durable = (*ix)->lookup(as_key(op.key));
+}
+
+//! probe_read's findings: the reader wrote to the pool (LIVE), saw neither state
+//! (TORN_READ), or saw the effect before it was durable (DIRTY_READ).
+void Run::report_probe(const KvOp& op, const std::optional<Value>& before, const ProbeRead& r,
+                       const ReaderTracer& helper) {
   if (helper.bad() != nullptr)
     add_finding("LIVE", "op" + std::to_string(op_),
                 describe(op) + " (op " + std::to_string(op_) + "): the concurrent lookup made " +
@@ -844,20 +867,20 @@ void Run::probe_read() {
     return v ? "value " + std::to_string(*v) : std::string("absent");
   };
   const std::string what = describe(op) + " (op " + std::to_string(op_) + ")";
-  if (seen != before && seen != after_v_) {
+  if (r.seen != before && r.seen != after_v_) {
     add_finding("TORN_READ", "op" + std::to_string(op_),
-                what + ": a concurrent lookup of its key saw " + show(seen) + ", neither " +
+                what + ": a concurrent lookup of its key saw " + show(r.seen) + ", neither " +
                     show(before) + " before it nor " + show(after_v_) + " after",
                 "");
     return;
   }
-  if (seen != after_v_) return;
+  if (r.seen != after_v_) return;
   ++rep_.read_checks;
-  if (!error.empty() || durable != after_v_) {
+  if (!r.error.empty() || r.durable != after_v_) {
     add_finding("DIRTY_READ", "op" + std::to_string(op_),
-                what + ": a concurrent lookup of its key saw " + show(seen) +
+                what + ": a concurrent lookup of its key saw " + show(r.seen) +
                     " before that was durable: the image holding only the durable state " +
-                    (error.empty() ? "recovers " + show(durable) : "fails: " + error),
+                    (r.error.empty() ? "recovers " + show(r.durable) : "fails: " + r.error),
                 "");
   }
   // Durable without the reader's help: stays durable. A reader that helped made it durable
@@ -1074,11 +1097,21 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
   nested_point_ = 0;
   TracerGuard restore(&nested_);
   std::vector<Problem> problems;
-  {
-    std::unique_ptr<Pool> pool;
-    std::unique_ptr<Index> ix;
-    ImageWatch watch(replay_string(cur_point_, format_choice(choice)));
-    try {
+  recover_and_check(choice, seed, &problems);
+  img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
+  img1_.clear_gap(gap_);
+  report_image(format_choice(choice), problems);
+}
+
+//! The image in img1_ recovered and checked by the oracles, with the continuation after it;
+//! what they find goes to `problems`. The pool and index are gone when this returns.
+void Run::recover_and_check(std::span<const std::uint32_t> choice, std::uint64_t seed,
+                            std::vector<Problem>* problems_out) {
+  std::vector<Problem>& problems = *problems_out;
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<Index> ix;
+  ImageWatch watch(replay_string(cur_point_, format_choice(choice)));
+  try {
     recovering_ = true;
     const bool ok = recover(img1_, &pool, &ix, &problems);
     if (ok) nested_.acknowledge();  // lints, and a crash point at the end of recovery
@@ -1094,20 +1127,20 @@ void Run::check_image(std::span<const std::uint32_t> choice) {
     if (ok) oracles(*pool, *ix, expect(), true, seed, &problems, after_op);
     ix.reset();
     pool.reset();  // its clean-shutdown store is no crash point of this image either
-    } catch (const std::bad_alloc&) {
-      problems.push_back({"RECOVERY_HUNG", "memory budget of " +
-                                               std::to_string(o_.memory_budget_mb) +
-                                               " MiB exceeded (std::bad_alloc)"});
-    }
-    recovering_ = continuing_ = false;
+  } catch (const std::bad_alloc&) {
+    problems.push_back({"RECOVERY_HUNG", "memory budget of " +
+                                             std::to_string(o_.memory_budget_mb) +
+                                             " MiB exceeded (std::bad_alloc)"});
   }
-  img1_.dirty_end = std::max({img1_.dirty_end, track1_.end(), nested_.model().extent()});
-  img1_.clear_gap(gap_);
+  recovering_ = continuing_ = false;
+}
 
+//! check_image's findings: each problem of the image, or (none) the second crashes'
+//! findings held back until the image itself checked clean.
+void Run::report_image(const std::string& choice_str, std::vector<Problem>& problems) {
   // Before create returns, "no pool" or "no index" is a state the crash may leave.
   if (creating_ && !cur_at_ack_ && problems.size() == 1 && problems[0].kind == "RECOVERY_FAILED")
     problems.clear();
-  const std::string choice_str = format_choice(choice);
   for (const Problem& p : problems)
     add_finding(p.kind, op_tag(),
                 p.detail + " [" + where() + ", crash point " + std::to_string(cur_point_) +

@@ -165,6 +165,111 @@ void stream_report(int fd, const Report& r) {
   write_all(fd, os.str());
 }
 
+namespace {
+
+//! The forked child: caps its address space (Options::memory_budget_mb), runs the body with
+//! its findings streamed to `fd`, then the report. Never returns.
+[[noreturn]] void run_child(const Options& o, const std::function<Report(int fd)>& body,
+                            Heartbeat* beat, int fd) {
+  g_beat = beat;
+  if (!kSanitized && o.memory_budget_mb > 0) {
+    const rlim_t cap = vm_bytes() + (rlim_t{o.memory_budget_mb} << 20) + gap_reservation(o);
+    rlimit rl{cap, cap};
+    ::setrlimit(RLIMIT_AS, &rl);
+  }
+  const Report r = body(fd);
+  stream_report(fd, r);
+  ::close(fd);
+  std::fflush(nullptr);
+  ::_exit(0);
+}
+
+//! The parent's view of the child: what it streamed, and whether the watchdog killed it.
+struct Watch {
+  Report rep;
+  bool ended = false;  // the child's report ("S" line) arrived
+  bool killed = false;
+  std::string buf;  // a partial line
+  std::string hung_replay;
+};
+
+//! Takes one streamed line: a finding ("F") or the final report ("S").
+void take_line(const std::string& line, Watch& w) {
+  const auto f = split_tabs(line);
+  if (f[0] == "F" && f.size() == 4) {
+    w.rep.findings.push_back(Finding{f[1], f[2], f[3]});
+  } else if (f[0] == "S" && f.size() == 11) {
+    Report& rep = w.rep;
+    rep.switches = std::stoull(f[8]);
+    rep.stalls = std::stoull(f[9]);
+    rep.schedule = f[10];
+    rep.ops = std::stoull(f[1]);
+    rep.crash_points = std::stoull(f[2]);
+    rep.images = std::stoull(f[3]);
+    rep.failed_images = std::stoull(f[4]);
+    rep.suppressed = std::stoull(f[5]);
+    rep.read_checks = std::stoull(f[6]);
+    rep.error = f[7];
+    w.ended = true;
+  }
+}
+
+//! Reads the child's stream until it ends (EOF), killing the child once one image has run
+//! longer than Options::image_seconds.
+void watch_child(const Options& o, pid_t pid, int fd, const Heartbeat& beat, Watch& w) {
+  const std::uint64_t budget_ns = static_cast<std::uint64_t>(o.image_seconds * 1e9);
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int pr = ::poll(&p, 1, 50);
+    if (pr > 0) {
+      char chunk[65536];
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n <= 0) break;  // EOF: the child exited (or died)
+      w.buf.append(chunk, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = w.buf.find('\n')) != std::string::npos; w.buf.erase(0, nl + 1))
+        take_line(w.buf.substr(0, nl), w);
+    }
+    // One word decides (start_ns is 0 outside every image), so no torn pair of loads can
+    // make a finished image look hung.
+    const std::uint64_t start = beat.start_ns.load(std::memory_order_acquire);
+    if (!w.killed && budget_ns > 0 && start != 0 && now_ns() > start + budget_ns) {
+      w.hung_replay = beat.replay;
+      ::kill(pid, SIGKILL);
+      w.killed = true;
+    }
+  }
+}
+
+//! A child that ended without its report: a finding if it was inside an image (killed by
+//! the watchdog, or died recovering), else the report's error.
+void report_abnormal_end(const Options& o, int status, bool in_image, const std::string& replay,
+                         Watch& w) {
+  Report& rep = w.rep;
+  if (w.killed) {
+    rep.findings.push_back(Finding{
+        "RECOVERY_HUNG",
+        "recovery and checks of one crash image ran longer than the budget of " +
+            std::to_string(o.image_seconds) + " s; the run stopped there",
+        w.hung_replay});
+  } else if (!w.ended) {
+    if (in_image) {
+      const std::string how =
+          WIFSIGNALED(status) ? std::string("died of ") + signal_text(WTERMSIG(status))
+                              : "exited with status " + std::to_string(WEXITSTATUS(status)) +
+                                    " (a sanitizer report?)";
+      rep.findings.push_back(Finding{
+          "RECOVERY_CRASHED",
+          "the process " + how + " while recovering or checking one crash image; the run "
+          "stopped there", replay});
+    } else {
+      rep.error = "crash simulator child ended without a report (status " +
+                  std::to_string(status) + ")";
+    }
+  }
+}
+
+}  // namespace
+
 Report run_isolated(const Options& o, const std::function<Report(int fd)>& body) {
   if (!o.isolate || std::getenv("WORT_CRASHSIM_NOFORK") != nullptr) return body(-1);
   const auto t0 = std::chrono::steady_clock::now();
@@ -183,90 +288,21 @@ Report run_isolated(const Options& o, const std::function<Report(int fd)>& body)
   }
   if (pid == 0) {
     ::close(fds[0]);
-    g_beat = beat;
-    if (!kSanitized && o.memory_budget_mb > 0) {
-      const rlim_t cap = vm_bytes() + (rlim_t{o.memory_budget_mb} << 20) + gap_reservation(o);
-      rlimit rl{cap, cap};
-      ::setrlimit(RLIMIT_AS, &rl);
-    }
-    const Report r = body(fds[1]);
-    stream_report(fds[1], r);
-    ::close(fds[1]);
-    std::fflush(nullptr);
-    ::_exit(0);
+    run_child(o, body, beat, fds[1]);
   }
   ::close(fds[1]);
-
-  Report rep;
-  bool ended = false, killed = false;
-  std::string buf, hung_replay;
-  const std::uint64_t budget_ns = static_cast<std::uint64_t>(o.image_seconds * 1e9);
-  for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
-    const int pr = ::poll(&p, 1, 50);
-    if (pr > 0) {
-      char chunk[65536];
-      const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-      if (n <= 0) break;  // EOF: the child exited (or died)
-      buf.append(chunk, static_cast<std::size_t>(n));
-      for (std::size_t nl; (nl = buf.find('\n')) != std::string::npos; buf.erase(0, nl + 1)) {
-        const auto f = split_tabs(buf.substr(0, nl));
-        if (f[0] == "F" && f.size() == 4) {
-          rep.findings.push_back(Finding{f[1], f[2], f[3]});
-        } else if (f[0] == "S" && f.size() == 11) {
-          rep.switches = std::stoull(f[8]);
-          rep.stalls = std::stoull(f[9]);
-          rep.schedule = f[10];
-          rep.ops = std::stoull(f[1]);
-          rep.crash_points = std::stoull(f[2]);
-          rep.images = std::stoull(f[3]);
-          rep.failed_images = std::stoull(f[4]);
-          rep.suppressed = std::stoull(f[5]);
-          rep.read_checks = std::stoull(f[6]);
-          rep.error = f[7];
-          ended = true;
-        }
-      }
-    }
-    // One word decides (start_ns is 0 outside every image), so no torn pair of loads can
-    // make a finished image look hung.
-    const std::uint64_t start = beat->start_ns.load(std::memory_order_acquire);
-    if (!killed && budget_ns > 0 && start != 0 && now_ns() > start + budget_ns) {
-      hung_replay = beat->replay;
-      ::kill(pid, SIGKILL);
-      killed = true;
-    }
-  }
+  Watch w;
+  watch_child(o, pid, fds[0], *beat, w);
   int status = 0;
   ::waitpid(pid, &status, 0);
   ::close(fds[0]);
   const bool in_image = beat->in_image.load() > 0;
-  if (!ended) rep.images = beat->images.load();
+  if (!w.ended) w.rep.images = beat->images.load();
   const std::string replay = beat->replay;
   ::munmap(shm, sizeof(Heartbeat));
-  if (killed) {
-    rep.findings.push_back(Finding{
-        "RECOVERY_HUNG",
-        "recovery and checks of one crash image ran longer than the budget of " +
-            std::to_string(o.image_seconds) + " s; the run stopped there",
-        hung_replay});
-  } else if (!ended) {
-    if (in_image) {
-      const std::string how =
-          WIFSIGNALED(status) ? std::string("died of ") + signal_text(WTERMSIG(status))
-                              : "exited with status " + std::to_string(WEXITSTATUS(status)) +
-                                    " (a sanitizer report?)";
-      rep.findings.push_back(Finding{
-          "RECOVERY_CRASHED",
-          "the process " + how + " while recovering or checking one crash image; the run "
-          "stopped there", replay});
-    } else {
-      rep.error = "crash simulator child ended without a report (status " +
-                  std::to_string(status) + ")";
-    }
-  }
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return rep;
+  report_abnormal_end(o, status, in_image, replay, w);
+  w.rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return w.rep;
 }
 
 }  // namespace wort::crashsim

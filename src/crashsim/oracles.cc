@@ -123,103 +123,137 @@ std::optional<Value> value_after(const RefMap& ref, const KvOp& op) {
   return std::nullopt;
 }
 
-// Every key of the scan, of `touched`, of `acked` and of `allowed` once, in order: a merge of
-// the four sorted sources (the scan sorted first if it is not), not a set built of them. On
-// ASan, where every tree node is an instrumented allocation, the sets and maps this built per
-// crash image were a quarter of the crash tests' time.
-void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
-                    std::vector<Problem>* problems) {
-  const std::size_t start = problems->size();
-  auto add = [&](const char* kind, std::string detail) {
+namespace {
+
+using AllowedMap = std::map<std::string, std::vector<std::optional<Value>>>;
+using Scan = std::vector<std::pair<std::string, Value>>;
+
+//! check_contents' problems: at most 4 of them per call.
+struct ContentProblems {
+  std::vector<Problem>* problems;
+  std::size_t start;
+  void add(const char* kind, std::string detail) {
     if (problems->size() - start < 4) problems->push_back({kind, std::move(detail)});
-  };
+  }
+};
+
+//! The full scan, sorted: keys out of order are reported, then sorted, the first of equal
+//! keys kept, as a map would.
+Scan sorted_scan(const Index& ix, const Expect& ex, ContentProblems& out) {
   auto seen = scan_all(ix, ex.acked->size() + (ex.allowed ? ex.allowed->size() : 0) + 64);
   bool ascending = true;
   for (std::size_t i = 1; i < seen.size(); ++i) {
     if (seen[i - 1].first < seen[i].first) continue;
     ascending = false;
-    add("EXTRA_KEY", "scan not strictly ascending: " + printable(seen[i - 1].first) + " then " +
-                         printable(seen[i].first));
+    out.add("EXTRA_KEY", "scan not strictly ascending: " + printable(seen[i - 1].first) +
+                             " then " + printable(seen[i].first));
   }
-  // Out of order (already reported): sorted, the first of equal keys kept, as a map would.
   if (!ascending)
     std::stable_sort(seen.begin(), seen.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<const std::string*> touched;
-  if (ex.touched) {
-    for (const std::string& k : *ex.touched) touched.push_back(&k);
-    if (!std::is_sorted(ex.touched->begin(), ex.touched->end()))
-      std::sort(touched.begin(), touched.end(),
-                [](const std::string* a, const std::string* b) { return *a < *b; });
-  }
-  static const std::map<std::string, std::vector<std::optional<Value>>> kNoneAllowed;
-  const auto& allowed_map = ex.allowed ? *ex.allowed : kNoneAllowed;
-  auto si = seen.begin();
-  auto ti = touched.begin();
-  auto ai = ex.acked->begin();
-  auto li = allowed_map.begin();
+  return seen;
+}
 
-  std::optional<Value> inflight_got;
-  std::vector<std::pair<const std::string*, std::optional<Value>>> allowed_got;
-  for (;;) {
-    // The smallest key at the head of any source.
+//! The touched keys in order (sorted here only if they are not already).
+std::vector<const std::string*> sorted_touched(const Expect& ex) {
+  std::vector<const std::string*> touched;
+  if (!ex.touched) return touched;
+  for (const std::string& k : *ex.touched) touched.push_back(&k);
+  if (!std::is_sorted(ex.touched->begin(), ex.touched->end()))
+    std::sort(touched.begin(), touched.end(),
+              [](const std::string* a, const std::string* b) { return *a < *b; });
+  return touched;
+}
+
+//! One key of the merge and what each source says of it.
+struct MergedKey {
+  const std::string* key = nullptr;  // in a source, which stays as it is while the heads move
+  std::optional<Value> in_scan;
+  std::optional<Value> want;  // acknowledged
+  const std::vector<std::optional<Value>>* allowed_values = nullptr;
+};
+
+//! The merge of the four sorted sources: each call of next() gives the smallest key at the
+//! head of any of them and moves every head past it.
+struct Merge {
+  const Scan& seen;
+  const std::vector<const std::string*>& touched;
+  const RefMap& acked;
+  const AllowedMap& allowed;
+  Scan::const_iterator si = seen.begin();
+  std::vector<const std::string*>::const_iterator ti = touched.begin();
+  RefMap::const_iterator ai = acked.begin();
+  AllowedMap::const_iterator li = allowed.begin();
+
+  bool next(MergedKey* m) {
     const std::string* next = nullptr;
     auto consider = [&](const std::string& k) {
       if (next == nullptr || k < *next) next = &k;
     };
     if (si != seen.end()) consider(si->first);
     if (ti != touched.end()) consider(**ti);
-    if (ai != ex.acked->end()) consider(ai->first);
-    if (li != allowed_map.end()) consider(li->first);
-    if (next == nullptr) break;
-    const std::string& k = *next;  // in a source, which stays as it is while the heads move
-    std::optional<Value> in_scan;
+    if (ai != acked.end()) consider(ai->first);
+    if (li != allowed.end()) consider(li->first);
+    if (next == nullptr) return false;
+    const std::string& k = *next;
+    *m = MergedKey{next};
     if (si != seen.end() && si->first == k) {
-      in_scan = si->second;
+      m->in_scan = si->second;
       while (si != seen.end() && si->first == k) ++si;
     }
     while (ti != touched.end() && **ti == k) ++ti;
-    std::optional<Value> want;
-    if (ai != ex.acked->end() && ai->first == k) want = (ai++)->second;
-    const std::vector<std::optional<Value>>* allowed_values = nullptr;
-    if (li != allowed_map.end() && li->first == k) allowed_values = &(li++)->second;
+    if (ai != acked.end() && ai->first == k) m->want = (ai++)->second;
+    if (li != allowed.end() && li->first == k) m->allowed_values = &(li++)->second;
+    return true;
+  }
+};
 
-    const std::optional<Value> got = ix.lookup(as_key(k));
-    if (ex.inflight && k == ex.inflight->key) {
-      auto allowed = [&](const std::optional<Value>& v) { return v == ex.before_v || v == ex.after_v; };
-      if (!allowed(got) || !allowed(in_scan) || got != in_scan)
-        add("NOT_ATOMIC", "in-flight " + describe(*ex.inflight) + ": lookup " + show(got) +
+//! The in-flight key: lookup and scan agree, on its value before or after the operation.
+void check_inflight(const Expect& ex, const std::optional<Value>& got,
+                    const std::optional<Value>& in_scan, ContentProblems& out) {
+  auto allowed = [&](const std::optional<Value>& v) { return v == ex.before_v || v == ex.after_v; };
+  if (!allowed(got) || !allowed(in_scan) || got != in_scan)
+    out.add("NOT_ATOMIC", "in-flight " + describe(*ex.inflight) + ": lookup " + show(got) +
                               ", scan " + show(in_scan) + ", want both " + show(ex.before_v) +
                               " (before) or both " + show(ex.after_v) + " (after)");
-      inflight_got = got;
-      continue;
-    }
-    if (allowed_values) {
-      const auto& vs = *allowed_values;
-      auto ok = [&](const std::optional<Value>& v) {
-        return std::find(vs.begin(), vs.end(), v) != vs.end();
-      };
-      if (!ok(got) || !ok(in_scan) || got != in_scan) {
-        std::string want_text;
-        for (const auto& v : vs) {
-          if (!want_text.empty()) want_text += " or ";
-          want_text += show(v);
-        }
-        add("NOT_ATOMIC", "key " + printable(k) + " of operations in flight: lookup " +
-                              show(got) + ", scan " + show(in_scan) + ", want both " + want_text);
-      }
-      allowed_got.emplace_back(&k, got);
-      continue;
-    }
-    if (got == want && in_scan == want) continue;
-    if (want)
-      add("LOST_ACK", "key " + printable(k) + ": lookup " + show(got) + ", scan " +
-                          show(in_scan) + ", acknowledged " + show(want));
-    else
-      add("EXTRA_KEY", "key " + printable(k) + " present (lookup " + show(got) + ", scan " +
-                           show(in_scan) + ") but never acknowledged");
+}
+
+//! A key of operations in flight: lookup and scan agree, on one of the allowed values.
+void check_allowed(const std::string& k, const std::vector<std::optional<Value>>& vs,
+                   const std::optional<Value>& got, const std::optional<Value>& in_scan,
+                   ContentProblems& out) {
+  auto ok = [&](const std::optional<Value>& v) {
+    return std::find(vs.begin(), vs.end(), v) != vs.end();
+  };
+  if (ok(got) && ok(in_scan) && got == in_scan) return;
+  std::string want_text;
+  for (const auto& v : vs) {
+    if (!want_text.empty()) want_text += " or ";
+    want_text += show(v);
   }
-  if (observed == nullptr || problems->size() != start) return;
+  out.add("NOT_ATOMIC", "key " + printable(k) + " of operations in flight: lookup " +
+                            show(got) + ", scan " + show(in_scan) + ", want both " + want_text);
+}
+
+//! Any other key: lookup and scan show the acknowledged value, or nothing.
+void check_acked(const std::string& k, const std::optional<Value>& got,
+                 const std::optional<Value>& in_scan, const std::optional<Value>& want,
+                 ContentProblems& out) {
+  if (got == want && in_scan == want) return;
+  if (want)
+    out.add("LOST_ACK", "key " + printable(k) + ": lookup " + show(got) + ", scan " +
+                            show(in_scan) + ", acknowledged " + show(want));
+  else
+    out.add("EXTRA_KEY", "key " + printable(k) + " present (lookup " + show(got) + ", scan " +
+                             show(in_scan) + ") but never acknowledged");
+}
+
+//! The contents found: the acknowledged ones, with the values the in-flight key and the
+//! keys of operations in flight showed.
+void record_observed(
+    const Expect& ex, const std::optional<Value>& inflight_got,
+    const std::vector<std::pair<const std::string*, std::optional<Value>>>& allowed_got,
+    RefMap* observed) {
   *observed = *ex.acked;
   if (ex.inflight) {
     if (inflight_got) (*observed)[ex.inflight->key] = *inflight_got;
@@ -229,6 +263,38 @@ void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
     if (v) (*observed)[*k] = *v;
     else observed->erase(*k);
   }
+}
+
+}  // namespace
+
+// Every key of the scan, of `touched`, of `acked` and of `allowed` once, in order: a merge of
+// the four sorted sources (the scan sorted first if it is not), not a set built of them. On
+// ASan, where every tree node is an instrumented allocation, the sets and maps this built per
+// crash image were a quarter of the crash tests' time.
+void check_contents(const Index& ix, const Expect& ex, RefMap* observed,
+                    std::vector<Problem>* problems) {
+  ContentProblems out{problems, problems->size()};
+  const Scan seen = sorted_scan(ix, ex, out);
+  const std::vector<const std::string*> touched = sorted_touched(ex);
+  static const AllowedMap kNoneAllowed;
+  Merge merge{seen, touched, *ex.acked, ex.allowed ? *ex.allowed : kNoneAllowed};
+  std::optional<Value> inflight_got;
+  std::vector<std::pair<const std::string*, std::optional<Value>>> allowed_got;
+  for (MergedKey m; merge.next(&m);) {
+    const std::string& k = *m.key;
+    const std::optional<Value> got = ix.lookup(as_key(k));
+    if (ex.inflight && k == ex.inflight->key) {
+      check_inflight(ex, got, m.in_scan, out);
+      inflight_got = got;
+    } else if (m.allowed_values) {
+      check_allowed(k, *m.allowed_values, got, m.in_scan, out);
+      allowed_got.emplace_back(&k, got);
+    } else {
+      check_acked(k, got, m.in_scan, m.want, out);
+    }
+  }
+  if (observed == nullptr || problems->size() != out.start) return;
+  record_observed(ex, inflight_got, allowed_got, observed);
 }
 
 std::optional<std::string> audit_blocks(const Pool& pool, const Index& ix) {

@@ -182,6 +182,29 @@ bool Scheduler::sleeping(std::size_t t) const {
   return rp != std::string::npos && rp + 2 < s.size() && (s[rp + 2] == 'S' || s[rp + 2] == 'D');
 }
 
+// `cpu` ms of CPU burned, `slept_ms` asleep (if `asleep`), `elapsed` s passed since the turn
+// holder's last event.
+bool Scheduler::stalled(double cpu, bool asleep, double slept_ms, double elapsed) const {
+  // A replay's armed stall: the holder blocked as when it was recorded (the default
+  // bounds, whatever this run's detection is set to).
+  const bool forced = forced_pending_ && (cpu >= kForcedCpuMs || slept_ms >= kForcedSleepMs ||
+                                          elapsed >= p_.stall_wall_s);
+  return forced || cpu >= p_.stall_cpu_ms || (asleep && slept_ms >= p_.stall_sleep_ms) ||
+         elapsed >= p_.stall_wall_s;
+}
+
+bool Scheduler::other_unfinished(std::size_t t) const {
+  bool other = false;
+  for (std::size_t u = 0; u < p_.threads; ++u) other = other || (u != t && !done_[u]);
+  return other;
+}
+
+std::string Scheduler::hang_text(double idle, std::size_t t) {
+  return "no writer made a traced event for " + std::to_string(static_cast<int>(idle)) +
+         " s (writer " + std::to_string(t) +
+         " holds the turn; a lock never released, or writers waiting on each other?)";
+}
+
 bool Scheduler::control() {
   using Clock = std::chrono::steady_clock;
   std::unique_lock l(mu_);
@@ -229,23 +252,13 @@ bool Scheduler::control() {
     }
     const double slept_ms =
         asleep ? std::chrono::duration<double, std::milli>(now - sleep_since).count() : 0;
-    // A replay's armed stall: the holder blocked as when it was recorded (the default
-    // bounds, whatever this run's detection is set to).
-    const bool forced = forced_pending_ && (cpu >= kForcedCpuMs || slept_ms >= kForcedSleepMs ||
-                                            elapsed >= p_.stall_wall_s);
-    const bool stalled = forced || cpu >= p_.stall_cpu_ms ||
-                         (asleep && slept_ms >= p_.stall_sleep_ms) || elapsed >= p_.stall_wall_s;
-    if (!stalled) continue;
+    if (!stalled(cpu, asleep, slept_ms, elapsed)) continue;
     const double idle = std::chrono::duration<double>(now - progress).count();
     if (idle >= p_.hang_s) {
-      hang_detail_ = "no writer made a traced event for " + std::to_string(static_cast<int>(idle)) +
-                     " s (writer " + std::to_string(t) +
-                     " holds the turn; a lock never released, or writers waiting on each other?)";
+      hang_detail_ = hang_text(idle, t);
       return false;
     }
-    bool other = false;
-    for (std::size_t u = 0; u < p_.threads; ++u) other = other || (u != t && !done_[u]);
-    if (other) {
+    if (other_unfinished(t)) {
       stall_switch();
       seen_seq = UINT64_MAX;
     }

@@ -93,6 +93,11 @@ class Scheduler {
   void arm_forced();                      // mu_ held: a replay's stall recorded here?
   double cpu_ms(std::size_t t) const;
   bool sleeping(std::size_t t) const;
+  //! mu_ held: the turn holder counts as stalled (control()'s bounds, or a replay's armed
+  //! stall by the default bounds).
+  bool stalled(double cpu, bool asleep, double slept_ms, double elapsed) const;
+  bool other_unfinished(std::size_t t) const;  // mu_ held: a writer other than t not done
+  static std::string hang_text(double idle, std::size_t t);  // hang_detail_ of a hang
 
   Params p_;
   std::mutex mu_;

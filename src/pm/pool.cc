@@ -341,6 +341,36 @@ bool name_new_file(int fd, const std::string& tmp, const std::string& path) {
   return ::linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) == 0;
 }
 
+//! The directory a new pool at `path` goes in: refused if a file (or a link) is at `path`
+//! already, or if the directory is missing or not a directory.
+Result<std::string> creation_dir(const std::string& path) {
+  struct stat existing {};
+  if (::lstat(path.c_str(), &existing) == 0)
+    return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
+  std::string dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  struct stat dir_st {};
+  if (const bool found = ::stat(dir.c_str(), &dir_st) == 0; !found || !S_ISDIR(dir_st.st_mode)) {
+    const int e = found ? ENOTDIR : errno;
+    return Error{e == ENOENT ? Status::no_such_file : Status::io_error,
+                 "cannot create pool '" + path + "': its directory '" + dir + "': " + errno_text(e)};
+  }
+  return dir;
+}
+
+//! A new file for the pool at `path`, without a name (O_TMPFILE in `dir`), or, where the
+//! filesystem has no O_TMPFILE, under a temporary name stored in `*tmp`. -1 (errno set) on
+//! failure.
+int open_unnamed(const std::string& dir, const std::string& path, std::string* tmp) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    *tmp = path + ".creating.XXXXXX";
+    fd = ::mkostemp(tmp->data(), O_CLOEXEC);
+    if (fd >= 0) ::fchmod(fd, 0644);
+  }
+  return fd;
+}
+
 }  // namespace
 
 Pool::Pool() = default;
@@ -367,24 +397,10 @@ Result<std::unique_ptr<Pool>> Pool::create(const std::string& path, const PoolOp
   auto geom = plan_geometry(opts);
   if (!geom) return geom.error();
   if (path.empty()) return Error{Status::invalid_argument, "cannot create a pool: the path is empty"};
-  struct stat existing {};
-  if (::lstat(path.c_str(), &existing) == 0)
-    return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(EEXIST)};
-  std::string dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  struct stat dir_st {};
-  if (const bool found = ::stat(dir.c_str(), &dir_st) == 0; !found || !S_ISDIR(dir_st.st_mode)) {
-    const int e = found ? ENOTDIR : errno;
-    return Error{e == ENOENT ? Status::no_such_file : Status::io_error,
-                 "cannot create pool '" + path + "': its directory '" + dir + "': " + errno_text(e)};
-  }
+  auto dir = creation_dir(path);
+  if (!dir) return dir.error();
   std::string tmp;  // the temporary name, when O_TMPFILE was not available
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-    tmp = path + ".creating.XXXXXX";
-    fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-    if (fd >= 0) ::fchmod(fd, 0644);
-  }
+  const int fd = open_unnamed(*dir, path, &tmp);
   if (fd < 0)
     return Error{Status::io_error, "cannot create pool '" + path + "': " + errno_text(errno)};
   // The Pool object is made only when the file is whole and named: until then the mapping
