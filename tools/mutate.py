@@ -836,6 +836,7 @@ def main():
         return 0
 
     t0 = time.time()
+    a.revision = revision()  # the tree sync_tree copies now, not HEAD when the run ends
     src = sync_tree(a.scratch)
     build_dir = os.path.join(a.scratch, "build")
     # WORT_FAULTS: the crash tests that switch on a fault (a merge stopped after its detach,
@@ -900,6 +901,15 @@ def main():
     return 1 if tout or any(not r[0].harmless for r in surv) else 0
 
 
+def revision():
+    """HEAD of the worktree, with "+changes" when tracked files differ from it."""
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                         cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, cwd=ROOT).stdout.strip() != ""
+    return rev + ("+changes" if dirty else "")
+
+
 def write_json(a, results, seconds):
     """The score per catalogue (the file a mutation's line is in), for docs/RESULTS.md."""
     per = {}
@@ -917,13 +927,9 @@ def write_json(a, results, seconds):
             c["timeout"] += 1
         else:
             c["na"] += 1
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                         cwd=ROOT).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, cwd=ROOT).stdout.strip() != ""
     doc = {"command_line": "make mutate" if not a.only else
                            "tools/mutate.py " + " ".join(f"--only '{o}'" for o in a.only),
-           "git_revision": rev + ("+changes" if dirty else ""),
+           "git_revision": a.revision,
            "date": time.strftime("%Y-%m-%d"), "seconds": round(seconds),
            "mode": "one at a time" if a.one_at_a_time else "schemata",
            "load_end": os.getloadavg()[0], "catalogues": per,
