@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -21,18 +24,36 @@ namespace wort::test::roart_instant {
 using roart::Roart;
 namespace fs = std::filesystem;
 
+//! Where the scratch directories go: /dev/shm, else the system's temporary directory.
+inline fs::path temp_base() {
+  const char* shm = "/dev/shm";
+  return fs::exists(shm) ? fs::path(shm) : fs::temp_directory_path();
+}
+
 struct TempDir {
   fs::path dir;
   explicit TempDir(const std::string& name) {
-    const char* shm = "/dev/shm";
-    dir = (fs::exists(shm) ? fs::path(shm) : fs::temp_directory_path()) /
-          ("roart_instant_" + name + "_" + std::to_string(::getpid()));
+    dir = temp_base() / ("roart_instant_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
   ~TempDir() { fs::remove_all(dir); }
   std::string pool() const { return (dir / "pool").string(); }
 };
+
+//! Removes the TempDirs of `name` whose process has ended: a death test's child that aborts
+//! (as it is meant to) never runs its TempDir's destructor.
+inline void remove_orphaned(const std::string& name) {
+  const std::string prefix = "roart_instant_" + name + "_";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(temp_base(), ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(f.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      fs::remove_all(e.path(), ec);
+  }
+}
 
 inline std::unique_ptr<Pool> create_pool(const std::string& path, std::uint64_t size) {
   PoolOptions o;
