@@ -924,9 +924,9 @@ void Store::release_block(std::uint64_t off) noexcept {
 
 void Store::drain_retired() {
   if (items_->pending() == 0) return;
-  items_->synchronize();  // every reader pinned before this has unpinned
-  items_->reclaim_all();  // every thread's list (reclaim() frees only this one's while
-                          // others are pinned)
+  // Every reader pinned before this has unpinned; then every thread's list (reclaim() frees
+  // only this one's while others are pinned).
+  items_->reclaim_everything();
 }
 
 void Store::set_exptime(std::uint64_t off, std::int64_t t) noexcept {

@@ -146,10 +146,7 @@ class ArtEngine {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
   //! Frees every block retired so far, once the readers pinned now have unpinned
   //! (Index::reclaim_retired). Not from inside an operation of this tree.
-  void reclaim_retired() {
-    epochs_.synchronize();
-    epochs_.reclaim_all();
-  }
+  void reclaim_retired() { epochs_.reclaim_everything(); }
   //! Write attempts that started again from the root (a lock found its node obsolete, or
   //! what the descent saw had changed under the locks). Tests and diagnostics.
   std::uint64_t write_restarts() const noexcept {

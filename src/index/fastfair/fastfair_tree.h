@@ -57,10 +57,7 @@ class FastFairTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
   //! Frees every block retired so far, once the readers pinned now have unpinned
   //! (Index::reclaim_retired). Not from inside an operation of this tree.
-  void reclaim_retired() {
-    epochs_.synchronize();
-    epochs_.reclaim_all();
-  }
+  void reclaim_retired() { epochs_.reclaim_everything(); }
   std::size_t scan(Key from, std::size_t max, Visitor v) const;
   std::size_t range(Key lo, Key hi, Visitor v) const;
   IndexStats stats() const;

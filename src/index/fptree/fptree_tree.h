@@ -76,10 +76,7 @@ class FPTree {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
   //! Frees every block retired so far, once the readers pinned now have unpinned
   //! (Index::reclaim_retired). Not from inside an operation of this tree.
-  void reclaim_retired() {
-    epochs_.synchronize();
-    epochs_.reclaim_all();
-  }
+  void reclaim_retired() { epochs_.reclaim_everything(); }
 #if WORT_FAULTS  // test builds only (pm/faults.h)
   //! Tests only: the broken variant whose readers do not validate what they read from a
   //! leaf against its writers (no wait for a writer inside the leaf, no re-check of the

@@ -217,6 +217,13 @@ class EpochReclaimer {
   //! list (after synchronize(): everything retired before it).
   void reclaim_all() { reclaim_lists(); }
 
+  //! synchronize(), then reclaim_all(): frees every block retired before the call (for a
+  //! caller short of space). The caller must not be pinned.
+  void reclaim_everything() {
+    synchronize();
+    reclaim_all();
+  }
+
   //! Frees every retired block (nobody may be pinned: the index is going away).
   void drain() {
     for (List& l : lists_) {

@@ -137,10 +137,7 @@ class Roart {
   std::size_t retired_pending() const noexcept { return epochs_.pending(); }
   //! Frees every block retired so far, once the readers pinned now have unpinned
   //! (Index::reclaim_retired). Not from inside an operation of this tree.
-  void reclaim_retired() {
-    epochs_.synchronize();
-    epochs_.reclaim_all();
-  }
+  void reclaim_retired() { epochs_.reclaim_everything(); }
 
   ~Roart();
   Roart(const Roart&) = delete;
